@@ -1,0 +1,239 @@
+//! The command line (clap derive). Only shape and help text live here; `config.rs` turns a
+//! parsed `Cli` into validated settings and each subcommand's module does the work.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// kinit: Ansible-style playbooks over SSH and WinRM, and one-command Kubernetes clusters with
+/// Windows workers on libvirt guests.
+#[derive(Debug, Parser)]
+#[command(name = "kinit", version, about, long_about = None, propagate_version = true)]
+#[command(after_help = "Examples:
+  kinit plan --spec k8s-libvirt-1-1-1
+  kinit run --spec k8s-libvirt-1-1-1 --cluster-nodes-spec '[[when_group=compute_nodes,os=windows]]'
+  kinit run --spec k8s-libvirt-1-1-1 --stop-after cleanup-hypervisors
+  kinit playbook site.yml -i hosts.ini --forks 20")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Deploy (or tear down) a cluster described by a spec, phase by phase.
+    #[command(after_help = "Examples:
+  kinit run --spec k8s-libvirt-1-1-1
+  kinit run --spec k8s-libvirt-3-2-2 --hypervisor-hosts nyctea,tyto \\
+            --cluster-nodes-spec '[{\"when_name\":\"compute-02\",\"os\":\"windows\"}]'
+  kinit run --spec k8s-libvirt-1-1-1 --stop-after cleanup-hypervisors")]
+    Run(RunArgs),
+    /// Print the expanded inventory and the ordered phases of a cluster; touches nothing.
+    #[command(after_help = "Examples:
+  kinit plan --spec k8s-libvirt-1-1-1
+  kinit plan --spec k8s-libvirt-3-2-2 --cluster-nodes-spec '[[when_group=compute_nodes,os=windows]]'
+  kinit plan --spec k8s-libvirt-1-1-1 --format json | jq '.nodes[].ip'")]
+    Plan(PlanArgs),
+    /// Run an Ansible-style playbook against an inventory.
+    #[command(after_help = "Examples:
+  kinit playbook site.yml -i hosts.ini
+  kinit playbook site.yml -i inventory.yml --limit 'web*' --tags deploy --check --diff
+  kinit playbook site.yml -i hosts.ini -e version=1.31 -e @vars.yml --forks 100")]
+    Playbook(PlaybookArgs),
+    /// Open a shell on a cluster node, through its hypervisor.
+    #[command(after_help = "Examples:
+  kinit ssh controller-01 --spec k8s-libvirt-1-1-1
+  kinit ssh compute-01 --spec k8s-libvirt-1-1-1 -- uptime")]
+    Ssh(SshArgs),
+    /// Periodic CI jobs: run a job from ci/jobs.yml and render its reports.
+    #[command(after_help = "Examples:
+  kinit ci list
+  kinit ci run k8s-libvirt-1-1-1-h --out reports/
+  kinit ci index reports/")]
+    Ci(CiArgs),
+}
+
+/// Everything that describes a cluster: shared by `run`, `plan` and `ssh`.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// Cluster shape: `<distro>-<driver>-<controllers>-<computes>-<hypervisors>[-suffix]`,
+    /// e.g. `k8s-libvirt-1-1-1`.
+    #[arg(long, value_name = "SPEC")]
+    pub spec: String,
+    /// Ordered node rules (JSON, YAML or `[[k=v,..]]`); the last matching rule wins.
+    /// Selectors: when_group, when_distro, when_type, when_name. Settings: os, vcpus, maxvcpus,
+    /// ram, disk, target_order.
+    #[arg(long, value_name = "RULES")]
+    pub cluster_nodes_spec: Option<String>,
+    /// Hypervisors as SSH names, in order: `--hypervisor-hosts nyctea,tyto`.
+    #[arg(long, value_name = "HOSTS", conflicts_with = "hypervisor_hosts_spec")]
+    pub hypervisor_hosts: Option<String>,
+    /// Hypervisors in detail (JSON, YAML or `[[k=v,..]]`): host, ansible_host, ssh_hostname,
+    /// ssh_user, ssh_port.
+    #[arg(long, value_name = "HOSTS")]
+    pub hypervisor_hosts_spec: Option<String>,
+    /// Cluster network (JSON, YAML or `[k=v,..]`): network_name, network (CIDR).
+    #[arg(long, value_name = "NETWORK")]
+    pub network_spec: Option<String>,
+    /// Cluster identity (JSON, YAML or `[k=v,..]`): cluster_name, cluster_domain.
+    #[arg(long, value_name = "CLUSTER")]
+    pub cluster_spec: Option<String>,
+    /// Extra variables, `key=value` (JSON values allowed) or `@file.yml`; repeatable.
+    #[arg(short = 'e', long = "extra-vars", value_name = "VARS")]
+    pub extra_vars: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Stop after this phase (e.g. `cleanup-hypervisors`; the `task-` prefix is accepted).
+    #[arg(long, value_name = "PHASE")]
+    pub stop_after: Option<String>,
+    /// Stop before this phase.
+    #[arg(long, value_name = "PHASE")]
+    pub stop_before: Option<String>,
+    /// Skip the phases before this one.
+    #[arg(long, value_name = "PHASE")]
+    pub start_at: Option<String>,
+    #[command(flatten)]
+    pub exec: ExecArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Table)]
+    pub format: PlanFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    Table,
+    Json,
+}
+
+/// Execution knobs shared by `run` and `playbook`, named as in ansible-playbook.
+#[derive(Debug, Clone, Args)]
+pub struct ExecArgs {
+    /// Report what would change without changing anything.
+    #[arg(short = 'C', long)]
+    pub check: bool,
+    /// Show the differences in files that change.
+    #[arg(short = 'D', long)]
+    pub diff: bool,
+    /// How many hosts run at once.
+    #[arg(short = 'f', long, default_value_t = 50, value_name = "N")]
+    pub forks: usize,
+    /// More output (-v command output, -vv transport details).
+    #[arg(short = 'v', long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Write one JSON event per line to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log_json: Option<PathBuf>,
+    /// Write a JUnit XML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// SSH host key checking.
+    #[arg(long, value_enum, default_value_t = HostKeyChecking::Strict)]
+    pub host_key_checking: HostKeyChecking,
+    /// CA bundle (PEM) that WinRM HTTPS certificates are checked against.
+    #[arg(long, value_name = "FILE")]
+    pub winrm_ca_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostKeyChecking {
+    /// Refuse hosts whose key is unknown or changed.
+    #[default]
+    Strict,
+    /// Record unknown hosts, refuse changed keys.
+    AcceptNew,
+    /// Accept any key (not recommended).
+    Off,
+}
+
+#[derive(Debug, Args)]
+pub struct PlaybookArgs {
+    /// Playbook file(s).
+    #[arg(required = true, value_name = "PLAYBOOK")]
+    pub playbooks: Vec<PathBuf>,
+    /// Inventory file (INI or YAML) or a comma-separated host list (`a,b,`); repeatable.
+    #[arg(short = 'i', long = "inventory", value_name = "INVENTORY")]
+    pub inventory: Vec<String>,
+    /// Extra variables, `key=value` (JSON values allowed) or `@file.yml`; repeatable.
+    #[arg(short = 'e', long = "extra-vars", value_name = "VARS")]
+    pub extra_vars: Vec<String>,
+    /// Limit to hosts matching this pattern (`web*:!web3`, `group`, `@file`).
+    #[arg(short = 'l', long, value_name = "PATTERN")]
+    pub limit: Option<String>,
+    /// Only run tasks and plays with these tags (comma-separated, repeatable).
+    #[arg(short = 't', long, value_name = "TAGS")]
+    pub tags: Vec<String>,
+    /// Skip tasks and plays with these tags.
+    #[arg(long, value_name = "TAGS")]
+    pub skip_tags: Vec<String>,
+    /// Start at the task with this name.
+    #[arg(long, value_name = "TASK")]
+    pub start_at_task: Option<String>,
+    /// Parse the playbook and exit.
+    #[arg(long)]
+    pub syntax_check: bool,
+    /// List the tasks that would run and exit.
+    #[arg(long)]
+    pub list_tasks: bool,
+    /// List the hosts each play targets and exit.
+    #[arg(long)]
+    pub list_hosts: bool,
+    #[command(flatten)]
+    pub exec: ExecArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SshArgs {
+    /// Node name (`controller-01`, `compute-02`, `service`, `hypervisor-01`).
+    pub node: String,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Command to run instead of an interactive shell.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CiArgs {
+    #[command(subcommand)]
+    pub command: CiCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CiCommand {
+    /// List the jobs of the matrix.
+    List {
+        /// Job matrix file.
+        #[arg(long, default_value = "ci/jobs.yml")]
+        jobs: PathBuf,
+    },
+    /// Deploy a job's cluster, validate it, always tear it down, write reports.
+    Run {
+        /// Job label, e.g. `k8s-libvirt-1-1-1-h`.
+        label: String,
+        /// Job matrix file.
+        #[arg(long, default_value = "ci/jobs.yml")]
+        jobs: PathBuf,
+        /// Folder the run's reports go into.
+        #[arg(long, default_value = "ci-reports")]
+        out: PathBuf,
+        /// Plan and report without touching any hypervisor.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Render the index page and badges over all runs in a reports folder.
+    Index {
+        /// Reports folder.
+        out: PathBuf,
+    },
+}

@@ -1,0 +1,115 @@
+//! Command text for remote shells, assembled in one place: POSIX sh quoting, PowerShell
+//! quoting and `-EncodedCommand`, and the wrappers for env, cwd and become.
+
+use base64::Engine as _;
+
+use super::{BecomeOptions, ExecRequest};
+
+/// Quote one word for POSIX sh: safe words stay bare, everything else goes in single quotes.
+pub fn sh(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"@%+=:,./-_".contains(&b));
+    if safe {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Join argv into one sh command line.
+pub fn sh_join<S: AsRef<str>>(argv: &[S]) -> String {
+    argv.iter()
+        .map(|a| sh(a.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Quote one string as a PowerShell single-quoted literal.
+pub fn ps(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "''"))
+}
+
+/// `powershell.exe -EncodedCommand` argument: UTF-16LE, base64.
+pub fn ps_encode(script: &str) -> String {
+    let utf16: Vec<u8> = script.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    base64::engine::general_purpose::STANDARD.encode(utf16)
+}
+
+/// The full command line that runs `script` in a non-interactive PowerShell.
+pub fn ps_command_line(script: &str) -> String {
+    format!(
+        "powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand {}",
+        ps_encode(script)
+    )
+}
+
+/// The sh text that runs `req.script` with its env, cwd and become applied.
+///
+/// Become uses `sudo -H -S -n` (or `-S` with a password fed on stdin by the caller) and runs the
+/// script through `sh -c`, so the script itself needs no knowledge of sudo.
+pub fn sh_wrap(req: &ExecRequest) -> String {
+    let mut inner = String::new();
+    if let Some(cwd) = &req.cwd {
+        inner.push_str(&format!("cd {} && ", sh(cwd)));
+    }
+    for (k, v) in &req.env {
+        inner.push_str(&format!("export {}={}; ", k, sh(v)));
+    }
+    inner.push_str(&req.script);
+    match &req.become_ {
+        None => inner,
+        Some(b) => become_sudo(b, &inner),
+    }
+}
+
+fn become_sudo(b: &BecomeOptions, inner: &str) -> String {
+    let user = b.user.as_deref().unwrap_or("root");
+    let flags = if b.password.is_some() {
+        "-S -p ''"
+    } else {
+        "-n"
+    };
+    format!("sudo -H {flags} -u {} -- sh -c {}", sh(user), sh(inner))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sh_quotes_only_what_needs_it() {
+        assert_eq!(sh("abc/def.txt"), "abc/def.txt");
+        assert_eq!(sh(""), "''");
+        assert_eq!(sh("a b"), "'a b'");
+        assert_eq!(sh("it's"), r"'it'\''s'");
+        assert_eq!(sh("$(rm -rf /)"), "'$(rm -rf /)'");
+    }
+
+    #[test]
+    fn ps_doubles_single_quotes() {
+        assert_eq!(ps("C:\\it's"), "'C:\\it''s'");
+    }
+
+    #[test]
+    fn ps_encode_is_utf16le_base64() {
+        // "a" is 0x61 0x00 in UTF-16LE.
+        assert_eq!(ps_encode("a"), "YQA=");
+    }
+
+    #[test]
+    fn wrap_applies_cwd_env_and_become() {
+        let req = ExecRequest {
+            script: "echo $X".into(),
+            env: vec![("X".into(), "a b".into())],
+            cwd: Some("/tmp".into()),
+            become_: Some(BecomeOptions::default()),
+            ..ExecRequest::default()
+        };
+        assert_eq!(
+            sh_wrap(&req),
+            r"sudo -H -n -u root -- sh -c 'cd /tmp && export X='\''a b'\''; echo $X'"
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! `HostTarget`: everything needed to reach one host, resolved from inventory variables,
+//! command-line flags and `~/.ssh/config` before any connection is opened.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::HostKeyChecking;
+use crate::secret::Secret;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConnectionKind {
+    #[default]
+    Ssh,
+    WinRm,
+    Local,
+}
+
+/// One hop of a jump chain (`ProxyJump user@host:port`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JumpHost {
+    pub address: String,
+    pub port: u16,
+    pub user: Option<String>,
+    pub private_key_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct BecomeOptions {
+    /// Target user (`root` when empty).
+    pub user: Option<String>,
+    pub password: Option<Secret>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WinRmScheme {
+    Http,
+    #[default]
+    Https,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WinRmAuth {
+    #[default]
+    Ntlm,
+    Basic,
+}
+
+#[derive(Debug, Clone)]
+pub struct WinRmOptions {
+    pub scheme: WinRmScheme,
+    pub auth: WinRmAuth,
+    /// `false` only when the user opted out (`ansible_winrm_server_cert_validation=ignore`).
+    pub cert_validation: bool,
+    pub ca_file: Option<PathBuf>,
+    pub operation_timeout: Duration,
+    pub path: String,
+}
+
+impl Default for WinRmOptions {
+    fn default() -> Self {
+        Self {
+            scheme: WinRmScheme::Https,
+            auth: WinRmAuth::Ntlm,
+            cert_validation: true,
+            ca_file: None,
+            operation_timeout: Duration::from_secs(20),
+            path: "/wsman".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct HostTarget {
+    /// Inventory name, used in messages.
+    pub name: String,
+    pub connection: ConnectionKind,
+    /// What to connect to (`ansible_host`, else the name).
+    pub address: String,
+    /// `None`: the transport's default (22, 5985/5986).
+    pub port: Option<u16>,
+    pub user: Option<String>,
+    pub password: Option<Secret>,
+    pub private_key_files: Vec<PathBuf>,
+    pub jump: Vec<JumpHost>,
+    pub host_key_checking: HostKeyChecking,
+    /// Extra known_hosts file consulted (and written under accept-new), e.g. a cluster's own.
+    pub known_hosts_file: Option<PathBuf>,
+    pub winrm: WinRmOptions,
+    pub connect_timeout: Duration,
+    /// Connection attempts before the host is unreachable.
+    pub connect_attempts: u32,
+}
+
+impl HostTarget {
+    pub fn new(name: impl Into<String>, connection: ConnectionKind) -> Self {
+        let name = name.into();
+        Self {
+            address: name.clone(),
+            name,
+            connection,
+            port: None,
+            user: None,
+            password: None,
+            private_key_files: Vec::new(),
+            jump: Vec::new(),
+            host_key_checking: HostKeyChecking::Strict,
+            known_hosts_file: None,
+            winrm: WinRmOptions::default(),
+            connect_timeout: Duration::from_secs(10),
+            connect_attempts: 3,
+        }
+    }
+}
