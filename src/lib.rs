@@ -19,8 +19,12 @@
 
 pub mod cli;
 pub mod error;
+pub mod inventory;
+pub mod modules;
 pub mod secret;
+pub mod template;
 pub mod transport;
+pub mod vars;
 
 pub use error::Error;
 

@@ -1,0 +1,213 @@
+//! Modules: the closed set of things a task can do on a host, and the one registry that maps a
+//! task's module name (short or FQCN) to its implementation.
+//!
+//! Each module lives in its own file, takes typed params (`serde` with `deny_unknown_fields`,
+//! a `///` line per field: that doc is the module reference), and works in two halves: it
+//! first works out whether anything must change without touching the host, then applies the
+//! change unless `ctx.check_mode` is set.
+//!
+//! Modules that act on the executor's own state (`set_fact`, `add_host`, `meta`, includes...)
+//! are handled by the executor, not here.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::transport::{BecomeOptions, Connection, ExecOutput, ExecRequest, TransportError};
+use crate::vars::VarMap;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Renders template text for modules that need it (`template`, `win_template`).
+pub trait Render: Sync {
+    fn render(&self, source: &str) -> Result<String, String>;
+}
+
+/// What a module may use while it runs on one host.
+pub struct ModuleCtx<'a> {
+    pub host: &'a str,
+    pub conn: &'a Connection,
+    pub check_mode: bool,
+    pub diff: bool,
+    pub become_: Option<BecomeOptions>,
+    pub env: Vec<(String, String)>,
+    pub timeout: Option<Duration>,
+    /// Where relative `src` paths are looked up, most specific first (role `files/` or
+    /// `templates/`, then the playbook's folder).
+    pub search_paths: &'a [PathBuf],
+    /// The task's variables (for modules that read facts, e.g. `package` picking apt or dnf).
+    pub vars: &'a VarMap,
+    pub render: &'a dyn Render,
+}
+
+impl ModuleCtx<'_> {
+    /// Run `script` with the task's become, environment and timeout.
+    pub async fn run(&self, script: impl Into<String>) -> Result<ExecOutput, ModuleError> {
+        self.run_with_stdin(script, None).await
+    }
+
+    pub async fn run_with_stdin(
+        &self,
+        script: impl Into<String>,
+        stdin: Option<Vec<u8>>,
+    ) -> Result<ExecOutput, ModuleError> {
+        let req = ExecRequest {
+            script: script.into(),
+            stdin,
+            env: self.env.clone(),
+            cwd: None,
+            become_: self.become_.clone(),
+            timeout: self.timeout,
+        };
+        Ok(self.conn.exec(&req).await?)
+    }
+
+    /// Find a local file by the search paths (absolute paths are taken as they are).
+    pub fn find_local(&self, path: &str) -> Result<PathBuf, ModuleError> {
+        let p = PathBuf::from(path);
+        if p.is_absolute() {
+            return Ok(p);
+        }
+        self.search_paths
+            .iter()
+            .map(|dir| dir.join(&p))
+            .find(|c| c.exists())
+            .ok_or_else(|| ModuleError::Failed {
+                msg: format!(
+                    "could not find `{path}` in {}",
+                    self.search_paths
+                        .iter()
+                        .map(|d| format!("`{}`", d.display()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
+    }
+}
+
+/// The before/after of a change, for `--diff`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Diff {
+    pub path: Option<String>,
+    pub before: String,
+    pub after: String,
+}
+
+/// What a module reports. `data` holds the module's own return values (`rc`, `stdout`,
+/// `stat`, ...), merged into the registered result next to `changed`/`failed`/`msg`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModuleResult {
+    pub changed: bool,
+    pub failed: bool,
+    pub skipped: bool,
+    pub msg: Option<String>,
+    pub diff: Option<Diff>,
+    pub data: serde_json::Map<String, Value>,
+}
+
+impl ModuleResult {
+    pub fn ok() -> Self {
+        Self::default()
+    }
+    pub fn changed() -> Self {
+        Self {
+            changed: true,
+            ..Self::default()
+        }
+    }
+    pub fn failed(msg: impl Into<String>) -> Self {
+        Self {
+            failed: true,
+            msg: Some(msg.into()),
+            ..Self::default()
+        }
+    }
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.data.insert(key.to_string(), value.into());
+        self
+    }
+    /// `rc`, `stdout`, `stderr` and their `_lines`, as command-like modules return them.
+    pub fn with_output(self, out: &ExecOutput) -> Self {
+        let stdout = out.stdout_str();
+        let stderr = out.stderr_str();
+        let stdout = stdout.strip_suffix('\n').unwrap_or(&stdout).to_string();
+        let stderr = stderr.strip_suffix('\n').unwrap_or(&stderr).to_string();
+        let lines = |s: &str| -> Vec<Value> { s.lines().map(Value::from).collect() };
+        let (so, se) = (lines(&stdout), lines(&stderr));
+        self.with("rc", out.rc)
+            .with("stdout", stdout)
+            .with("stderr", stderr)
+            .with("stdout_lines", so)
+            .with("stderr_lines", se)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModuleError {
+    #[error("module `{module}`: {detail}")]
+    BadArgs {
+        module: &'static str,
+        detail: String,
+    },
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error("{msg}")]
+    Failed { msg: String },
+}
+
+/// One module implementation.
+pub trait Module: Sync {
+    /// Check `args` without running anything (load-time validation).
+    fn validate(&self, args: &Value) -> Result<(), ModuleError>;
+    /// Run on one host.
+    fn run<'a>(
+        &'a self,
+        ctx: &'a ModuleCtx<'a>,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ModuleResult, ModuleError>>;
+}
+
+/// Deserialize a module's typed params, turning serde's message into a `BadArgs`.
+pub fn params<T: DeserializeOwned>(module: &'static str, args: &Value) -> Result<T, ModuleError> {
+    serde_json::from_value(args.clone()).map_err(|e| ModuleError::BadArgs {
+        module,
+        detail: e.to_string(),
+    })
+}
+
+/// The registry: every module kinit has, by short name. One line per module.
+static MODULES: &[(&str, &dyn Module)] = &[];
+
+/// Collection prefixes accepted in front of a short name (`ansible.builtin.copy`).
+const COLLECTIONS: &[&str] = &[
+    "ansible.builtin.",
+    "ansible.legacy.",
+    "ansible.windows.",
+    "ansible.posix.",
+    "community.general.",
+    "community.windows.",
+    "community.libvirt.",
+    "kinit.",
+];
+
+/// The short name of `name` (FQCN prefixes stripped).
+pub fn short_name(name: &str) -> &str {
+    COLLECTIONS
+        .iter()
+        .find_map(|p| name.strip_prefix(p))
+        .unwrap_or(name)
+}
+
+pub fn lookup(name: &str) -> Option<&'static dyn Module> {
+    let short = short_name(name);
+    MODULES.iter().find(|(n, _)| *n == short).map(|(_, m)| *m)
+}
+
+/// Every registered module name, for "did you mean" suggestions.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    MODULES.iter().map(|(n, _)| *n)
+}
