@@ -1,0 +1,5 @@
+//! kinit's integration tests: one test binary that drives the real `kinit` binary against
+//! real servers (sshd hosts, the WinRM test server, libvirt's test driver) started by the
+//! tests themselves. Each area has its own module; `support` holds the shared builder.
+
+mod support;
