@@ -13,5 +13,7 @@ pub enum Error {
         source: std::io::Error,
     },
     #[error(transparent)]
+    ExtraVars(#[from] crate::extra_vars::ExtraVarsError),
+    #[error(transparent)]
     Transport(#[from] crate::transport::TransportError),
 }

@@ -15,10 +15,12 @@
 //! - `provider/`: libvirt (the `virt` crate): XML generation and the `virt_*` operations.
 //! - `report/`: events, the one reporter that renders them, recap, JSON and JUnit sinks.
 //! - `ci/`: periodic job launcher and HTML reports.
+//! - `extra_vars`: `-e key=value|@file.yml|{json}` with ansible-playbook's semantics.
 //! - `secret`: a string that never prints itself.
 
 pub mod cli;
 pub mod error;
+pub mod extra_vars;
 pub mod inventory;
 pub mod modules;
 pub mod secret;

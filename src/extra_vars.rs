@@ -1,0 +1,288 @@
+//! `-e` / `--extra-vars` arguments, with ansible-playbook's semantics:
+//!
+//! - `@file.yml` loads a YAML (or JSON) file holding a mapping; the path is relative to the
+//!   folder the command runs in;
+//! - an argument starting with `{` or `[` is inline YAML/JSON and must be a mapping
+//!   (`-e '{"nodes": [1, 2], "debug": true}'`), which is how typed values are passed;
+//! - anything else is `key=value` pairs separated by spaces; values stay strings, quotes
+//!   (`msg="a b"`) group words and are removed, `\=` is a literal `=`;
+//! - a path without `@` (`/x.yml`, `./x.yml`) is refused, as Ansible does.
+//!
+//! Later arguments override earlier ones key by key (Ansible's `hash_behaviour=replace`).
+//! Errors name the argument's position and key, never a value: values may be secrets.
+
+use std::path::{Path, PathBuf};
+
+use crate::vars::VarMap;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExtraVarsError {
+    #[error("extra vars #{index}: `@` must be followed by a file name")]
+    EmptyFileName { index: usize },
+    #[error("extra vars #{index}: cannot read `{path}`")]
+    Read {
+        index: usize,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("extra vars #{index}: `{path}`:{line}:{column}: {message}")]
+    FileSyntax {
+        index: usize,
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("extra vars #{index}: `{path}` must hold a mapping of names to values, not {found}")]
+    FileNotMapping {
+        index: usize,
+        path: PathBuf,
+        found: &'static str,
+    },
+    #[error("extra vars #{index}: inline YAML/JSON is invalid at column {column}: {message}")]
+    InlineSyntax {
+        index: usize,
+        column: usize,
+        message: String,
+    },
+    #[error(
+        "extra vars #{index}: inline YAML/JSON must be a mapping of names to values, not {found}"
+    )]
+    InlineNotMapping { index: usize, found: &'static str },
+    #[error("extra vars #{index}: file name `{arg}` needs a leading `@` (`-e @{arg}`)")]
+    MissingAt { index: usize, arg: String },
+    #[error("extra vars #{index}: `{word}` is not `key=value`")]
+    NotKeyValue { index: usize, word: String },
+    #[error(
+        "extra vars #{index}: `{name}` is not a valid variable name (letters, digits and `_`, not starting with a digit)"
+    )]
+    BadName { index: usize, name: String },
+    #[error("extra vars #{index}: unterminated {quote} quote")]
+    UnterminatedQuote { index: usize, quote: char },
+}
+
+/// Parse every `-e` argument in order and merge them (later wins). Relative `@file` paths
+/// are resolved against `base_dir`.
+pub fn parse_extra_vars(args: &[String], base_dir: &Path) -> Result<VarMap, ExtraVarsError> {
+    let mut out = VarMap::new();
+    for (i, arg) in args.iter().enumerate() {
+        let vars = parse_one(arg, i + 1, base_dir)?;
+        crate::vars::overlay(&mut out, &vars);
+    }
+    Ok(out)
+}
+
+/// One `-e` argument; `index` is its 1-based position, used in errors.
+pub fn parse_one(arg: &str, index: usize, base_dir: &Path) -> Result<VarMap, ExtraVarsError> {
+    if arg.is_empty() {
+        return Ok(VarMap::new());
+    }
+    if let Some(file) = arg.strip_prefix('@') {
+        return load_file(file, index, base_dir);
+    }
+    if arg.starts_with('/') || arg.starts_with('.') {
+        return Err(ExtraVarsError::MissingAt {
+            index,
+            arg: arg.to_string(),
+        });
+    }
+    if arg.starts_with('{') || arg.starts_with('[') {
+        let value: serde_json::Value =
+            serde_yaml::from_str(arg).map_err(|e| ExtraVarsError::InlineSyntax {
+                index,
+                column: e.location().map_or(0, |l| l.column()),
+                message: yaml_message(&e),
+            })?;
+        return into_map(value, index, |found| ExtraVarsError::InlineNotMapping {
+            index,
+            found,
+        });
+    }
+    parse_kv(arg, index)
+}
+
+fn load_file(file: &str, index: usize, base_dir: &Path) -> Result<VarMap, ExtraVarsError> {
+    if file.is_empty() {
+        return Err(ExtraVarsError::EmptyFileName { index });
+    }
+    let path = base_dir.join(file);
+    let text = std::fs::read_to_string(&path).map_err(|source| ExtraVarsError::Read {
+        index,
+        path: PathBuf::from(file),
+        source,
+    })?;
+    let value: serde_json::Value =
+        serde_yaml::from_str(&text).map_err(|e| ExtraVarsError::FileSyntax {
+            index,
+            path: PathBuf::from(file),
+            line: e.location().map_or(0, |l| l.line()),
+            column: e.location().map_or(0, |l| l.column()),
+            message: yaml_message(&e),
+        })?;
+    into_map(value, index, |found| ExtraVarsError::FileNotMapping {
+        index,
+        path: PathBuf::from(file),
+        found,
+    })
+}
+
+/// The YAML error text without its trailing " at line L column C" (the error carries those).
+fn yaml_message(e: &serde_yaml::Error) -> String {
+    let msg = e.to_string();
+    match msg.find(" at line ") {
+        Some(pos) => msg[..pos].to_string(),
+        None => msg,
+    }
+}
+
+fn into_map(
+    value: serde_json::Value,
+    index: usize,
+    not_mapping: impl FnOnce(&'static str) -> ExtraVarsError,
+) -> Result<VarMap, ExtraVarsError> {
+    match value {
+        serde_json::Value::Object(map) => {
+            for name in map.keys() {
+                check_name(name, index)?;
+            }
+            Ok(map)
+        }
+        other => Err(not_mapping(json_kind(&other))),
+    }
+}
+
+/// A short name for a JSON value's type, for error messages.
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "an empty document",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a mapping",
+    }
+}
+
+fn check_name(name: &str, index: usize) -> Result<(), ExtraVarsError> {
+    let mut chars = name.chars();
+    let ok = matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(ExtraVarsError::BadName {
+            index,
+            name: name.to_string(),
+        })
+    }
+}
+
+/// `k=v k2="a b"`: Ansible's `parse_kv` without the free-form `_raw_params` (a word without
+/// `=` is an error here, since extra vars have no use for it).
+fn parse_kv(arg: &str, index: usize) -> Result<VarMap, ExtraVarsError> {
+    let mut out = VarMap::new();
+    for word in split_words(arg, index)? {
+        let Some(eq) = find_unescaped_eq(&word) else {
+            // Show the key-less word only up to a reasonable length; it is not a value.
+            return Err(ExtraVarsError::NotKeyValue {
+                index,
+                word: word.chars().take(40).collect(),
+            });
+        };
+        let key = word[..eq].trim();
+        check_name(key, index)?;
+        let value = unquote(word[eq + 1..].trim()).replace("\\=", "=");
+        out.insert(key.to_string(), serde_json::Value::String(value));
+    }
+    Ok(out)
+}
+
+fn find_unescaped_eq(word: &str) -> Option<usize> {
+    let bytes = word.as_bytes();
+    (0..bytes.len()).find(|&i| bytes[i] == b'=' && (i == 0 || bytes[i - 1] != b'\\'))
+}
+
+/// Split on whitespace outside quotes and Jinja blocks (`{{ }}`, `{% %}`, `{# #}`), keeping the
+/// quotes in the words, like Ansible's `split_args`. Backslash escapes are decoded.
+fn split_words(arg: &str, index: usize) -> Result<Vec<String>, ExtraVarsError> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut jinja_depth = 0usize;
+    let mut chars = arg.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('n') => cur.push('\n'),
+                Some('t') => cur.push('\t'),
+                Some('r') => cur.push('\r'),
+                Some('\\') => cur.push('\\'),
+                Some(q @ ('"' | '\'')) => cur.push(q),
+                Some(other) => {
+                    cur.push('\\');
+                    cur.push(other);
+                }
+                None => cur.push('\\'),
+            },
+            '"' | '\'' if jinja_depth == 0 => {
+                match quote {
+                    None => quote = Some(c),
+                    Some(q) if q == c => quote = None,
+                    Some(_) => {}
+                }
+                cur.push(c);
+            }
+            '{' if matches!(chars.peek(), Some('{' | '%' | '#')) => {
+                jinja_depth += 1;
+                cur.push(c);
+                cur.push(chars.next().unwrap_or('{'));
+            }
+            '}' | '%' | '#' if jinja_depth > 0 && chars.peek() == Some(&'}') => {
+                jinja_depth -= 1;
+                cur.push(c);
+                cur.push(chars.next().unwrap_or('}'));
+            }
+            c if c.is_whitespace() && quote.is_none() && jinja_depth == 0 => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if let Some(q) = quote {
+        return Err(ExtraVarsError::UnterminatedQuote { index, quote: q });
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+/// Remove one pair of matching outer quotes.
+fn unquote(s: &str) -> String {
+    for q in ['"', '\''] {
+        if s.len() >= 2 && s.starts_with(q) && s.ends_with(q) {
+            return s[1..s.len() - 1].to_string();
+        }
+    }
+    s.to_string()
+}
+
+/// Ansible's truthiness for a variable given as a string or bool (`true`, `yes`, `on`, `1`).
+pub fn is_truthy(v: Option<&serde_json::Value>) -> bool {
+    match v {
+        Some(serde_json::Value::Bool(b)) => *b,
+        Some(serde_json::Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+        Some(serde_json::Value::String(s)) => matches!(
+            s.trim().to_ascii_lowercase().as_str(),
+            "true" | "yes" | "on" | "1" | "y" | "t"
+        ),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+#[path = "extra_vars_tests.rs"]
+mod tests;
