@@ -1,15 +1,44 @@
 //! The inventory: hosts, groups (with children) and their variables, as Ansible models them.
 //! Loaders for INI/YAML files live beside this file; the cluster deployer builds an
 //! `Inventory` in code from its expanded spec.
+//!
+//! Variables are kept where they were declared (group, host, inventory file or
+//! `group_vars/`/`host_vars/` folder) and merged per host on demand in Ansible's order
+//! (see `host_vars`), so `add_host`/`group_by` at run time need no re-merge.
+
+mod connection;
+mod error;
+mod ini;
+mod jump;
+mod load;
+mod pattern;
+mod pyliteral;
+mod ranges;
+mod vars_dirs;
+mod yaml;
+
+pub use connection::{ConnectionDefaults, HostBecome, ResolvedHost, resolve_target};
+pub use error::InventoryError;
+pub use load::{load, load_source};
+pub use pattern::split_patterns;
+pub use vars_dirs::load_vars_dirs;
 
 use indexmap::IndexMap;
+use serde_json::Value;
 
 use crate::vars::VarMap;
+
+/// The name Ansible creates on demand when a play targets `localhost` that the inventory
+/// does not define.
+pub const LOCALHOST: &str = "localhost";
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Host {
     pub name: String,
+    /// Variables from the inventory file (or `add_host`).
     pub vars: VarMap,
+    /// Variables from `host_vars/<name>` folders; they win over `vars`.
+    pub dir_vars: VarMap,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -18,7 +47,10 @@ pub struct Group {
     /// Hosts directly in this group, in file order.
     pub hosts: Vec<String>,
     pub children: Vec<String>,
+    /// Variables from the inventory file (`[g:vars]`, `vars:`).
     pub vars: VarMap,
+    /// Variables from `group_vars/<name>` folders; they win over every group's `vars`.
+    pub dir_vars: VarMap,
 }
 
 /// Hosts and groups; `all` and `ungrouped` always exist.
@@ -52,7 +84,7 @@ impl Inventory {
     pub fn add_host(&mut self, name: &str, group: Option<&str>, vars: VarMap) {
         let host = self.hosts.entry(name.to_string()).or_insert_with(|| Host {
             name: name.to_string(),
-            vars: VarMap::new(),
+            ..Host::default()
         });
         crate::vars::overlay(&mut host.vars, &vars);
         if let Some(g) = group {
@@ -76,4 +108,201 @@ impl Inventory {
         }
         &mut self.groups[name]
     }
+
+    /// Make `child` a child group of `parent` (both created when missing).
+    pub fn add_child(&mut self, parent: &str, child: &str) {
+        self.group_mut(child);
+        let p = self.group_mut(parent);
+        if !p.children.iter().any(|c| c == child) {
+            p.children.push(child.to_string());
+        }
+    }
+
+    /// Whether `name` is a host of this inventory or the implicit `localhost`.
+    pub fn has_host(&self, name: &str) -> bool {
+        self.hosts.contains_key(name) || name == LOCALHOST
+    }
+
+    /// Direct parents of a group; groups nobody lists as a child hang off `all`.
+    fn parents_of(&self, group: &str) -> Vec<&str> {
+        if group == "all" {
+            return Vec::new();
+        }
+        let mut parents: Vec<&str> = self
+            .groups
+            .values()
+            .filter(|g| g.children.iter().any(|c| c == group))
+            .map(|g| g.name.as_str())
+            .collect();
+        if parents.is_empty() {
+            parents.push("all");
+        }
+        parents
+    }
+
+    /// Longest distance from `all`, which orders group variables (a child beats its parent).
+    fn depth(&self, group: &str) -> usize {
+        fn walk(inv: &Inventory, g: &str, seen: &mut Vec<String>) -> usize {
+            if g == "all" || seen.iter().any(|s| s == g) {
+                return 0;
+            }
+            seen.push(g.to_string());
+            let d = inv
+                .parents_of(g)
+                .into_iter()
+                .map(|p| walk(inv, p, seen) + 1)
+                .max()
+                .unwrap_or(0);
+            seen.pop();
+            d
+        }
+        walk(self, group, &mut Vec::new())
+    }
+
+    /// Every group `host` belongs to (directly or through children), `all` first, then by
+    /// depth, `ansible_group_priority` and name: the order Ansible merges group variables in.
+    pub fn groups_of(&self, host: &str) -> Vec<String> {
+        let mut direct: Vec<&str> = self
+            .groups
+            .values()
+            .filter(|g| g.name != "all" && g.hosts.iter().any(|h| h == host))
+            .map(|g| g.name.as_str())
+            .collect();
+        if direct.is_empty() && self.hosts.contains_key(host) {
+            direct.push("ungrouped");
+        }
+        let mut all: Vec<String> = vec!["all".to_string()];
+        let mut stack: Vec<&str> = direct;
+        while let Some(g) = stack.pop() {
+            if all.iter().any(|a| a == g) {
+                continue;
+            }
+            all.push(g.to_string());
+            stack.extend(self.parents_of(g));
+        }
+        let mut keyed: Vec<(usize, i64, String)> = all
+            .into_iter()
+            .map(|g| (self.depth(&g), self.priority(&g), g))
+            .collect();
+        keyed.sort();
+        keyed.into_iter().map(|(_, _, g)| g).collect()
+    }
+
+    fn priority(&self, group: &str) -> i64 {
+        let Some(g) = self.groups.get(group) else {
+            return 1;
+        };
+        let v = g
+            .dir_vars
+            .get("ansible_group_priority")
+            .or_else(|| g.vars.get("ansible_group_priority"));
+        match v {
+            Some(Value::Number(n)) => n.as_i64().unwrap_or(1),
+            Some(Value::String(s)) => s.trim().parse().unwrap_or(1),
+            _ => 1,
+        }
+    }
+
+    /// Hosts of a group including those of its descendants (breadth first, each once);
+    /// `all` lists every host in inventory order.
+    pub fn hosts_of_group(&self, group: &str) -> Vec<String> {
+        if group == "all" {
+            return self.hosts.keys().cloned().collect();
+        }
+        if group == "ungrouped" {
+            return self
+                .hosts
+                .keys()
+                .filter(|h| {
+                    self.groups
+                        .get("ungrouped")
+                        .is_some_and(|g| g.hosts.contains(h))
+                        || !self
+                            .groups
+                            .values()
+                            .any(|g| g.name != "all" && g.hosts.contains(h))
+                })
+                .cloned()
+                .collect();
+        }
+        let mut out: Vec<String> = Vec::new();
+        let mut order: Vec<&str> = vec![group];
+        let mut i = 0;
+        while i < order.len() {
+            if let Some(g) = self.groups.get(order[i]) {
+                for h in &g.hosts {
+                    if !out.contains(h) {
+                        out.push(h.clone());
+                    }
+                }
+                for c in &g.children {
+                    if !order.contains(&c.as_str()) {
+                        order.push(c);
+                    }
+                }
+            }
+            i += 1;
+        }
+        out
+    }
+
+    /// The `groups` magic variable: every group name to its hosts.
+    pub fn groups_map(&self) -> VarMap {
+        self.groups
+            .keys()
+            .map(|g| {
+                let hosts = self.hosts_of_group(g).into_iter().map(Value::String);
+                (g.clone(), Value::Array(hosts.collect()))
+            })
+            .collect()
+    }
+
+    /// A host's inventory variables merged in Ansible's order: inventory-file group vars
+    /// (all < parent < child) < `group_vars/all` < `group_vars/<group>` < inventory-file host
+    /// vars < `host_vars/<host>`. Values are not templated yet. The implicit `localhost`
+    /// gets `ansible_connection: local`.
+    pub fn host_vars(&self, host: &str) -> VarMap {
+        let mut out = VarMap::new();
+        let groups = self.groups_of(host);
+        for g in &groups {
+            if let Some(g) = self.groups.get(g) {
+                crate::vars::overlay(&mut out, &g.vars);
+            }
+        }
+        for g in &groups {
+            if let Some(g) = self.groups.get(g) {
+                crate::vars::overlay(&mut out, &g.dir_vars);
+            }
+        }
+        match self.hosts.get(host) {
+            Some(h) => {
+                crate::vars::overlay(&mut out, &h.vars);
+                crate::vars::overlay(&mut out, &h.dir_vars);
+            }
+            None if host == LOCALHOST => {
+                out.insert("ansible_connection".into(), Value::from("local"));
+            }
+            None => {}
+        }
+        out
+    }
+
+    /// The per-host magic variables Ansible defines from the inventory.
+    pub fn magic_vars(&self, host: &str) -> VarMap {
+        let mut names: Vec<String> = self
+            .groups_of(host)
+            .into_iter()
+            .filter(|g| g != "all" && g != "ungrouped")
+            .collect();
+        names.sort();
+        let short = host.split('.').next().unwrap_or(host);
+        let mut m = VarMap::new();
+        m.insert("inventory_hostname".into(), Value::from(host));
+        m.insert("inventory_hostname_short".into(), Value::from(short));
+        m.insert("group_names".into(), Value::from(names));
+        m
+    }
 }
+
+#[cfg(test)]
+mod tests;

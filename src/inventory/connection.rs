@@ -1,0 +1,384 @@
+//! From a host's final variables to a `HostTarget`: the `ansible_*` connection variables
+//! (address, port, user, password, keys, jump hosts from `ProxyJump`/`ProxyCommand`,
+//! WinRM options) over the command-line defaults, and the host's `ansible_become*` settings.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::InventoryError;
+use super::jump::{jumps_from_ssh_args, parse_jump};
+use crate::cli::HostKeyChecking;
+use crate::secret::Secret;
+use crate::transport::target::{WinRmAuth, WinRmScheme};
+use crate::transport::{ConnectionKind, HostTarget};
+use crate::vars::VarMap;
+
+/// Connection settings from the command line, used when a host's variables do not say.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionDefaults {
+    pub user: Option<String>,
+    pub private_key_files: Vec<PathBuf>,
+    pub host_key_checking: HostKeyChecking,
+    pub known_hosts_file: Option<PathBuf>,
+    pub winrm_ca_file: Option<PathBuf>,
+    pub connect_timeout: Option<Duration>,
+}
+
+/// A host's `ansible_become*` variables (the play and task keywords override them).
+#[derive(Debug, Clone, Default)]
+pub struct HostBecome {
+    pub enabled: Option<bool>,
+    pub method: Option<String>,
+    pub user: Option<String>,
+    pub password: Option<Secret>,
+    pub flags: Option<String>,
+}
+
+/// Everything the executor needs to reach one host.
+#[derive(Debug, Clone)]
+pub struct ResolvedHost {
+    pub target: HostTarget,
+    pub become_: HostBecome,
+}
+
+/// Build the connection of host `name` from its (already templated) variables.
+pub fn resolve_target(
+    name: &str,
+    vars: &VarMap,
+    defaults: &ConnectionDefaults,
+) -> Result<ResolvedHost, InventoryError> {
+    let r = Reader { host: name, vars };
+    let connection = match r.string("ansible_connection")?.as_deref() {
+        None | Some("ssh" | "smart" | "paramiko" | "paramiko_ssh") => ConnectionKind::Ssh,
+        Some("winrm") => ConnectionKind::WinRm,
+        Some("local") => ConnectionKind::Local,
+        Some(other) => {
+            return Err(r.bad(
+                "ansible_connection",
+                other,
+                "`ssh`, `winrm` or `local` (also `smart`, `paramiko`)",
+            ));
+        }
+    };
+    let mut t = HostTarget::new(name, connection);
+    t.host_key_checking = defaults.host_key_checking;
+    t.known_hosts_file = defaults.known_hosts_file.clone();
+    t.private_key_files = defaults.private_key_files.clone();
+    t.user = defaults.user.clone();
+    if let Some(d) = defaults.connect_timeout {
+        t.connect_timeout = d;
+    }
+    if let Some(a) = r.first_string(&["ansible_host", "ansible_ssh_host"])? {
+        t.address = a;
+    }
+    t.port = r.port(&["ansible_port", "ansible_ssh_port"])?;
+    if let Some(u) = r.first_string(&["ansible_user", "ansible_ssh_user"])? {
+        t.user = Some(u);
+    }
+    let password_vars = [
+        "ansible_password",
+        "ansible_ssh_pass",
+        "ansible_ssh_password",
+        "ansible_winrm_password",
+    ];
+    if let Some(p) = r.first_string(&password_vars)? {
+        t.password = Some(Secret::new(p));
+    }
+    if let Some(k) =
+        r.first_string(&["ansible_ssh_private_key_file", "ansible_private_key_file"])?
+    {
+        t.private_key_files = vec![expand_home(&k)];
+    }
+    if let Some(v) = r
+        .boolean("ansible_host_key_checking")?
+        .or(r.boolean("ansible_ssh_host_key_checking")?)
+        && !v
+    {
+        t.host_key_checking = HostKeyChecking::Off;
+    }
+    if let Some(secs) = r.seconds("ansible_timeout")? {
+        t.connect_timeout = secs;
+    }
+    for var in ["ansible_ssh_common_args", "ansible_ssh_extra_args"] {
+        if let Some(args) = r.string(var)? {
+            t.jump
+                .extend(jumps_from_ssh_args(&args).map_err(|why| r.bad(var, &args, why))?);
+        }
+    }
+    if let Some(j) = r.value("kinit_jump_host") {
+        let specs: Vec<String> = match j {
+            Value::Array(items) => items.iter().map(value_text).collect(),
+            Value::Null => Vec::new(),
+            other => value_text(other).split(',').map(str::to_string).collect(),
+        };
+        for spec in specs.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            t.jump
+                .push(parse_jump(spec).map_err(|why| r.bad("kinit_jump_host", spec, why))?);
+        }
+    }
+    resolve_winrm(&r, &mut t, defaults)?;
+    let become_ = HostBecome {
+        enabled: r.boolean("ansible_become")?,
+        method: r.string("ansible_become_method")?,
+        user: r.string("ansible_become_user")?,
+        password: r
+            .first_string(&[
+                "ansible_become_password",
+                "ansible_become_pass",
+                "ansible_sudo_pass",
+            ])?
+            .map(Secret::new),
+        flags: r.string("ansible_become_flags")?,
+    };
+    Ok(ResolvedHost { target: t, become_ })
+}
+
+fn resolve_winrm(
+    r: &Reader<'_>,
+    t: &mut HostTarget,
+    defaults: &ConnectionDefaults,
+) -> Result<(), InventoryError> {
+    let w = &mut t.winrm;
+    w.ca_file = defaults.winrm_ca_file.clone();
+    // Ansible picks http when the port is 5985 and no scheme is given.
+    w.scheme = match r.string("ansible_winrm_scheme")?.as_deref() {
+        Some("http") => WinRmScheme::Http,
+        Some("https") => WinRmScheme::Https,
+        Some(other) => return Err(r.bad("ansible_winrm_scheme", other, "`http` or `https`")),
+        None if t.port == Some(5985) => WinRmScheme::Http,
+        None => WinRmScheme::Https,
+    };
+    if let Some(tr) = r.string("ansible_winrm_transport")? {
+        let first = tr.split(',').map(str::trim).find(|s| !s.is_empty());
+        w.auth = match first {
+            Some("ntlm") => WinRmAuth::Ntlm,
+            Some("basic") => WinRmAuth::Basic,
+            _ => return Err(r.bad("ansible_winrm_transport", &tr, "`ntlm` or `basic`")),
+        };
+    }
+    if let Some(v) = r.string("ansible_winrm_server_cert_validation")? {
+        w.cert_validation = match v.as_str() {
+            "ignore" => false,
+            "validate" => true,
+            _ => {
+                return Err(r.bad(
+                    "ansible_winrm_server_cert_validation",
+                    &v,
+                    "`validate` or `ignore`",
+                ));
+            }
+        };
+    }
+    if let Some(ca) = r.string("ansible_winrm_ca_trust_path")? {
+        w.ca_file = Some(expand_home(&ca));
+    }
+    if let Some(d) = r.seconds("ansible_winrm_operation_timeout_sec")? {
+        w.operation_timeout = d;
+    }
+    if let Some(p) = r.string("ansible_winrm_path")? {
+        w.path = p;
+    }
+    Ok(())
+}
+
+pub(super) fn expand_home(p: &str) -> PathBuf {
+    match p.strip_prefix("~/") {
+        Some(rest) => match std::env::var_os("HOME") {
+            Some(home) => PathBuf::from(home).join(rest),
+            None => PathBuf::from(p),
+        },
+        None => PathBuf::from(p),
+    }
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Typed access to a host's variables; errors name the host, variable and value.
+struct Reader<'a> {
+    host: &'a str,
+    vars: &'a VarMap,
+}
+
+impl Reader<'_> {
+    fn value(&self, var: &str) -> Option<&Value> {
+        self.vars.get(var).filter(|v| !v.is_null())
+    }
+
+    fn bad(&self, var: &'static str, value: &str, expected: &'static str) -> InventoryError {
+        InventoryError::HostVar {
+            host: self.host.to_string(),
+            var,
+            // A password's value never reaches an error message.
+            value: if var.contains("pass") {
+                "********".to_string()
+            } else {
+                value.to_string()
+            },
+            expected,
+        }
+    }
+
+    fn string(&self, var: &'static str) -> Result<Option<String>, InventoryError> {
+        match self.value(var) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(v @ (Value::Number(_) | Value::Bool(_))) => Ok(Some(v.to_string())),
+            Some(v) => Err(self.bad(var, &v.to_string(), "a string")),
+        }
+    }
+
+    fn first_string(&self, vars: &[&'static str]) -> Result<Option<String>, InventoryError> {
+        for v in vars {
+            if let Some(s) = self.string(v)? {
+                return Ok(Some(s));
+            }
+        }
+        Ok(None)
+    }
+
+    fn port(&self, vars: &[&'static str]) -> Result<Option<u16>, InventoryError> {
+        for var in vars {
+            let Some(v) = self.value(var) else { continue };
+            let text = value_text(v);
+            return text
+                .trim()
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .map(Some)
+                .ok_or_else(|| self.bad(var, &text, "a port number (1-65535)"));
+        }
+        Ok(None)
+    }
+
+    fn boolean(&self, var: &'static str) -> Result<Option<bool>, InventoryError> {
+        let Some(v) = self.value(var) else {
+            return Ok(None);
+        };
+        let text = value_text(v).to_ascii_lowercase();
+        match text.as_str() {
+            "true" | "yes" | "on" | "1" | "y" | "t" => Ok(Some(true)),
+            "false" | "no" | "off" | "0" | "n" | "f" => Ok(Some(false)),
+            _ => Err(self.bad(var, &text, "a boolean (`true`/`false`, `yes`/`no`)")),
+        }
+    }
+
+    fn seconds(&self, var: &'static str) -> Result<Option<Duration>, InventoryError> {
+        let Some(v) = self.value(var) else {
+            return Ok(None);
+        };
+        let text = value_text(v);
+        text.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| Some(Duration::from_secs_f64(s)))
+            .ok_or_else(|| self.bad(var, &text, "a number of seconds"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn resolve(vars: Value) -> Result<ResolvedHost, InventoryError> {
+        let Value::Object(map) = vars else { panic!() };
+        resolve_target("h1", &map, &ConnectionDefaults::default())
+    }
+
+    #[test]
+    fn ssh_variables_and_jump_hosts() {
+        let r = resolve(json!({
+            "ansible_host": "10.0.0.5", "ansible_port": "2222", "ansible_user": "core",
+            "ansible_ssh_pass": "pw", "ansible_ssh_private_key_file": "/k/id",
+            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o ProxyJump=admin@hv1:2200,hv2",
+            "ansible_ssh_extra_args": "-o ProxyCommand=\"ssh -W %h:%p -p 2022 -i /k/j root@bastion\"",
+            "kinit_jump_host": "me@last",
+            "ansible_become": "yes", "ansible_become_user": "postgres",
+        }))
+        .unwrap();
+        let t = &r.target;
+        assert_eq!(t.connection, ConnectionKind::Ssh);
+        assert_eq!((t.address.as_str(), t.port), ("10.0.0.5", Some(2222)));
+        assert_eq!(t.user.as_deref(), Some("core"));
+        assert_eq!(t.password.as_ref().unwrap().expose(), "pw");
+        assert_eq!(t.private_key_files, [PathBuf::from("/k/id")]);
+        let hops: Vec<(String, u16, Option<String>)> = t
+            .jump
+            .iter()
+            .map(|j| (j.address.clone(), j.port, j.user.clone()))
+            .collect();
+        assert_eq!(
+            hops,
+            [
+                ("hv1".into(), 2200, Some("admin".into())),
+                ("hv2".into(), 22, None),
+                ("bastion".into(), 2022, Some("root".into())),
+                ("last".into(), 22, Some("me".into())),
+            ]
+        );
+        assert_eq!(t.jump[2].private_key_file, Some(PathBuf::from("/k/j")));
+        assert_eq!(r.become_.enabled, Some(true));
+        assert_eq!(r.become_.user.as_deref(), Some("postgres"));
+    }
+
+    #[test]
+    fn winrm_variables() {
+        let r = resolve(json!({
+            "ansible_connection": "winrm", "ansible_port": 5985,
+            "ansible_winrm_transport": "basic", "ansible_winrm_server_cert_validation": "ignore",
+            "ansible_winrm_operation_timeout_sec": 40, "ansible_winrm_path": "/custom",
+            "ansible_winrm_ca_trust_path": "/ca.pem",
+        }))
+        .unwrap();
+        let w = &r.target.winrm;
+        assert_eq!(r.target.connection, ConnectionKind::WinRm);
+        assert_eq!(w.scheme, WinRmScheme::Http);
+        assert_eq!(w.auth, WinRmAuth::Basic);
+        assert!(!w.cert_validation);
+        assert_eq!(w.operation_timeout, Duration::from_secs(40));
+        assert_eq!(w.path, "/custom");
+        assert_eq!(w.ca_file, Some(PathBuf::from("/ca.pem")));
+        let https = resolve(json!({"ansible_connection": "winrm"})).unwrap();
+        assert_eq!(https.target.winrm.scheme, WinRmScheme::Https);
+        assert!(https.target.winrm.cert_validation);
+        let local = resolve(json!({"ansible_connection": "local"})).unwrap();
+        assert_eq!(local.target.connection, ConnectionKind::Local);
+        let smart = resolve(json!({"ansible_connection": "paramiko"})).unwrap();
+        assert_eq!(smart.target.connection, ConnectionKind::Ssh);
+    }
+
+    #[test]
+    fn bad_values_are_named_and_passwords_hidden() {
+        let cases = [
+            (json!({"ansible_connection": "telnet"}), "`telnet`"),
+            (json!({"ansible_port": "ssh"}), "ansible_port"),
+            (json!({"ansible_port": 70000}), "70000"),
+            (json!({"ansible_winrm_transport": "kerberos"}), "kerberos"),
+            (json!({"ansible_winrm_scheme": "ftp"}), "ftp"),
+            (
+                json!({"ansible_ssh_common_args": "-o ProxyCommand='nc %h %p'"}),
+                "ProxyCommand",
+            ),
+        ];
+        for (vars, needle) in cases {
+            let err = resolve(vars.clone()).unwrap_err().to_string();
+            assert!(err.contains(needle) && err.contains("h1"), "{vars}: {err}");
+        }
+        let err = resolve(json!({"ansible_password": ["s3cret"]}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !err.contains("s3cret") && err.contains("ansible_password"),
+            "{err}"
+        );
+    }
+}

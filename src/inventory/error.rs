@@ -1,0 +1,45 @@
+//! Errors of the inventory layer: reading, parsing, host patterns and connection variables.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InventoryError {
+    #[error("cannot read inventory `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: {message}", path.display())]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{}: invalid YAML inventory", path.display())]
+    Yaml {
+        path: PathBuf,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    #[error("{}: invalid JSON", path.display())]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{}: expected a mapping of variables, found {found}", path.display())]
+    NotAMapping { path: PathBuf, found: &'static str },
+    #[error("invalid host range `{pattern}`: {reason}")]
+    Range { pattern: String, reason: String },
+    #[error("invalid host pattern `{pattern}`: {reason}")]
+    Pattern { pattern: String, reason: String },
+    #[error("host `{host}`: variable `{var}` is `{value}`, expected {expected}")]
+    HostVar {
+        host: String,
+        var: &'static str,
+        /// The offending value (never the value of a password variable).
+        value: String,
+        expected: &'static str,
+    },
+}

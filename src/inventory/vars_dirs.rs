@@ -1,0 +1,116 @@
+//! `group_vars/` and `host_vars/` folders beside an inventory (or a playbook): files named
+//! after a group or host (`web`, `web.yml`, `web.yaml`, `web.json`) or folders of such files,
+//! read in sorted order, later files winning.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{Inventory, InventoryError};
+use crate::vars::VarMap;
+
+const EXTENSIONS: [&str; 4] = ["", ".yml", ".yaml", ".json"];
+
+/// Load `<dir>/group_vars` and `<dir>/host_vars` into the `dir_vars` of the inventory's
+/// groups and hosts. Files for names the inventory does not know are ignored, as Ansible does.
+pub fn load_vars_dirs(inv: &mut Inventory, dir: &Path) -> Result<(), InventoryError> {
+    let groups: Vec<String> = inv.groups.keys().cloned().collect();
+    for g in groups {
+        let vars = vars_for(&dir.join("group_vars"), &g)?;
+        crate::vars::overlay(&mut inv.group_mut(&g).dir_vars, &vars);
+    }
+    let hosts: Vec<String> = inv.hosts.keys().cloned().collect();
+    for h in hosts {
+        let vars = vars_for(&dir.join("host_vars"), &h)?;
+        if let Some(host) = inv.hosts.get_mut(&h) {
+            crate::vars::overlay(&mut host.dir_vars, &vars);
+        }
+    }
+    Ok(())
+}
+
+/// Everything `<base>/<name>{,.yml,.yaml,.json}` and `<base>/<name>/**` define.
+fn vars_for(base: &Path, name: &str) -> Result<VarMap, InventoryError> {
+    let mut out = VarMap::new();
+    if !base.is_dir() {
+        return Ok(out);
+    }
+    for ext in EXTENSIONS {
+        let p = base.join(format!("{name}{ext}"));
+        if p.is_file() {
+            crate::vars::overlay(&mut out, &read_vars_file(&p)?);
+        } else if ext.is_empty() && p.is_dir() {
+            for file in files_under(&p)? {
+                crate::vars::overlay(&mut out, &read_vars_file(&file)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Variable files in a folder, recursively, sorted by path; hidden and backup files skipped.
+fn files_under(dir: &Path) -> Result<Vec<PathBuf>, InventoryError> {
+    let read = |source| InventoryError::Read {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut out = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(read)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for p in entries {
+        let fname = p.file_name().and_then(|f| f.to_str()).unwrap_or_default();
+        if fname.starts_with('.') || fname.ends_with('~') {
+            continue;
+        }
+        if p.is_dir() {
+            out.extend(files_under(&p)?);
+        } else {
+            let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if matches!(ext, "yml" | "yaml" | "json" | "") {
+                out.push(p);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A YAML or JSON file holding one mapping of variables (an empty file is no variables).
+pub fn read_vars_file(path: &Path) -> Result<VarMap, InventoryError> {
+    let text = std::fs::read_to_string(path).map_err(|source| InventoryError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if text.starts_with("$ANSIBLE_VAULT") {
+        return Err(InventoryError::Syntax {
+            path: path.to_path_buf(),
+            line: 1,
+            message: "vault-encrypted variable files are not supported".into(),
+        });
+    }
+    let value: Value = serde_yaml::from_str(&text).map_err(|source| InventoryError::Yaml {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    match value {
+        Value::Null => Ok(VarMap::new()),
+        Value::Object(m) => Ok(m),
+        other => Err(InventoryError::NotAMapping {
+            path: path.to_path_buf(),
+            found: kind_name(&other),
+        }),
+    }
+}
+
+fn kind_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
