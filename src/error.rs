@@ -12,6 +12,16 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("`--forks` must be at least 1")]
+    Forks,
+    #[error(transparent)]
+    Spec(#[from] crate::spec::SpecError),
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ExpandError),
+    #[error(transparent)]
+    Phase(#[from] crate::cluster::PhaseError),
+    #[error(transparent)]
+    StateDir(#[from] crate::cluster::state_dir::StateDirError),
     #[error(transparent)]
     ExtraVars(#[from] crate::extra_vars::ExtraVarsError),
     #[error(transparent)]

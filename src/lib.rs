@@ -19,17 +19,21 @@
 //! - `secret`: a string that never prints itself.
 
 pub mod cli;
+pub mod cluster;
+pub mod config;
 pub mod error;
 pub mod extra_vars;
 pub mod inventory;
 pub mod modules;
 pub mod secret;
+pub mod spec;
 pub mod template;
 pub mod transport;
 pub mod vars;
 
 pub use error::Error;
 
+use std::path::Path;
 use std::process::ExitCode;
 
 /// How a command ended, mapped onto the exit codes ansible-playbook uses.
@@ -78,8 +82,22 @@ impl From<Outcome> for ExitCode {
 pub fn run(cli: cli::Cli) -> Result<Outcome, Error> {
     use cli::Command;
     match cli.command {
-        Command::Run(_) => Err(Error::NotImplemented { command: "run" }),
-        Command::Plan(_) => Err(Error::NotImplemented { command: "plan" }),
+        Command::Run(args) => {
+            // Validate everything (spec, extra vars, phase names) before saying that the
+            // deployment itself is not there yet.
+            config::RunConfig::from_args(&args, Path::new("."))?;
+            Err(Error::NotImplemented { command: "run" })
+        }
+        Command::Plan(args) => {
+            let cfg = config::PlanConfig::from_args(&args, Path::new("."))?;
+            let cluster = &cfg.cluster.cluster;
+            let text = match cfg.format {
+                cli::PlanFormat::Table => cluster::plan::render_table(cluster),
+                cli::PlanFormat::Json => cluster::plan::render_json(cluster),
+            };
+            print!("{text}");
+            Ok(Outcome::Success)
+        }
         Command::Playbook(_) => Err(Error::NotImplemented {
             command: "playbook",
         }),
