@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   openssh-server openssh-client   # real sshd test hosts
+  sudo                            # become over SSH (test users get sudo rules)
   iproute2                        # network namespaces for per-host addresses
   libvirt-dev libvirt-clients pkg-config   # the virt crate and libvirt's test driver
   python3-venv                    # ansible-core and pywinrm for differential tests

@@ -65,13 +65,22 @@ pub fn sh_wrap(req: &ExecRequest) -> String {
 }
 
 fn become_sudo(b: &BecomeOptions, inner: &str) -> String {
-    let user = b.user.as_deref().unwrap_or("root");
-    let flags = if b.password.is_some() {
-        "-S -p ''"
-    } else {
-        "-n"
-    };
-    format!("sudo -H {flags} -u {} -- sh -c {}", sh(user), sh(inner))
+    let user = sh(b.user.as_deref().unwrap_or("root"));
+    let run = format!("sudo -H -n -u {user} -- sh -c {}", sh(inner));
+    if b.password.is_none() {
+        return run;
+    }
+    // The password arrives as the first stdin line. It is given to `sudo -v` alone (never
+    // in argv, never on the command's stdin, even when sudo asks for none) with an empty
+    // prompt and sudo's own messages dropped, so neither a prompt nor the password can show
+    // up in output; the command then runs on the cached credential. `exit $?` keeps the
+    // shell from exec'ing the last sudo, which would change its parent (sudo caches per
+    // parent process when there is no terminal).
+    format!(
+        "IFS= read -r kinit_pw; printf '%s\\n' \"$kinit_pw\" | sudo -S -p '' -v 2>/dev/null \
+         || {{ echo 'sudo: the become password was refused' >&2; exit 1; }}; unset kinit_pw; \
+         {run}; exit $?"
+    )
 }
 
 #[cfg(test)]

@@ -89,6 +89,13 @@ pub struct HostTarget {
     pub connect_timeout: Duration,
     /// Connection attempts before the host is unreachable.
     pub connect_attempts: u32,
+    /// OpenSSH client config consulted for Host aliases (`None`: `~/.ssh/config`).
+    pub ssh_config_file: Option<PathBuf>,
+    /// Passphrase for encrypted private key files (e.g. from `KINIT_SSH_KEY_PASSPHRASE`).
+    pub key_passphrase: Option<Secret>,
+    /// Run commands through one long-lived remote `/bin/sh` per host (one round trip per
+    /// command) instead of a new exec channel each (two round trips).
+    pub persistent_shell: bool,
 }
 
 impl HostTarget {
@@ -108,6 +115,11 @@ impl HostTarget {
             winrm: WinRmOptions::default(),
             connect_timeout: Duration::from_secs(10),
             connect_attempts: 3,
+            ssh_config_file: None,
+            key_passphrase: std::env::var("KINIT_SSH_KEY_PASSPHRASE")
+                .ok()
+                .map(Secret::new),
+            persistent_shell: true,
         }
     }
 }

@@ -2,4 +2,6 @@
 //! real servers (sshd hosts, the WinRM test server, libvirt's test driver) started by the
 //! tests themselves. Each area has its own module; `support` holds the shared builder.
 
+mod fixtures;
+mod ssh;
 mod support;

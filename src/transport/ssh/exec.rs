@@ -1,0 +1,124 @@
+//! One command on a new exec channel: open, exec, send stdin, collect stdout/stderr and the
+//! exit status. Two round trips per command (open, then exec through close).
+
+use russh::ChannelMsg;
+use tokio::sync::Semaphore;
+
+use super::session::Connected;
+use crate::transport::{ExecOutput, ExecRequest, TransportError, quote};
+
+pub(super) async fn run(
+    host: &str,
+    conn: &Connected,
+    channels: &Semaphore,
+    req: &ExecRequest,
+) -> Result<ExecOutput, TransportError> {
+    let _permit = channels.acquire().await.map_err(|_| closed(host))?;
+    let work = async {
+        let mut ch = conn
+            .handle
+            .channel_open_session()
+            .await
+            .map_err(|e| lost(host, "opening a channel", e))?;
+        ch.exec(false, quote::sh_wrap(req))
+            .await
+            .map_err(|e| lost(host, "starting a command", e))?;
+        let input = stdin_bytes(req);
+        if !input.is_empty() {
+            ch.data(&input[..])
+                .await
+                .map_err(|e| lost(host, "sending stdin", e))?;
+        }
+        ch.eof().await.map_err(|e| lost(host, "sending stdin", e))?;
+        collect(host, &mut ch).await
+    };
+    match req.timeout {
+        Some(t) => tokio::time::timeout(t, work)
+            .await
+            .map_err(|_| TransportError::Timeout {
+                host: host.to_string(),
+                what: "command".into(),
+                after: t,
+            })?,
+        None => work.await,
+    }
+}
+
+/// The become password line (sudo reads it first), then the caller's stdin.
+pub(super) fn stdin_bytes(req: &ExecRequest) -> Vec<u8> {
+    let mut input = Vec::new();
+    if let Some(pw) = req.become_.as_ref().and_then(|b| b.password.as_ref()) {
+        input.extend_from_slice(pw.expose().as_bytes());
+        input.push(b'\n');
+    }
+    if let Some(data) = &req.stdin {
+        input.extend_from_slice(data);
+    }
+    input
+}
+
+async fn collect(
+    host: &str,
+    ch: &mut russh::Channel<russh::client::Msg>,
+) -> Result<ExecOutput, TransportError> {
+    let mut out = ExecOutput::default();
+    let mut status = None;
+    while let Some(msg) = ch.wait().await {
+        match msg {
+            ChannelMsg::Data { data } => out.stdout.extend_from_slice(&data),
+            ChannelMsg::ExtendedData { data, ext: 1 } => out.stderr.extend_from_slice(&data),
+            ChannelMsg::ExitStatus { exit_status } => status = Some(exit_status as i32),
+            // A signal death is reported the way a shell would (128 + signal number).
+            ChannelMsg::ExitSignal { signal_name, .. } => {
+                status = Some(128 + signal_number(&signal_name));
+            }
+            _ => {}
+        }
+    }
+    match status {
+        Some(rc) => {
+            out.rc = rc;
+            Ok(out)
+        }
+        None => Err(TransportError::Io {
+            host: host.to_string(),
+            what: "a command (the channel closed without an exit status)".into(),
+            source: std::io::Error::from(std::io::ErrorKind::ConnectionAborted),
+        }),
+    }
+}
+
+fn signal_number(sig: &russh::Sig) -> i32 {
+    use russh::Sig;
+    match sig {
+        Sig::HUP => 1,
+        Sig::INT => 2,
+        Sig::QUIT => 3,
+        Sig::ILL => 4,
+        Sig::ABRT => 6,
+        Sig::FPE => 8,
+        Sig::KILL => 9,
+        Sig::USR1 => 10,
+        Sig::SEGV => 11,
+        Sig::PIPE => 13,
+        Sig::ALRM => 14,
+        Sig::TERM => 15,
+        _ => 0,
+    }
+}
+
+pub(super) fn lost(host: &str, what: &str, e: russh::Error) -> TransportError {
+    TransportError::Io {
+        host: host.to_string(),
+        what: what.to_string(),
+        source: std::io::Error::new(std::io::ErrorKind::ConnectionAborted, e),
+    }
+}
+
+pub(super) fn closed(host: &str) -> TransportError {
+    TransportError::Io {
+        host: host.to_string(),
+        what: "a command (the connection is closed)".into(),
+        source: std::io::Error::from(std::io::ErrorKind::NotConnected),
+    }
+}

@@ -1,0 +1,106 @@
+//! The SSH transport (russh): one authenticated connection per host for the whole run,
+//! reached directly or through a chain of jump hosts, with commands run through a persistent
+//! remote shell (one round trip each) or exec channels, and files moved over SFTP.
+//!
+//! # Layout
+//! - `config`: the subset of `~/.ssh/config` kinit honours (Host aliases, ProxyJump, ...).
+//! - `known_hosts`: host key checking (`strict | accept-new | off`).
+//! - `auth`: key files, ssh-agent and password authentication.
+//! - `session`: TCP connect with timeout/retries, the russh handler, jump chains.
+//! - `stream`: the write-coalescing adapter for tunnelled connections.
+//! - `exec`: one command on a fresh exec channel.
+//! - `shell`: the persistent remote `/bin/sh` that runs framed commands.
+//! - `sftp`: streamed, checksum-verified uploads and downloads.
+
+mod auth;
+pub mod config;
+mod exec;
+pub mod known_hosts;
+mod session;
+mod sftp;
+mod shell;
+mod stream;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+
+use super::{ExecOutput, ExecRequest, HostTarget, Source, TransportError};
+use session::Connected;
+
+/// sshd's default `MaxSessions` is 10; staying below it leaves room for a user's own session.
+pub const MAX_CHANNELS_PER_HOST: usize = 8;
+
+/// Persistent shells kept per host. Commands beyond this many in parallel use exec channels.
+const MAX_SHELLS_PER_HOST: usize = 2;
+
+pub struct SshConnection {
+    name: String,
+    conn: Arc<Connected>,
+    /// Bounds every open channel (exec, shell, SFTP) on this connection.
+    channels: Arc<Semaphore>,
+    // Boxed: both are large, and `Connection` holds this inline.
+    shells: Option<Box<shell::ShellPool>>,
+    sftp: Box<sftp::SftpCell>,
+}
+
+impl SshConnection {
+    /// Connect (through `target.jump` or the config's ProxyJump when set), check the host
+    /// key and authenticate; retried per `connect_attempts` for network failures only.
+    pub async fn connect(target: &HostTarget) -> Result<Self, TransportError> {
+        let conn = Arc::new(session::connect(target).await?);
+        let channels = Arc::new(Semaphore::new(MAX_CHANNELS_PER_HOST));
+        let shells = target
+            .persistent_shell
+            .then(|| Box::new(shell::ShellPool::new(MAX_SHELLS_PER_HOST)));
+        Ok(Self {
+            name: target.name.clone(),
+            conn,
+            channels,
+            shells,
+            sftp: Box::default(),
+        })
+    }
+
+    /// Run one command. Through the persistent shell when one is free, else on a new exec
+    /// channel; both give the same `ExecOutput`.
+    pub async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput, TransportError> {
+        if let Some(pool) = &self.shells
+            && let Some(out) = pool
+                .try_exec(&self.name, &self.conn, &self.channels, req)
+                .await
+        {
+            return out;
+        }
+        exec::run(&self.name, &self.conn, &self.channels, req).await
+    }
+
+    /// Run one command on a new exec channel, never the persistent shell (for measurements
+    /// and for callers that need a fresh process environment).
+    pub async fn exec_channel(&self, req: &ExecRequest) -> Result<ExecOutput, TransportError> {
+        exec::run(&self.name, &self.conn, &self.channels, req).await
+    }
+
+    pub async fn put(
+        &self,
+        src: &Source,
+        dest: &str,
+        mode: Option<u32>,
+    ) -> Result<(), TransportError> {
+        sftp::put(self, src, dest, mode).await
+    }
+
+    pub async fn get(&self, src: &str, dest: &Path) -> Result<(), TransportError> {
+        sftp::get(self, src, dest).await
+    }
+
+    /// Close the shells and the SFTP session, then disconnect every hop.
+    pub async fn close(self) {
+        if let Some(pool) = &self.shells {
+            pool.close().await;
+        }
+        self.sftp.close().await;
+        self.conn.disconnect().await;
+    }
+}

@@ -1,0 +1,281 @@
+//! Opening the one connection to a host: resolve the hop chain (`HostTarget.jump`, else the
+//! config's ProxyJump), connect the first hop over TCP (nodelay, connect timeout, retries with
+//! backoff), tunnel each further hop through a direct-tcpip channel of the previous one, and
+//! check host keys and authenticate at every hop.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use russh::client::{self, Handle};
+use russh::keys::PublicKeyOrCertificate;
+
+use super::auth::{self, Credentials};
+use super::config::SshConfig;
+use super::known_hosts::{KnownHosts, Verdict};
+use super::stream::coalesce;
+use crate::transport::{HostTarget, TransportError};
+
+/// The russh handler: checks the server's host key; remembers why a key was refused so the
+/// error can say so instead of russh's generic "unknown key".
+pub(crate) struct Client {
+    host: String,
+    port: u16,
+    known: Arc<KnownHosts>,
+    refusal: Arc<Mutex<Option<String>>>,
+}
+
+impl client::Handler for Client {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        offered: &PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        let key = match offered {
+            PublicKeyOrCertificate::PublicKey { key, .. } => key.clone(),
+            PublicKeyOrCertificate::Certificate(cert) => cert.public_key().clone().into(),
+        };
+        let (known, host, port) = (self.known.clone(), self.host.clone(), self.port);
+        // known_hosts is a small file, but reading (and appending to) it is blocking I/O.
+        let verdict = tokio::task::spawn_blocking(move || known.check(&host, port, &key))
+            .await
+            .unwrap_or_else(|e| Verdict::Rejected(e.to_string()));
+        match verdict {
+            Verdict::Rejected(reason) => {
+                *self.refusal.lock().expect("not poisoned") = Some(reason);
+                Ok(false)
+            }
+            Verdict::Trusted | Verdict::Learned(_) | Verdict::Unchecked => Ok(true),
+        }
+    }
+}
+
+/// One hop of the chain, fully resolved.
+#[derive(Debug, Clone)]
+struct Hop {
+    address: String,
+    port: u16,
+    user: String,
+    key_files: Vec<PathBuf>,
+}
+
+impl Hop {
+    fn shown(&self) -> String {
+        format!("{}@{}:{}", self.user, self.address, self.port)
+    }
+}
+
+/// The authenticated connection to the target, and the jump connections it runs through
+/// (kept alive as long as it is).
+pub(crate) struct Connected {
+    pub handle: Handle<Client>,
+    jumps: Vec<Handle<Client>>,
+}
+
+impl Connected {
+    pub async fn disconnect(&self) {
+        let bye = || russh::Disconnect::ByApplication;
+        let _ = self.handle.disconnect(bye(), "", "en").await;
+        for j in self.jumps.iter().rev() {
+            let _ = j.disconnect(bye(), "", "en").await;
+        }
+    }
+}
+
+fn russh_config() -> Arc<client::Config> {
+    Arc::new(client::Config {
+        // Without it every command stalls ~40 ms (Nagle against delayed ACK).
+        nodelay: true,
+        keepalive_interval: Some(Duration::from_secs(15)),
+        keepalive_max: 4,
+        inactivity_timeout: None,
+        ..client::Config::default()
+    })
+}
+
+fn resolve(target: &HostTarget) -> Result<Vec<Hop>, TransportError> {
+    let cfg = SshConfig::load(target.ssh_config_file.as_deref()).map_err(|e| {
+        TransportError::Protocol {
+            host: target.name.clone(),
+            what: "ssh config".into(),
+            detail: e.to_string(),
+        }
+    })?;
+    let local_user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+    let me = cfg.host(&target.address);
+    let jumps = if target.jump.is_empty() {
+        me.proxy_jump.clone().unwrap_or_default()
+    } else {
+        target.jump.clone()
+    };
+    let mut hops: Vec<Hop> = jumps
+        .iter()
+        .map(|j| {
+            let c = cfg.host(&j.address);
+            Hop {
+                address: c.hostname.clone().unwrap_or_else(|| j.address.clone()),
+                // An explicit `:port` in the jump spec wins; 22 there means "not given".
+                port: if j.port != 22 {
+                    j.port
+                } else {
+                    c.port.unwrap_or(22)
+                },
+                user: j
+                    .user
+                    .clone()
+                    .or(c.user.clone())
+                    .or(target.user.clone())
+                    .unwrap_or_else(|| local_user.clone()),
+                key_files: j
+                    .private_key_file
+                    .iter()
+                    .cloned()
+                    .chain(c.identity_files.iter().cloned())
+                    .chain(target.private_key_files.iter().cloned())
+                    .collect(),
+            }
+        })
+        .collect();
+    hops.push(Hop {
+        address: me
+            .hostname
+            .clone()
+            .unwrap_or_else(|| target.address.clone()),
+        port: target.port.or(me.port).unwrap_or(22),
+        user: target
+            .user
+            .clone()
+            .or(me.user.clone())
+            .unwrap_or(local_user),
+        key_files: target
+            .private_key_files
+            .iter()
+            .cloned()
+            .chain(me.identity_files.iter().cloned())
+            .collect(),
+    });
+    Ok(hops)
+}
+
+/// Why one attempt at a hop failed, and whether trying again can help.
+enum AttemptError {
+    Retry(Box<dyn std::error::Error + Send + Sync>),
+    Fatal(TransportError),
+}
+
+pub(crate) async fn connect(target: &HostTarget) -> Result<Connected, TransportError> {
+    let hops = resolve(target)?;
+    let known = Arc::new(KnownHosts::new(
+        target.host_key_checking,
+        target.known_hosts_file.as_deref(),
+    ));
+    let config = russh_config();
+    let mut jumps: Vec<Handle<Client>> = Vec::new();
+    for (i, hop) in hops.iter().enumerate() {
+        let is_target = i + 1 == hops.len();
+        let attempts = target.connect_attempts.max(1);
+        let mut last: Option<Box<dyn std::error::Error + Send + Sync>> = None;
+        let mut handle = None;
+        for attempt in 1..=attempts {
+            if attempt > 1 {
+                // 250 ms, 500 ms, 1 s, ... capped at 5 s.
+                let backoff = Duration::from_millis(250 << (attempt - 2).min(5));
+                tokio::time::sleep(backoff.min(Duration::from_secs(5))).await;
+            }
+            let via = jumps.last();
+            match try_hop(target, hop, via, &known, &config).await {
+                Ok(h) => {
+                    handle = Some(h);
+                    break;
+                }
+                Err(AttemptError::Fatal(e)) => return Err(e),
+                Err(AttemptError::Retry(e)) => last = Some(e),
+            }
+        }
+        let Some(mut handle) = handle else {
+            let via = if i > 0 {
+                format!(" via {}", hops[i - 1].shown())
+            } else {
+                String::new()
+            };
+            return Err(TransportError::Connect {
+                host: target.name.clone(),
+                address: format!("{}{via}", hop.shown()),
+                attempts,
+                source: last.unwrap_or_else(|| "no attempt made".into()),
+            });
+        };
+        let creds = Credentials {
+            user: &hop.user,
+            key_files: &hop.key_files,
+            // A password belongs to the target; jump hosts authenticate by key or agent.
+            password: if is_target {
+                target.password.as_ref()
+            } else {
+                None
+            },
+            passphrase: target.key_passphrase.as_ref(),
+        };
+        let name = if is_target {
+            target.name.clone()
+        } else {
+            format!("{} (jump host {})", target.name, hop.address)
+        };
+        auth::authenticate(&mut handle, &name, &creds).await?;
+        if is_target {
+            return Ok(Connected { handle, jumps });
+        }
+        jumps.push(handle);
+    }
+    unreachable!("the hop list always ends with the target")
+}
+
+/// One attempt: transport (TCP or a tunnel through `via`) plus key exchange, within the
+/// connect timeout.
+async fn try_hop(
+    target: &HostTarget,
+    hop: &Hop,
+    via: Option<&Handle<Client>>,
+    known: &Arc<KnownHosts>,
+    config: &Arc<client::Config>,
+) -> Result<Handle<Client>, AttemptError> {
+    let refusal = Arc::new(Mutex::new(None));
+    let handler = Client {
+        host: hop.address.clone(),
+        port: hop.port,
+        known: known.clone(),
+        refusal: refusal.clone(),
+    };
+    let attempt = async {
+        match via {
+            None => {
+                let tcp = tokio::net::TcpStream::connect((hop.address.as_str(), hop.port))
+                    .await
+                    .map_err(|e| AttemptError::Retry(Box::new(e)))?;
+                let _ = tcp.set_nodelay(true);
+                client::connect_stream(config.clone(), tcp, handler).await
+            }
+            Some(jump) => {
+                let ch = jump
+                    .channel_open_direct_tcpip(hop.address.clone(), hop.port.into(), "127.0.0.1", 0)
+                    .await
+                    .map_err(|e| AttemptError::Retry(Box::new(e)))?;
+                client::connect_stream(config.clone(), coalesce(ch.into_stream()), handler).await
+            }
+        }
+        .map_err(|e| match refusal.lock().expect("not poisoned").take() {
+            Some(reason) => AttemptError::Fatal(TransportError::HostKey {
+                host: target.name.clone(),
+                reason,
+            }),
+            None => AttemptError::Retry(Box::new(e)),
+        })
+    };
+    match tokio::time::timeout(target.connect_timeout, attempt).await {
+        Ok(r) => r,
+        Err(_) => Err(AttemptError::Retry(
+            format!("timed out after {:?}", target.connect_timeout).into(),
+        )),
+    }
+}

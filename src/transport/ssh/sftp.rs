@@ -1,0 +1,209 @@
+//! File transfer over SFTP (one SFTP session per connection, opened on first use).
+//!
+//! Uploads stream into a temporary file next to the destination while hashing, then one
+//! remote command checks `sha256sum`, applies the mode and renames into place. Downloads
+//! stream into a local temporary file while hashing and compare with the remote
+//! `sha256sum` (run concurrently). Nothing holds a whole file in memory.
+
+use std::path::Path;
+
+use russh_sftp::client::SftpSession;
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{OnceCell, OwnedSemaphorePermit};
+
+use super::SshConnection;
+use crate::transport::local::temp_sibling;
+use crate::transport::{ExecRequest, Source, TransportError, quote};
+
+const CHUNK: usize = 256 * 1024;
+/// Exit status of the finishing command when the checksum does not match.
+const MISMATCH: i32 = 97;
+
+#[derive(Default)]
+pub(super) struct SftpCell {
+    session: OnceCell<(SftpSession, OwnedSemaphorePermit)>,
+}
+
+impl SftpCell {
+    async fn get(&self, c: &SshConnection) -> Result<&SftpSession, TransportError> {
+        let (s, _) =
+            self.session
+                .get_or_try_init(|| async {
+                    let permit = c
+                        .channels
+                        .clone()
+                        .acquire_owned()
+                        .await
+                        .map_err(|_| super::exec::closed(&c.name))?;
+                    let ch =
+                        c.conn.handle.channel_open_session().await.map_err(|e| {
+                            super::exec::lost(&c.name, "opening an SFTP channel", e)
+                        })?;
+                    ch.request_subsystem(true, "sftp")
+                        .await
+                        .map_err(|e| super::exec::lost(&c.name, "starting SFTP", e))?;
+                    let s = SftpSession::new(ch.into_stream())
+                        .await
+                        .map_err(|e| sftp_err(&c.name, "starting SFTP", e))?;
+                    Ok::<_, TransportError>((s, permit))
+                })
+                .await?;
+        Ok(s)
+    }
+
+    pub async fn close(&self) {
+        if let Some((s, _)) = self.session.get() {
+            let _ = s.close().await;
+        }
+    }
+}
+
+fn sftp_err(host: &str, what: &str, e: impl std::fmt::Display) -> TransportError {
+    TransportError::Io {
+        host: host.to_string(),
+        what: what.to_string(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+pub(super) async fn put(
+    c: &SshConnection,
+    src: &Source,
+    dest: &str,
+    mode: Option<u32>,
+) -> Result<(), TransportError> {
+    let sftp = c.sftp.get(c).await?;
+    let tmp = temp_sibling(Path::new(dest)).display().to_string();
+    let what = format!("uploading `{dest}`");
+    let sent = async {
+        let mut file = sftp
+            .create(tmp.clone())
+            .await
+            .map_err(|e| sftp_err(&c.name, &what, e))?;
+        let mut hasher = Sha256::new();
+        match src {
+            Source::Bytes(b) => {
+                hasher.update(b);
+                file.write_all(b).await.map_err(|e| io(&c.name, &what, e))?;
+            }
+            Source::File(p) => {
+                let mut local = tokio::fs::File::open(p)
+                    .await
+                    .map_err(|e| io(&c.name, &format!("reading local `{}`", p.display()), e))?;
+                let mut buf = vec![0u8; CHUNK];
+                loop {
+                    let n = local
+                        .read(&mut buf)
+                        .await
+                        .map_err(|e| io(&c.name, &what, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    hasher.update(&buf[..n]);
+                    file.write_all(&buf[..n])
+                        .await
+                        .map_err(|e| io(&c.name, &what, e))?;
+                }
+            }
+        }
+        file.shutdown().await.map_err(|e| io(&c.name, &what, e))?;
+        Ok::<_, TransportError>(hex::encode(hasher.finalize()))
+    }
+    .await;
+    let expected = match sent {
+        Ok(h) => h,
+        Err(e) => {
+            let _ = sftp.remove_file(tmp.clone()).await;
+            return Err(e);
+        }
+    };
+    let (t, d) = (quote::sh(&tmp), quote::sh(dest));
+    let chmod = match mode {
+        Some(m) => format!("chmod {m:o} {t}"),
+        // Replacing a file keeps its permissions, as writing into it would.
+        None => format!("if [ -e {d} ]; then chmod --reference={d} {t} 2>/dev/null; fi"),
+    };
+    let script = format!(
+        "h=$(sha256sum {t} | cut -c1-64); if [ \"$h\" != {expected} ]; then rm -f {t}; \
+         exit {MISMATCH}; fi; {chmod} && mv -f {t} {d} || {{ rc=$?; rm -f {t}; exit $rc; }}"
+    );
+    let out = c.exec(&ExecRequest::new(script)).await?;
+    match out.rc {
+        0 => Ok(()),
+        MISMATCH => Err(TransportError::Checksum {
+            host: c.name.clone(),
+            path: dest.to_string(),
+        }),
+        rc => Err(TransportError::Protocol {
+            host: c.name.clone(),
+            what: format!("installing `{dest}`"),
+            detail: format!("exit status {rc}: {}", out.stderr_str().trim()),
+        }),
+    }
+}
+
+pub(super) async fn get(c: &SshConnection, src: &str, dest: &Path) -> Result<(), TransportError> {
+    let sftp = c.sftp.get(c).await?;
+    let what = format!("downloading `{src}`");
+    let tmp = temp_sibling(dest);
+    let download = async {
+        let mut remote = sftp
+            .open(src.to_string())
+            .await
+            .map_err(|e| sftp_err(&c.name, &what, e))?;
+        let mut local = tokio::fs::File::create(&tmp)
+            .await
+            .map_err(|e| io(&c.name, &format!("writing `{}`", tmp.display()), e))?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            let n = remote
+                .read(&mut buf)
+                .await
+                .map_err(|e| io(&c.name, &what, e))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            local
+                .write_all(&buf[..n])
+                .await
+                .map_err(|e| io(&c.name, &what, e))?;
+        }
+        local.flush().await.map_err(|e| io(&c.name, &what, e))?;
+        Ok::<_, TransportError>(hex::encode(hasher.finalize()))
+    };
+    let sum_req = ExecRequest::new(format!("sha256sum {} | cut -c1-64", quote::sh(src)));
+    let remote_sum = c.exec(&sum_req);
+    let (got, remote_sum) = tokio::join!(download, remote_sum);
+    let fail = |e| {
+        let _ = std::fs::remove_file(&tmp);
+        Err(e)
+    };
+    let got = match got {
+        Ok(g) => g,
+        Err(e) => return fail(e),
+    };
+    let remote_sum = match remote_sum {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    if remote_sum.stdout_str().trim() != got {
+        return fail(TransportError::Checksum {
+            host: c.name.clone(),
+            path: src.to_string(),
+        });
+    }
+    tokio::fs::rename(&tmp, dest)
+        .await
+        .map_err(|e| io(&c.name, &format!("writing `{}`", dest.display()), e))
+}
+
+fn io(host: &str, what: &str, source: std::io::Error) -> TransportError {
+    TransportError::Io {
+        host: host.to_string(),
+        what: what.to_string(),
+        source,
+    }
+}

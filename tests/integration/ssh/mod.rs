@@ -1,0 +1,4 @@
+//! The SSH transport against real sshd hosts: commands, files, become, jump hosts, host key
+//! checking, ssh config, scale and faults.
+
+mod basics;
