@@ -63,14 +63,15 @@ pub struct ClusterArgs {
     /// Ordered node rules (JSON, YAML or `[[k=v,..]]`); the last matching rule wins.
     /// Selectors: when_group, when_distro, when_type, when_name. Settings: os, vcpus, maxvcpus,
     /// ram, disk, target_order.
-    #[arg(long, value_name = "RULES")]
+    // Hyphen values allowed so a YAML block list (`- os: windows`) can be passed as is.
+    #[arg(long, value_name = "RULES", allow_hyphen_values = true)]
     pub cluster_nodes_spec: Option<String>,
     /// Hypervisors as SSH names, in order: `--hypervisor-hosts nyctea,tyto`.
     #[arg(long, value_name = "HOSTS", conflicts_with = "hypervisor_hosts_spec")]
     pub hypervisor_hosts: Option<String>,
     /// Hypervisors in detail (JSON, YAML or `[[k=v,..]]`): host, ansible_host, ssh_hostname,
     /// ssh_user, ssh_port.
-    #[arg(long, value_name = "HOSTS")]
+    #[arg(long, value_name = "HOSTS", allow_hyphen_values = true)]
     pub hypervisor_hosts_spec: Option<String>,
     /// Cluster network (JSON, YAML or `[k=v,..]`): network_name, network (CIDR).
     #[arg(long, value_name = "NETWORK")]

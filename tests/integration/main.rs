@@ -3,5 +3,6 @@
 //! tests themselves. Each area has its own module; `support` holds the shared builder.
 
 mod fixtures;
+mod plan;
 mod ssh;
 mod support;

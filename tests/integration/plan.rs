@@ -1,0 +1,260 @@
+//! `kinit plan` through the real binary: the layouts KubeInit documents, the bracket and JSON
+//! notations agreeing, reproducible MACs, refusals, and snapshots of the table and JSON output.
+
+use crate::support::Test;
+
+fn plan_json(args: &[&str]) -> serde_json::Value {
+    let ran = Test::new()
+        .args(["plan", "--format", "json"])
+        .args(args.iter().copied())
+        .succeeds();
+    serde_json::from_str(&ran.stdout()).expect("plan --format json prints JSON")
+}
+
+fn node<'a>(plan: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == name)
+        .unwrap_or_else(|| panic!("no node {name} in {plan:#}"))
+}
+
+#[test]
+fn one_one_one_matches_kubeinit_addresses_on_one_hypervisor() {
+    let ran = Test::new()
+        .args(["plan", "--spec", "k8s-libvirt-1-1-1"])
+        .succeeds();
+    let out = ran.stdout();
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{out}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    let c = line("controller-01");
+    assert_eq!(
+        (c[1], c[3], c[5]),
+        ("controller", "10.0.0.1", "hypervisor-01")
+    );
+    let c = line("compute-01");
+    assert_eq!((c[1], c[3], c[5]), ("compute", "10.0.0.2", "hypervisor-01"));
+    let s = line("service");
+    assert_eq!(
+        (s[1], s[3], s[5]),
+        ("service", "10.0.0.253", "hypervisor-01")
+    );
+    assert!(out.contains("gateway 10.0.0.254"), "{out}");
+}
+
+#[test]
+fn windows_computes_go_to_the_second_hypervisor() {
+    let plan = plan_json(&[
+        "--spec",
+        "k8s-libvirt-3-2-2",
+        "--cluster-nodes-spec",
+        "[[when_group=compute_nodes,os=windows]]",
+    ]);
+    for c in ["controller-01", "controller-02", "controller-03"] {
+        assert_eq!(node(&plan, c)["hypervisor"], "hypervisor-01");
+        assert_eq!(node(&plan, c)["os"], "debian");
+    }
+    for c in ["compute-01", "compute-02"] {
+        assert_eq!(node(&plan, c)["hypervisor"], "hypervisor-02");
+        assert_eq!(node(&plan, c)["os"], "windows");
+        assert!(
+            node(&plan, c)["groups"]
+                .as_array()
+                .unwrap()
+                .contains(&"windows_nodes".into())
+        );
+    }
+    assert_eq!(node(&plan, "service")["hypervisor"], "hypervisor-01");
+    assert_eq!(node(&plan, "compute-02")["ip"], "10.0.0.5");
+}
+
+#[test]
+fn bracket_json_and_yaml_forms_give_identical_plans() {
+    let base = [
+        "plan",
+        "--spec",
+        "k8s-libvirt-1-3-2",
+        "--cluster-nodes-spec",
+    ];
+    let forms = [
+        "[[when_group=compute_nodes,os=windows],[when_name=compute-02,os=debian,ram=8GiB,target_order=[hypervisor-01]]]",
+        r#"[{"when_group":"compute_nodes","os":"windows"},{"when_name":"compute-02","os":"debian","ram":8388608,"target_order":["hypervisor-01"]}]"#,
+        "- {when_group: compute_nodes, os: windows}\n- when_name: compute-02\n  os: debian\n  ram: 8G\n  target_order: hypervisor-01\n",
+    ];
+    let plans: Vec<String> = forms
+        .iter()
+        .map(|f| {
+            Test::new()
+                .args(base)
+                .args([
+                    *f,
+                    "--hypervisor-hosts-spec",
+                    "[[ansible_host=nyctea],[ansible_host=tyto,ssh_port=2222]]",
+                ])
+                .succeeds()
+                .stdout()
+        })
+        .collect();
+    assert_eq!(plans[0], plans[1]);
+    assert_eq!(plans[0], plans[2]);
+    // And the rules did something: compute-02 is the Linux exception on hypervisor-01.
+    let row: Vec<&str> = plans[0]
+        .lines()
+        .find(|l| l.starts_with("compute-02 "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!((row[2], row[5]), ("debian", "hypervisor-01"));
+    assert!(plans[0].contains("root@tyto:2222"), "{}", plans[0]);
+}
+
+#[test]
+fn two_runs_give_identical_macs() {
+    let args = ["--spec", "k8s-libvirt-3-4-2"];
+    let macs = |plan: serde_json::Value| -> Vec<String> {
+        plan["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["mac"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let first = macs(plan_json(&args));
+    let second = macs(plan_json(&args));
+    assert_eq!(first, second);
+    let mut unique = first.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        first.len(),
+        "MACs must be distinct: {first:?}"
+    );
+    // Another cluster name gives other MACs.
+    let other = macs(plan_json(&[
+        "--spec",
+        "k8s-libvirt-3-4-2",
+        "--cluster-spec",
+        "[cluster_name=other]",
+    ]));
+    assert_ne!(first, other);
+}
+
+#[test]
+fn okd_is_refused_by_name() {
+    Test::new()
+        .args(["plan", "--spec", "okd-libvirt-3-1-1"])
+        .fails_with(1)
+        .stderr_has("distro `okd` is not supported yet");
+}
+
+#[test]
+fn windows_with_too_little_ram_is_refused_unless_validations_are_ignored() {
+    let rules = "[[when_name=compute-01,os=windows]]";
+    let args = [
+        "plan",
+        "--spec",
+        "k8s-libvirt-1-1-1",
+        "--cluster-nodes-spec",
+        rules,
+    ];
+    Test::new()
+        .args(args)
+        .args(["-e", "compute_node_ram_size=8388608"])
+        .fails_with(1)
+        .stderr_has("node `compute-01`: Windows needs at least 16 GiB of RAM, it has 8 GiB");
+    Test::new()
+        .args(args)
+        .args([
+            "-e",
+            "compute_node_ram_size=8388608",
+            "-e",
+            "kinit_ignore_validations=true",
+        ])
+        .succeeds()
+        .stdout_has("8 GiB");
+}
+
+#[test]
+fn extra_vars_file_sets_node_defaults() {
+    Test::new()
+        .write(
+            "sizes.yml",
+            "compute_node_ram_size: 32GiB\ncluster_node_vcpus: 4\n",
+        )
+        .args(["plan", "--spec", "k8s-libvirt-1-1-1", "-e", "@sizes.yml"])
+        .succeeds()
+        .stdout_has("4/16  32 GiB");
+}
+
+#[test]
+fn run_validates_phase_names_before_answering_not_implemented() {
+    Test::new()
+        .args([
+            "run",
+            "--spec",
+            "k8s-libvirt-1-1-1",
+            "--stop-after",
+            "cleanup",
+        ])
+        .fails_with(1)
+        .stderr_has("`--stop-after`: unknown phase `cleanup`; valid phases: gather-facts,");
+    Test::new()
+        .args([
+            "run",
+            "--spec",
+            "k8s-libvirt-1-1-1",
+            "--stop-after",
+            "task-cleanup-hypervisors",
+        ])
+        .fails_with(2)
+        .stderr_has("`kinit run` is not implemented yet");
+}
+
+#[test]
+fn snapshot_plans() {
+    let cases: &[(&str, &[&str])] = &[
+        ("1-1-1", &["--spec", "k8s-libvirt-1-1-1"]),
+        (
+            "3-2-2-windows",
+            &[
+                "--spec",
+                "k8s-libvirt-3-2-2",
+                "--cluster-nodes-spec",
+                "[[when_group=compute_nodes,os=windows]]",
+            ],
+        ),
+        (
+            "1-3-3-custom",
+            &[
+                "--spec",
+                "k8s-libvirt-1-3-3-h",
+                "--hypervisor-hosts",
+                "nyctea,tyto,strix",
+                "--network-spec",
+                r#"{"network_name":"lab0","network":"192.168.50.0/26","dns_public":["9.9.9.9","1.1.1.1"]}"#,
+                "--cluster-spec",
+                "[cluster_name=lab,cluster_domain=example.test]",
+                "--cluster-nodes-spec",
+                r#"[{"when_name":"compute-03","os":"windows","ram":"20GiB","target_order":["hypervisor-03"]},{"when_group":"controller_nodes","vcpus":4,"maxvcpus":8}]"#,
+            ],
+        ),
+        ("5-0-1", &["--spec", "k8s-libvirt-5-0-1"]),
+    ];
+    for (name, args) in cases {
+        let table = Test::new()
+            .args(["plan"])
+            .args(args.iter().copied())
+            .succeeds()
+            .stdout();
+        insta::assert_snapshot!(format!("plan_table_{name}"), table);
+        let json = plan_json(args);
+        insta::assert_json_snapshot!(format!("plan_json_{name}"), json);
+    }
+}
