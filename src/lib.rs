@@ -25,6 +25,7 @@ pub mod error;
 pub mod extra_vars;
 pub mod inventory;
 pub mod modules;
+pub mod provider;
 pub mod secret;
 pub mod spec;
 pub mod template;

@@ -1,0 +1,202 @@
+//! The generated `autounattend.xml`, parsed back and checked pass by pass.
+
+use base64::Engine;
+
+use super::tests::windows_config;
+use super::unattend::Unattend;
+use super::windows_config::{CONFIG_LABEL, CONTAINERS_SCRIPT, WINRM_SCRIPT};
+use super::xml;
+
+fn files() -> Vec<(String, String)> {
+    windows_config()
+        .files()
+        .unwrap()
+        .into_iter()
+        .map(|(n, d)| (n, String::from_utf8(d).unwrap()))
+        .collect()
+}
+
+fn unattend() -> Unattend {
+    let files = files();
+    let text = &files
+        .iter()
+        .find(|(n, _)| n == "autounattend.xml")
+        .unwrap()
+        .1;
+    assert!(text.starts_with("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<unattend xmlns=\"urn:schemas-microsoft-com:unattend\""));
+    xml::from_xml(text, "autounattend").unwrap()
+}
+
+/// The script a first-logon command runs: its `-EncodedCommand` decoded.
+fn decoded(command_line: &str) -> String {
+    let b64 = command_line.rsplit(' ').next().unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
+    let units: Vec<u16> = bytes
+        .chunks(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    String::from_utf16(&units).unwrap()
+}
+
+#[test]
+fn config_iso_holds_the_answer_file_and_its_scripts() {
+    let names: Vec<String> = files().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["autounattend.xml", WINRM_SCRIPT, CONTAINERS_SCRIPT]);
+}
+
+#[test]
+fn windows_pe_pass_partitions_the_disk_and_loads_virtio_drivers() {
+    let u = unattend();
+    let pe = u.pass("windowsPE").expect("windowsPE pass");
+    let intl = pe
+        .component("Microsoft-Windows-International-Core-WinPE")
+        .unwrap();
+    assert_eq!(intl.ui_language.as_deref(), Some("en-US"));
+    let pnp = pe
+        .component("Microsoft-Windows-PnpCustomizationsWinPE")
+        .unwrap();
+    let paths: Vec<&str> = pnp
+        .driver_paths
+        .as_ref()
+        .unwrap()
+        .path_and_credentials
+        .iter()
+        .map(|p| p.path.as_str())
+        .collect();
+    assert!(paths.contains(&r"E:\amd64\2k22"), "{paths:?}");
+    assert!(paths.contains(&r"E:\NetKVM\2k22\amd64"), "{paths:?}");
+    let setup = pe.component("Microsoft-Windows-Setup").unwrap();
+    let disk = &setup.disk_configuration.as_ref().unwrap().disk[0];
+    assert_eq!(disk.disk_id, 0);
+    assert!(disk.will_wipe_disk);
+    let parts: Vec<(&str, Option<u32>)> = disk
+        .create_partitions
+        .create_partition
+        .iter()
+        .map(|p| (p.kind.as_str(), p.size))
+        .collect();
+    assert_eq!(
+        parts,
+        [("EFI", Some(100)), ("MSR", Some(16)), ("Primary", None)]
+    );
+    let windows = &disk.modify_partitions.modify_partition[2];
+    assert_eq!(windows.format.as_deref(), Some("NTFS"));
+    assert_eq!(windows.letter.as_deref(), Some("C"));
+    let img = &setup.image_install.as_ref().unwrap().os_image;
+    assert_eq!(img.install_to.partition_id, 3);
+    assert_eq!(img.install_from.meta_data[0].key, "/IMAGE/NAME");
+    assert_eq!(
+        img.install_from.meta_data[0].value,
+        "Windows Server 2022 SERVERDATACENTER"
+    );
+    assert!(setup.user_data.as_ref().unwrap().accept_eula);
+}
+
+#[test]
+fn specialize_pass_names_the_computer_and_sets_a_static_address() {
+    let u = unattend();
+    let sp = u.pass("specialize").expect("specialize pass");
+    let shell = sp.component("Microsoft-Windows-Shell-Setup").unwrap();
+    assert_eq!(shell.computer_name.as_deref(), Some("compute-01"));
+    let tcpip = sp.component("Microsoft-Windows-TCPIP").unwrap();
+    let nic = &tcpip.interfaces.as_ref().unwrap().interface[0];
+    assert_eq!(nic.identifier, "52-54-00-4A-1B-02");
+    assert!(!nic.ipv4_settings.as_ref().unwrap().dhcp_enabled);
+    assert_eq!(
+        nic.unicast_ip_addresses.as_ref().unwrap().ip_address[0].value,
+        "10.0.0.2/24"
+    );
+    let route = &nic.routes.as_ref().unwrap().route[0];
+    assert_eq!(
+        (route.prefix.as_str(), route.next_hop_address.as_str()),
+        ("0.0.0.0/0", "10.0.0.254")
+    );
+    let dns = sp.component("Microsoft-Windows-DNS-Client").unwrap();
+    let nic = &dns.interfaces.as_ref().unwrap().interface[0];
+    assert_eq!(nic.identifier, "52-54-00-4A-1B-02");
+    let servers: Vec<&str> = nic
+        .dns_server_search_order
+        .as_ref()
+        .unwrap()
+        .ip_address
+        .iter()
+        .map(|a| a.value.as_str())
+        .collect();
+    assert_eq!(servers, ["10.0.0.253", "1.1.1.1"]);
+    assert_eq!(nic.dns_domain.as_deref(), Some("k8scluster.kubeinit.local"));
+}
+
+#[test]
+fn oobe_pass_sets_the_password_and_runs_first_logon_scripts() {
+    let u = unattend();
+    let oobe = u.pass("oobeSystem").expect("oobeSystem pass");
+    let shell = oobe.component("Microsoft-Windows-Shell-Setup").unwrap();
+    let admin = &shell.user_accounts.as_ref().unwrap().administrator_password;
+    // Markup characters in the password survive as text.
+    assert_eq!(admin.value.expose(), "S3cret-Pa55!<&>");
+    assert!(admin.plain_text);
+    let logon = shell.auto_logon.as_ref().unwrap();
+    assert!(logon.enabled);
+    assert_eq!(logon.username, "Administrator");
+    assert_eq!(logon.password.value.expose(), "S3cret-Pa55!<&>");
+    assert!(shell.oobe.as_ref().unwrap().hide_eula_page);
+    let cmds = &shell
+        .first_logon_commands
+        .as_ref()
+        .unwrap()
+        .synchronous_command;
+    assert_eq!(cmds.iter().map(|c| c.order).collect::<Vec<_>>(), [1, 2]);
+    for (cmd, script) in cmds.iter().zip([CONTAINERS_SCRIPT, WINRM_SCRIPT]) {
+        assert!(
+            cmd.command_line.len() <= 1024,
+            "Windows limit: {}",
+            cmd.command_line.len()
+        );
+        let ps = decoded(&cmd.command_line);
+        assert!(
+            ps.contains(&format!("-FileSystemLabel '{CONFIG_LABEL}'")),
+            "{ps}"
+        );
+        assert!(ps.contains(script), "{ps}");
+    }
+}
+
+#[test]
+fn winrm_script_opens_an_https_listener_and_the_firewall() {
+    let files = files();
+    let ps = &files.iter().find(|(n, _)| n == WINRM_SCRIPT).unwrap().1;
+    assert!(ps.contains(
+        "New-SelfSignedCertificate -DnsName 'compute-01','compute-01.k8scluster.kubeinit.local'"
+    ));
+    assert!(ps.contains("-Transport HTTPS -Address * -CertificateThumbPrint $cert.Thumbprint"));
+    assert!(ps.contains("-Direction Inbound -Protocol TCP -LocalPort 5986 -Action Allow"));
+    assert!(ps.contains("AllowUnencrypted -Value $false"));
+    let containers = &files
+        .iter()
+        .find(|(n, _)| n == CONTAINERS_SCRIPT)
+        .unwrap()
+        .1;
+    assert!(containers.contains("Install-WindowsFeature -Name Containers"));
+}
+
+#[test]
+fn the_password_never_prints() {
+    let c = windows_config();
+    assert!(!format!("{c:?}").contains("S3cret"));
+    assert!(!format!("{:?}", c.unattend().unwrap()).contains("S3cret"));
+}
+
+#[test]
+fn bad_computer_names_are_refused() {
+    for bad in ["", "a-name-longer-than-15", "12345", "bad_name"] {
+        let mut c = windows_config();
+        c.computer_name = bad.into();
+        let e = c.files().unwrap_err().to_string();
+        assert!(
+            e.contains("computer_name") && e.contains(&format!("`{bad}`")),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! `WindowsGuest`: a Windows Server node installed from ISO (Windows ISO, virtio-win ISO and
+//! a config ISO carrying `autounattend.xml`), and the libvirt domain it becomes: q35, UEFI
+//! with secure boot (OVMF picked by libvirt's firmware autoselection), a TPM 2.0 emulator and
+//! Hyper-V enlightenments.
+
+use serde::{Deserialize, Serialize};
+
+use super::domain::*;
+use super::linux_guest::{check_cpus_ram, check_path, host_cpu};
+use super::xml::Empty;
+use super::{MacAddr, ProviderError, VirtType};
+
+/// The NIC model Windows sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NicModel {
+    /// Intel 82574, driver built into Windows: the network works before virtio drivers.
+    #[default]
+    E1000e,
+    /// virtio-net, faster; needs NetKVM from the virtio-win ISO.
+    Virtio,
+}
+
+/// The settings of a Windows guest (`virt_guest`'s `windows:`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowsGuest {
+    /// vCPUs online at boot.
+    pub vcpus: u32,
+    /// vCPUs the guest may grow to; default `vcpus`.
+    #[serde(default)]
+    pub max_vcpus: Option<u32>,
+    /// RAM in KiB (KubeInit required at least 16 GiB, `16777216`, for Windows workers).
+    pub ram_kib: u64,
+    /// Path on the hypervisor of the (empty, then installed) qcow2 system disk.
+    pub disk: String,
+    /// Path of the Windows Server installation ISO.
+    pub install_iso: String,
+    /// Path of the virtio-win drivers ISO.
+    pub virtio_iso: String,
+    /// Path of the config ISO holding `autounattend.xml`.
+    pub config_iso: String,
+    /// libvirt network the NIC is attached to.
+    pub network: String,
+    /// MAC address of the NIC.
+    pub mac: MacAddr,
+    /// `e1000e` (default) or `virtio`.
+    #[serde(default)]
+    pub nic_model: NicModel,
+    /// UEFI secure boot with Microsoft's keys enrolled (default true).
+    #[serde(default = "yes")]
+    pub secure_boot: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl WindowsGuest {
+    pub fn domain(&self, name: &str, virt_type: VirtType) -> Result<Domain, ProviderError> {
+        let max = check_cpus_ram(self.vcpus, self.max_vcpus, self.ram_kib)?;
+        for (field, path) in [
+            ("disk", &self.disk),
+            ("install_iso", &self.install_iso),
+            ("virtio_iso", &self.virtio_iso),
+            ("config_iso", &self.config_iso),
+        ] {
+            check_path(field, path)?;
+        }
+        let onoff = |b: bool| if b { "yes" } else { "no" }.to_string();
+        let nic = match self.nic_model {
+            NicModel::E1000e => "e1000e",
+            NicModel::Virtio => "virtio",
+        };
+        Ok(Domain {
+            virt_type,
+            name: name.to_string(),
+            uuid: None,
+            metadata: None,
+            memory: Memory::kib(self.ram_kib),
+            current_memory: Memory::kib(self.ram_kib),
+            vcpu: Vcpu {
+                placement: "static".into(),
+                current: (max != self.vcpus).then_some(self.vcpus),
+                max,
+            },
+            os: Os {
+                firmware: Some("efi".into()),
+                os_type: OsType {
+                    arch: "x86_64".into(),
+                    machine: "q35".into(),
+                    kind: "hvm".into(),
+                },
+                firmware_features: Some(FirmwareFeatures {
+                    feature: vec![
+                        FirmwareFeature {
+                            enabled: onoff(self.secure_boot),
+                            name: "secure-boot".into(),
+                        },
+                        FirmwareFeature {
+                            enabled: onoff(self.secure_boot),
+                            name: "enrolled-keys".into(),
+                        },
+                    ],
+                }),
+                loader: self.secure_boot.then(|| Loader {
+                    secure: Some("yes".into()),
+                }),
+                // The empty disk fails to boot on the first start, so the installer ISO runs;
+                // once Windows is installed the disk wins.
+                boot: vec![
+                    Boot { dev: "hd".into() },
+                    Boot {
+                        dev: "cdrom".into(),
+                    },
+                ],
+            },
+            features: Features {
+                acpi: Some(Empty {}),
+                apic: Some(Empty {}),
+                hyperv: Some(hyperv(virt_type)),
+                // Secure boot firmware keeps its variables in SMM-protected flash.
+                smm: self.secure_boot.then(State::on),
+            },
+            cpu: host_cpu(virt_type),
+            // Windows keeps the RTC in local time.
+            clock: Clock {
+                offset: "localtime".into(),
+                timer: vec![
+                    Timer::tick("rtc", "catchup"),
+                    Timer::tick("pit", "delay"),
+                    Timer::present("hpet", false),
+                    Timer::present("hypervclock", true),
+                ],
+            },
+            on_poweroff: Some("destroy".into()),
+            on_reboot: Some("restart".into()),
+            on_crash: Some("destroy".into()),
+            devices: Devices {
+                // SATA: Windows Setup has AHCI drivers built in, so the system disk is visible
+                // without loading viostor first.
+                disk: vec![
+                    Disk::qcow2(&self.disk, "sda", "sata"),
+                    Disk::cdrom(&self.install_iso, "sdb", "sata"),
+                    Disk::cdrom(&self.virtio_iso, "sdc", "sata"),
+                    Disk::cdrom(&self.config_iso, "sdd", "sata"),
+                ],
+                interface: vec![Interface::network(
+                    &self.network,
+                    &self.mac.to_string(),
+                    nic,
+                )],
+                serial: vec![CharDev::pty_serial()],
+                console: vec![CharDev::pty_console()],
+                // A USB tablet keeps the VNC pointer in sync with the guest's.
+                input: vec![Input {
+                    kind: "tablet".into(),
+                    bus: "usb".into(),
+                }],
+                graphics: vec![Graphics {
+                    kind: "vnc".into(),
+                    autoport: Some("yes".into()),
+                    listen: Some("127.0.0.1".into()),
+                }],
+                video: vec![Video {
+                    model: Model { kind: "vga".into() },
+                }],
+                tpm: vec![Tpm {
+                    model: "tpm-crb".into(),
+                    backend: TpmBackend {
+                        kind: "emulator".into(),
+                        version: "2.0".into(),
+                    },
+                }],
+                rng: Vec::new(),
+            },
+        })
+    }
+}
+
+/// Hyper-V enlightenments. Under KVM the full set Windows benefits from; under TCG only the
+/// ones QEMU emulates itself (synic, stimer and friends are KVM-only and refuse to start).
+fn hyperv(virt_type: VirtType) -> HyperV {
+    let on = || Some(State::on());
+    let mut hv = HyperV {
+        mode: "custom".into(),
+        relaxed: on(),
+        vapic: on(),
+        spinlocks: Some(Spinlocks {
+            state: "on".into(),
+            retries: Some(8191),
+        }),
+        ..HyperV::default()
+    };
+    if virt_type == VirtType::Kvm {
+        hv.vpindex = on();
+        hv.runtime = on();
+        hv.synic = on();
+        hv.stimer = on();
+        hv.reset = on();
+        hv.frequencies = on();
+    }
+    hv
+}
