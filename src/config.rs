@@ -83,3 +83,7 @@ impl RunConfig {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

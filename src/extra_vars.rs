@@ -26,7 +26,7 @@ pub enum ExtraVarsError {
         #[source]
         source: std::io::Error,
     },
-    #[error("extra vars #{index}: `{path}`:{line}:{column}: {message}")]
+    #[error("extra vars #{index}: `{path}`{}: {message}", position(*line, *column))]
     FileSyntax {
         index: usize,
         path: PathBuf,
@@ -60,6 +60,15 @@ pub enum ExtraVarsError {
     BadName { index: usize, name: String },
     #[error("extra vars #{index}: unterminated {quote} quote")]
     UnterminatedQuote { index: usize, quote: char },
+}
+
+/// `:line:column`, or nothing when the parser did not say where (line 0).
+fn position(line: usize, column: usize) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(":{line}:{column}")
+    }
 }
 
 /// Parse every `-e` argument in order and merge them (later wins). Relative `@file` paths

@@ -138,3 +138,6 @@ impl Node {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
-    #[error("invalid JSON/YAML at line {line} column {column}: {message}")]
+    #[error("invalid JSON/YAML{}: {message}", position(*line, *column))]
     Yaml {
         line: usize,
         column: usize,
@@ -24,6 +24,15 @@ pub enum InputError {
         column: usize,
         message: &'static str,
     },
+}
+
+/// ` at line L column C`, or nothing when the parser did not say where (line 0).
+fn position(line: usize, column: usize) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(" at line {line} column {column}")
+    }
 }
 
 /// Parse one option's text in whichever notation it uses.

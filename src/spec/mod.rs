@@ -88,3 +88,6 @@ impl ClusterSpec {
         })
     }
 }
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -1,0 +1,138 @@
+//! Unit tests of the expansion and the inventory built from it.
+
+use serde_json::json;
+
+use super::*;
+use crate::spec::{ClusterSpec, SpecInputs};
+use crate::vars::VarMap;
+
+fn cluster(inputs: SpecInputs<'_>) -> Cluster {
+    expand(&ClusterSpec::from_inputs(&inputs, &VarMap::new()).unwrap()).unwrap()
+}
+
+fn by_name<'a>(c: &'a Cluster, name: &str) -> &'a Node {
+    c.nodes.iter().find(|n| n.name == name).unwrap()
+}
+
+#[test]
+fn only_the_named_compute_becomes_windows() {
+    let c = cluster(SpecInputs {
+        spec: "k8s-libvirt-1-3-2",
+        cluster_nodes_spec: Some("[[when_name=compute-02,os=windows]]"),
+        ..SpecInputs::default()
+    });
+    let oses: Vec<_> = c.nodes.iter().map(|n| n.os.as_str()).collect();
+    assert_eq!(oses, ["debian", "debian", "windows", "debian", "debian"]);
+    assert_eq!(
+        by_name(&c, "compute-02").groups(),
+        ["compute_nodes", "cluster_nodes", "windows_nodes"]
+    );
+}
+
+#[test]
+fn last_matching_rule_wins_per_setting() {
+    let c = cluster(SpecInputs {
+        spec: "k8s-libvirt-1-2-1",
+        cluster_nodes_spec: Some(
+            r#"[{"vcpus":2,"maxvcpus":4},{"when_group":"compute_nodes","vcpus":4,"ram":"32G"},{"when_name":"compute-0[2]","ram":"12G"}]"#,
+        ),
+        ..SpecInputs::default()
+    });
+    let r = |n: &str| by_name(&c, n).resources.unwrap();
+    assert_eq!(
+        (r("controller-01").vcpus, r("controller-01").maxvcpus),
+        (2, 4)
+    );
+    assert_eq!(
+        (r("compute-01").vcpus, r("compute-01").ram.to_string()),
+        (4, "32 GiB".into())
+    );
+    assert_eq!(r("compute-02").ram.to_string(), "12 GiB");
+    assert_eq!(r("compute-02").maxvcpus, 4);
+}
+
+#[test]
+fn placement_follows_target_order_with_renamed_hypervisors() {
+    let c = cluster(SpecInputs {
+        spec: "k8s-libvirt-1-2-3",
+        hypervisor_hosts_spec: Some(
+            r#"[{"host":"nyctea"},{"host":"tyto"},{"host":"strix","ansible_host":"10.1.1.3","ssh_user":"kinit","ssh_port":2200}]"#,
+        ),
+        cluster_nodes_spec: Some("[[when_name=compute-02,target_order=[missing,strix]]]"),
+        ..SpecInputs::default()
+    });
+    let hv: Vec<_> = c
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.hypervisor.as_str()))
+        .collect();
+    assert_eq!(
+        hv,
+        [
+            ("controller-01", "nyctea"),
+            ("compute-01", "tyto"),
+            ("compute-02", "strix"),
+            ("service", "nyctea")
+        ]
+    );
+    // Named hypervisors are reached over SSH at their name unless `ansible_host` says otherwise.
+    assert_eq!(c.hypervisors[0].connection, Connection::Ssh);
+    assert_eq!(c.hypervisors[0].ansible_host, "nyctea");
+    assert_eq!(c.hypervisors[2].ansible_host, "10.1.1.3");
+}
+
+#[test]
+fn inventory_has_groups_connection_vars_and_jump_hosts() {
+    let c = cluster(SpecInputs {
+        spec: "k8s-libvirt-1-2-2",
+        hypervisor_hosts: Some("localhost,tyto"),
+        cluster_nodes_spec: Some("[[when_name=compute-01,os=windows]]"),
+        ..SpecInputs::default()
+    });
+    let inv = c.to_inventory();
+    let members = |g: &str| inv.groups[g].hosts.clone();
+    assert_eq!(members("hypervisors"), ["hypervisor-01", "hypervisor-02"]);
+    assert_eq!(members("controller_nodes"), ["controller-01"]);
+    assert_eq!(members("compute_nodes"), ["compute-01", "compute-02"]);
+    assert_eq!(
+        members("cluster_nodes"),
+        ["controller-01", "compute-01", "compute-02"]
+    );
+    assert_eq!(members("service_nodes"), ["service"]);
+    assert_eq!(members("windows_nodes"), ["compute-01"]);
+    assert_eq!(
+        members("linux_nodes"),
+        ["controller-01", "compute-02", "service"]
+    );
+
+    let vars = |h: &str| serde_json::Value::Object(inv.hosts[h].vars.clone());
+    assert_eq!(vars("hypervisor-01")["ansible_connection"], "local");
+    assert_eq!(vars("hypervisor-02")["ansible_connection"], "ssh");
+    assert_eq!(vars("hypervisor-02")["ansible_host"], "tyto");
+    assert_eq!(
+        vars("hypervisor-02")["kinit_guests"],
+        json!(["compute-01", "compute-02"])
+    );
+    // Guests on the remote hypervisor go through it; those on the local one are direct.
+    let win = vars("compute-01");
+    assert_eq!(win["ansible_connection"], "winrm");
+    assert_eq!(win["ansible_port"], 5986);
+    assert_eq!(win["kinit_jump_host"], "hypervisor-02");
+    assert_eq!(win["ansible_host"], "10.0.0.2");
+    let ctl = vars("controller-01");
+    assert_eq!(ctl["ansible_connection"], "ssh");
+    assert_eq!(ctl.get("kinit_jump_host"), None);
+    assert_eq!(ctl["kinit_ram_kib"], 25165824);
+    let all = serde_json::Value::Object(inv.groups["all"].vars.clone());
+    assert_eq!(all["kinit_gateway"], "10.0.0.254");
+    assert_eq!(all["kinit_dns"], "10.0.0.253");
+}
+
+#[test]
+fn expansion_is_deterministic() {
+    let inputs = SpecInputs {
+        spec: "k8s-libvirt-5-20-3",
+        ..SpecInputs::default()
+    };
+    assert_eq!(cluster(inputs), cluster(inputs));
+}
