@@ -74,10 +74,10 @@ proptest! {
             cluster_nodes_spec: Some(&rules),
             ..SpecInputs::default()
         };
-        if let Ok(s) = ClusterSpec::from_inputs(&inputs, &VarMap::new()) {
-            if let Ok(c) = crate::cluster::expand(&s) {
-                prop_assert_eq!(c.nodes.len(), 7);
-            }
+        if let Ok(s) = ClusterSpec::from_inputs(&inputs, &VarMap::new())
+            && let Ok(c) = crate::cluster::expand(&s)
+        {
+            prop_assert_eq!(c.nodes.len(), 7);
         }
     }
 }
