@@ -4,5 +4,6 @@
 
 mod fixtures;
 mod plan;
+mod readme;
 mod ssh;
 mod support;
