@@ -6,8 +6,31 @@
 //! first works out whether anything must change without touching the host, then applies the
 //! change unless `ctx.check_mode` is set.
 //!
+//! Free-form arguments (`command: ls -l`) arrive as `{"_raw_params": "ls -l"}`.
+//!
 //! Modules that act on the executor's own state (`set_fact`, `add_host`, `meta`, includes...)
 //! are handled by the executor, not here.
+
+pub mod args;
+pub mod filewrite;
+pub mod mode;
+pub mod posix;
+pub mod pwsh;
+pub mod textedit;
+
+pub mod blockinfile;
+pub mod command;
+pub mod copy;
+pub mod fetch;
+pub mod file;
+pub mod lineinfile;
+pub mod ping;
+pub mod raw;
+pub mod script;
+pub mod shell;
+pub mod slurp;
+pub mod stat;
+pub mod template;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -44,7 +67,17 @@ pub struct ModuleCtx<'a> {
     pub render: &'a dyn Render,
 }
 
-impl ModuleCtx<'_> {
+impl<'a> ModuleCtx<'a> {
+    /// The same context with check mode switched on or off (to reuse a module's prediction).
+    pub fn with_check_mode(&self, check_mode: bool) -> ModuleCtx<'a> {
+        ModuleCtx {
+            check_mode,
+            become_: self.become_.clone(),
+            env: self.env.clone(),
+            ..*self
+        }
+    }
+
     /// Run `script` with the task's become, environment and timeout.
     pub async fn run(&self, script: impl Into<String>) -> Result<ExecOutput, ModuleError> {
         self.run_with_stdin(script, None).await
@@ -171,16 +204,58 @@ pub trait Module: Sync {
     ) -> BoxFuture<'a, Result<ModuleResult, ModuleError>>;
 }
 
-/// Deserialize a module's typed params, turning serde's message into a `BadArgs`.
+/// Deserialize a module's typed params, turning serde's message into a `BadArgs` that names
+/// the argument (with a "did you mean").
 pub fn params<T: DeserializeOwned>(module: &'static str, args: &Value) -> Result<T, ModuleError> {
-    serde_json::from_value(args.clone()).map_err(|e| ModuleError::BadArgs {
-        module,
-        detail: e.to_string(),
-    })
+    args::parse(module, args)
 }
 
+/// Declare a module: a unit struct whose `validate` parses `$params` and whose `run` parses
+/// them and calls `$run(ctx, params)`.
+macro_rules! typed_module {
+    ($ty:ident, $name:literal, $params:ty, $run:path) => {
+        pub struct $ty;
+        impl $crate::modules::Module for $ty {
+            fn validate(
+                &self,
+                args: &serde_json::Value,
+            ) -> Result<(), $crate::modules::ModuleError> {
+                $crate::modules::args::validate::<$params>($name, args)
+            }
+            fn run<'a>(
+                &'a self,
+                ctx: &'a $crate::modules::ModuleCtx<'a>,
+                args: serde_json::Value,
+            ) -> $crate::modules::BoxFuture<
+                'a,
+                Result<$crate::modules::ModuleResult, $crate::modules::ModuleError>,
+            > {
+                Box::pin(async move {
+                    let p: $params = $crate::modules::args::parse($name, &args)?;
+                    $run(ctx, p).await
+                })
+            }
+        }
+    };
+}
+pub(crate) use typed_module;
+
 /// The registry: every module kinit has, by short name. One line per module.
-static MODULES: &[(&str, &dyn Module)] = &[];
+static MODULES: &[(&str, &dyn Module)] = &[
+    ("blockinfile", &blockinfile::BlockInFile),
+    ("command", &command::Command),
+    ("copy", &copy::Copy),
+    ("fetch", &fetch::Fetch),
+    ("file", &file::File),
+    ("lineinfile", &lineinfile::LineInFile),
+    ("ping", &ping::Ping),
+    ("raw", &raw::Raw),
+    ("script", &script::Script),
+    ("shell", &shell::Shell),
+    ("slurp", &slurp::Slurp),
+    ("stat", &stat::Stat),
+    ("template", &template::Template),
+];
 
 /// Collection prefixes accepted in front of a short name (`ansible.builtin.copy`).
 const COLLECTIONS: &[&str] = &[

@@ -6,4 +6,5 @@ mod fixtures;
 mod plan;
 mod readme;
 mod ssh;
+mod modules;
 mod support;

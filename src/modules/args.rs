@@ -1,0 +1,225 @@
+//! Module argument parsing shared by every module: serde errors turned into messages that
+//! name the module and the argument (with a "did you mean"), and lenient deserializers for
+//! the loosely typed values Ansible accepts (`yes`/`no` booleans, numbers as strings, a list
+//! given as one comma-separated string).
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, Deserializer};
+use serde_json::Value;
+
+use super::ModuleError;
+
+/// Deserialize a module's typed params; an error names the module and the argument.
+pub fn parse<T: DeserializeOwned>(module: &'static str, args: &Value) -> Result<T, ModuleError> {
+    // A module called with no arguments (`ping:`) arrives as null.
+    let args = if args.is_null() {
+        Value::Object(Default::default())
+    } else {
+        args.clone()
+    };
+    serde_json::from_value(args).map_err(|e| ModuleError::BadArgs {
+        module,
+        detail: explain(&e.to_string()),
+    })
+}
+
+/// Load-time check of a task's arguments. Arguments may still hold `{{ templates }}` whose
+/// type is only known after rendering, so with templates present only argument names
+/// (unknown or missing) are checked here; values are checked again when the module runs.
+pub fn validate<T: DeserializeOwned>(
+    module: &'static str,
+    args: &Value,
+) -> Result<(), ModuleError> {
+    match parse::<T>(module, args) {
+        Ok(_) => Ok(()),
+        Err(ModuleError::BadArgs { detail, .. })
+            if has_template(args)
+                && !detail.starts_with("unknown ")
+                && !detail.starts_with("missing required argument") =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn has_template(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains("{{") || s.contains("{%"),
+        Value::Array(a) => a.iter().any(has_template),
+        Value::Object(o) => o.values().any(has_template),
+        _ => false,
+    }
+}
+
+/// Rewrite serde's `unknown field`/`unknown variant` messages into "unknown argument `x`,
+/// did you mean `y`?" / "unknown value `x`, did you mean `y`?", listing the valid ones.
+pub fn explain(serde_msg: &str) -> String {
+    let (what, rest) = if let Some(r) = serde_msg.strip_prefix("unknown field `") {
+        ("argument", r)
+    } else if let Some(r) = serde_msg.strip_prefix("unknown variant `") {
+        ("value", r)
+    } else {
+        return serde_msg.replace("missing field", "missing required argument");
+    };
+    let Some((word, tail)) = rest.split_once('`') else {
+        return serde_msg.to_string();
+    };
+    let valid: Vec<&str> = tail
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mut msg = format!("unknown {what} `{word}`");
+    if let Some(best) = suggest(word, valid.iter().copied()) {
+        msg.push_str(&format!(", did you mean `{best}`?"));
+    }
+    if !valid.is_empty() {
+        let list: Vec<String> = valid.iter().map(|v| format!("`{v}`")).collect();
+        msg.push_str(&format!(" (valid {what}s: {})", list.join(", ")));
+    }
+    msg
+}
+
+/// The candidate closest to `word`, if any is close enough to be a plausible typo.
+pub fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (strsim::jaro_winkler(word, c), c))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// A boolean as Ansible reads it: `true`/`yes`/`on`/`1` and their opposites, any case.
+pub fn boolish<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Bool(b) => Ok(b),
+        Value::Number(n) => Ok(n.as_f64() != Some(0.0)),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "on" | "1" | "y" | "t" => Ok(true),
+            "false" | "no" | "off" | "0" | "n" | "f" | "" => Ok(false),
+            other => Err(de::Error::custom(format!(
+                "expected a boolean (yes/no/true/false), got `{other}`"
+            ))),
+        },
+        other => Err(de::Error::custom(format!(
+            "expected a boolean, got `{other}`"
+        ))),
+    }
+}
+
+/// `Option<bool>` with the same leniency as [`boolish`].
+pub fn opt_boolish<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    boolish(d).map(Some)
+}
+
+/// An unsigned number given as a number or a numeric string.
+pub fn opt_u64ish<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+            .map(Some)
+            .ok_or_else(|| de::Error::custom(format!("expected a non-negative number, got `{n}`"))),
+        Value::String(s) => s
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| de::Error::custom(format!("expected a number, got `{s}`"))),
+        other => Err(de::Error::custom(format!(
+            "expected a number, got `{other}`"
+        ))),
+    }
+}
+
+/// A list given as a YAML list or as one comma-separated string (`name: "a,b"`).
+pub fn list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(Vec::new()),
+        Value::String(s) => Ok(s
+            .split(',')
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect()),
+        Value::Array(items) => items
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s),
+                Value::Number(n) => Ok(n.to_string()),
+                other => Err(de::Error::custom(format!(
+                    "expected a list of strings, got item `{other}`"
+                ))),
+            })
+            .collect(),
+        Value::Number(n) => Ok(vec![n.to_string()]),
+        other => Err(de::Error::custom(format!(
+            "expected a list or a comma-separated string, got `{other}`"
+        ))),
+    }
+}
+
+/// A string that may have been given as a number (`value: 1` for sysctl, `uid: 1001`).
+pub fn opt_stringish<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s)),
+        Value::Number(n) => Ok(Some(n.to_string())),
+        Value::Bool(b) => Ok(Some(if b { "1" } else { "0" }.to_string())),
+        other => Err(de::Error::custom(format!(
+            "expected a string, got `{other}`"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct P {
+        dest: String,
+        #[serde(default, deserialize_with = "boolish")]
+        force: bool,
+    }
+
+    #[test]
+    fn unknown_argument_gets_a_suggestion() {
+        let err = parse::<P>("copy", &serde_json::json!({"dst": "/x"})).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("module `copy`: unknown argument `dst`"),
+            "{msg}"
+        );
+        assert!(msg.contains("did you mean `dest`?"), "{msg}");
+    }
+
+    #[test]
+    fn far_off_argument_gets_no_suggestion() {
+        let msg = explain("unknown field `zzzz`, expected one of `dest`, `force`");
+        assert_eq!(
+            msg,
+            "unknown argument `zzzz` (valid arguments: `dest`, `force`)"
+        );
+    }
+
+    #[test]
+    fn yes_no_strings_are_booleans() {
+        let p: P = parse("copy", &serde_json::json!({"dest": "/x", "force": "yes"})).unwrap();
+        assert!(p.force);
+        let err = parse::<P>("copy", &serde_json::json!({"dest": "/x", "force": "maybe"}));
+        assert!(err.unwrap_err().to_string().contains("`maybe`"));
+    }
+
+    #[test]
+    fn missing_argument_is_named() {
+        let err = parse::<P>("copy", &serde_json::json!({})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "module `copy`: missing required argument `dest`"
+        );
+    }
+}

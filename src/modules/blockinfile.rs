@@ -1,0 +1,188 @@
+//! `blockinfile`: keep a block of lines between two marker lines in a text file (insert,
+//! update or remove it). Same flow as `lineinfile`: read in the probe, [`edit`] on the
+//! controller, write back only on change.
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::args::boolish;
+use super::lineinfile::State;
+use super::mode::{Mode, opt_mode};
+use super::posix::Attrs;
+use super::textedit::{self, TextEdit, lines, unlines};
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+
+typed_module!(BlockInFile, "blockinfile", Params, run);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// The file on the host.
+    #[serde(alias = "dest", alias = "destfile", alias = "name")]
+    path: String,
+    /// The text between the markers (empty removes the block).
+    #[serde(default, alias = "content")]
+    block: String,
+    /// Marker line template; `{mark}` becomes `marker_begin`/`marker_end`.
+    #[serde(default = "default_marker")]
+    marker: String,
+    /// Replaces `{mark}` in the opening marker (default `BEGIN`).
+    #[serde(default = "begin")]
+    marker_begin: String,
+    /// Replaces `{mark}` in the closing marker (default `END`).
+    #[serde(default = "end")]
+    marker_end: String,
+    /// `present` (default) or `absent`.
+    #[serde(default)]
+    state: State,
+    /// A new block goes after the last line matching this regex, or at `EOF` (default).
+    insertafter: Option<String>,
+    /// A new block goes before the last line matching this regex, or at `BOF`.
+    insertbefore: Option<String>,
+    /// Create the file when missing.
+    #[serde(default, deserialize_with = "boolish")]
+    create: bool,
+    /// Keep a timestamped copy before changing the file.
+    #[serde(default, deserialize_with = "boolish")]
+    backup: bool,
+    /// Permissions of the file.
+    #[serde(default, deserialize_with = "opt_mode")]
+    mode: Option<Mode>,
+    /// Owner (name or uid).
+    owner: Option<String>,
+    /// Group (name or gid).
+    group: Option<String>,
+}
+
+fn default_marker() -> String {
+    "# {mark} ANSIBLE MANAGED BLOCK".into()
+}
+fn begin() -> String {
+    "BEGIN".into()
+}
+fn end() -> String {
+    "END".into()
+}
+
+/// Where a new block goes.
+pub enum Place {
+    Eof,
+    Bof,
+    After(Regex),
+    Before(Regex),
+}
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    let re = |field: &str, r: &str| {
+        Regex::new(r).map_err(|e| ModuleError::BadArgs {
+            module: "blockinfile",
+            detail: format!("`{field}` `{r}` is not a valid regex: {e}"),
+        })
+    };
+    let place = match (p.insertafter.as_deref(), p.insertbefore.as_deref()) {
+        (Some(_), Some(_)) => {
+            return Err(ModuleError::BadArgs {
+                module: "blockinfile",
+                detail: "`insertafter` and `insertbefore` are mutually exclusive".into(),
+            });
+        }
+        (Some("EOF") | None, None) => Place::Eof,
+        (Some(r), None) => Place::After(re("insertafter", r)?),
+        (None, Some("BOF")) => Place::Bof,
+        (None, Some(r)) => Place::Before(re("insertbefore", r)?),
+    };
+    let begin = p.marker.replace("{mark}", &p.marker_begin);
+    let end = p.marker.replace("{mark}", &p.marker_end);
+    let block = (p.state == State::Present && !p.block.is_empty()).then_some(p.block.as_str());
+    let attrs = Attrs {
+        mode: p.mode,
+        owner: p.owner,
+        group: p.group,
+    };
+    let e = TextEdit {
+        path: &p.path,
+        create: p.create,
+        backup: p.backup,
+        attrs: &attrs,
+    };
+    textedit::edit_file(ctx, &e, |old| edit(old, &begin, &end, block, &place)).await
+}
+
+/// Put `block` (or, with `None`, no block) between the `begin`/`end` marker lines of `text`.
+pub fn edit(
+    text: &str,
+    begin: &str,
+    end: &str,
+    block: Option<&str>,
+    place: &Place,
+) -> (String, &'static str) {
+    let mut ls = lines(text);
+    let b = ls.iter().position(|l| l == begin);
+    let e = ls.iter().rposition(|l| l == end);
+    let new: Vec<String> = match block {
+        Some(body) => std::iter::once(begin.to_string())
+            .chain(lines(body))
+            .chain(std::iter::once(end.to_string()))
+            .collect(),
+        None => Vec::new(),
+    };
+    let (at, msg) = match (b, e) {
+        (Some(b), Some(e)) if b <= e => {
+            if ls[b..=e] == new[..] {
+                return (text.to_string(), "");
+            }
+            ls.drain(b..=e);
+            (
+                b,
+                if block.is_some() {
+                    "Block inserted"
+                } else {
+                    "Block removed"
+                },
+            )
+        }
+        _ if block.is_none() => return (text.to_string(), ""),
+        _ => {
+            let last = |r: &Regex| ls.iter().rposition(|l| r.is_match(l));
+            let at = match place {
+                Place::Eof => ls.len(),
+                Place::Bof => 0,
+                Place::After(r) => last(r).map(|i| i + 1).unwrap_or(ls.len()),
+                Place::Before(r) => last(r).unwrap_or(ls.len()),
+            };
+            (at, "Block inserted")
+        }
+    };
+    for (i, l) in new.into_iter().enumerate() {
+        ls.insert(at + i, l);
+    }
+    (unlines(&ls), msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const B: &str = "# BEGIN X";
+    const E: &str = "# END X";
+
+    #[test]
+    fn inserts_updates_and_removes_a_block() {
+        let (t, m) = edit("a\n", B, E, Some("k=1\n"), &Place::Eof);
+        assert_eq!(
+            (t.as_str(), m),
+            ("a\n# BEGIN X\nk=1\n# END X\n", "Block inserted")
+        );
+        assert_eq!(edit(&t, B, E, Some("k=1\n"), &Place::Eof).1, "");
+        let (t2, _) = edit(&t, B, E, Some("k=2"), &Place::Eof);
+        assert_eq!(t2, "a\n# BEGIN X\nk=2\n# END X\n");
+        assert_eq!(edit(&t2, B, E, None, &Place::Eof).0, "a\n");
+    }
+
+    #[test]
+    fn inserts_before_a_matching_line() {
+        let r = Regex::new("^b").unwrap();
+        let (t, _) = edit("a\nb\n", B, E, Some("x"), &Place::Before(r));
+        assert_eq!(t, "a\n# BEGIN X\nx\n# END X\nb\n");
+    }
+}

@@ -1,0 +1,297 @@
+//! `copy`: put a local file, a local directory tree or inline `content` on the host.
+//!
+//! Round trips for one file: one probe (stat + checksum of the destination, of
+//! `dest/<basename>` in case `dest` is a directory, and of the parent), the upload (temp file +
+//! rename), and one command for owner/group only when they need fixing. A directory tree is one
+//! probe for every file, one `mkdir -p` for missing folders, then one upload per changed file.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::transport::quote::sh;
+
+use super::args::boolish;
+use super::command::yes;
+use super::filewrite::{self, Before, Content, Write};
+use super::mode::{Mode, opt_mode};
+use super::posix::{self, Algo, Attrs, Kind, StatReq};
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+
+typed_module!(Copy, "copy", Params, run);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Local file or directory to copy (relative paths are looked up in the role's `files/`,
+    /// then beside the playbook). A directory ending in `/` copies its contents only.
+    src: Option<String>,
+    /// Text to write instead of `src`.
+    content: Option<String>,
+    /// Path on the host; a directory (or a path ending in `/`) receives `basename(src)`.
+    dest: String,
+    /// Permissions of the file(s) (`"0644"`, `u=rw,g=r`, `preserve`).
+    #[serde(default, deserialize_with = "opt_mode")]
+    mode: Option<Mode>,
+    /// Permissions of folders created for a directory copy.
+    #[serde(default, deserialize_with = "opt_mode")]
+    directory_mode: Option<Mode>,
+    /// Owner (name or uid).
+    owner: Option<String>,
+    /// Group (name or gid).
+    group: Option<String>,
+    /// Keep a timestamped copy of a file before replacing it.
+    #[serde(default, deserialize_with = "boolish")]
+    backup: bool,
+    /// Replace a file whose content differs (default yes); `no` only creates missing files.
+    #[serde(default = "yes", deserialize_with = "boolish")]
+    force: bool,
+}
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    let attrs = Attrs {
+        mode: p.mode.clone(),
+        owner: p.owner.clone(),
+        group: p.group.clone(),
+    };
+    let bad = |detail: &str| ModuleError::BadArgs {
+        module: "copy",
+        detail: detail.to_string(),
+    };
+    let (content, base, local) = match (&p.content, &p.src) {
+        (Some(c), None) => (Content::bytes(c.clone().into_bytes()), None, None),
+        (None, Some(src)) => {
+            let local = ctx.find_local(src)?;
+            if local.is_dir() {
+                return copy_tree(ctx, &p, &local, src.ends_with('/'), &attrs).await;
+            }
+            let base = local
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .ok_or_else(|| bad("`src` has no file name"))?;
+            (Content::file(&local).await?, Some(base), Some(local))
+        }
+        (Some(_), Some(_)) => return Err(bad("`src` and `content` are mutually exclusive")),
+        (None, None) => return Err(bad("one of `src` or `content` is required")),
+    };
+    let attrs = match (&attrs.mode, &local) {
+        (Some(Mode::Preserve), Some(l)) => Attrs {
+            mode: Some(Mode::Octal(local_mode(l))),
+            ..attrs
+        },
+        _ => attrs,
+    };
+
+    let inner = base.as_ref().map(|b| join(&p.dest, b));
+    let parent = parent_of(&p.dest);
+    let mut reqs = vec![StatReq {
+        path: &p.dest,
+        follow: true,
+        checksum: Some(Algo::Sha256),
+    }];
+    if let Some(i) = &inner {
+        reqs.push(StatReq {
+            path: i,
+            follow: true,
+            checksum: Some(Algo::Sha256),
+        });
+    }
+    reqs.push(StatReq {
+        path: &parent,
+        follow: true,
+        checksum: None,
+    });
+    let out = ctx.run(posix::stat_script(&reqs)).await?;
+    let (ids, mut stats, _) =
+        posix::parse_probe(&out.stdout, reqs.len()).ok_or_else(|| ModuleError::Failed {
+            msg: format!("cannot inspect `{}`: {}", p.dest, out.stderr_str().trim()),
+        })?;
+    let parent_stat = stats.pop().expect("parent record");
+    let into_dir = stats[0].kind == Kind::Directory || p.dest.ends_with('/');
+    let (dest, stat) = match (into_dir, inner) {
+        (true, Some(i)) => (i, stats.pop().expect("inner record")),
+        (true, None) => {
+            return Ok(ModuleResult::failed(format!(
+                "`dest` `{}` is a directory; `content` needs a file path",
+                p.dest
+            )));
+        }
+        (false, _) => (p.dest.clone(), stats.swap_remove(0)),
+    };
+    if !into_dir && parent_stat.kind != Kind::Directory {
+        return Ok(ModuleResult::failed(format!(
+            "destination directory `{parent}` does not exist"
+        )));
+    }
+    if into_dir && stats[0].kind == Kind::Absent && !ctx.check_mode {
+        // `dest/` that does not exist yet is created, as Ansible does.
+        let out = ctx.run(format!("mkdir -p -- {}", sh(&p.dest))).await?;
+        if !out.success() {
+            return Ok(ModuleResult::failed(out.stderr_str().trim().to_string()));
+        }
+    }
+    let content_text = if ctx.diff && stat.kind == Kind::File && stat.size < 256 * 1024 {
+        Some(ctx.run(format!("cat -- {}", sh(&dest))).await?.stdout)
+    } else {
+        None
+    };
+    let before = Before {
+        ids,
+        stat,
+        content: content_text,
+    };
+    let w = Write {
+        dest: &dest,
+        attrs: &attrs,
+        backup: p.backup,
+        force: p.force,
+    };
+    let mut r = filewrite::apply(ctx, &w, content, &before).await?;
+    if let Some(src) = &p.src {
+        r = r.with("src", src.as_str());
+    }
+    Ok(r)
+}
+
+/// Copy a local directory tree: one probe, one `mkdir -p`, one upload per changed file.
+async fn copy_tree(
+    ctx: &ModuleCtx<'_>,
+    p: &Params,
+    local: &Path,
+    contents_only: bool,
+    attrs: &Attrs,
+) -> Result<ModuleResult, ModuleError> {
+    let root = if contents_only {
+        p.dest.clone()
+    } else {
+        join(
+            &p.dest,
+            &local.file_name().unwrap_or_default().to_string_lossy(),
+        )
+    };
+    let mut dirs = vec![String::new()];
+    let mut files = Vec::new();
+    walk(local, "", &mut dirs, &mut files).map_err(|e| ModuleError::Failed {
+        msg: format!("cannot read `{}`: {e}", local.display()),
+    })?;
+    let remote = |rel: &str| {
+        if rel.is_empty() {
+            root.clone()
+        } else {
+            join(&root, rel)
+        }
+    };
+    let paths: Vec<String> = dirs.iter().chain(files.iter()).map(|r| remote(r)).collect();
+    let reqs: Vec<StatReq<'_>> = paths
+        .iter()
+        .map(|path| StatReq {
+            path,
+            follow: true,
+            checksum: Some(Algo::Sha256),
+        })
+        .collect();
+    let out = ctx.run(posix::stat_script(&reqs)).await?;
+    let (ids, stats, _) =
+        posix::parse_probe(&out.stdout, reqs.len()).ok_or_else(|| ModuleError::Failed {
+            msg: format!("cannot inspect `{root}`: {}", out.stderr_str().trim()),
+        })?;
+    let (dir_stats, file_stats) = stats.split_at(dirs.len());
+    let missing: Vec<&String> = paths[..dirs.len()]
+        .iter()
+        .zip(dir_stats)
+        .filter(|(_, s)| s.kind != Kind::Directory)
+        .map(|(p, _)| p)
+        .collect();
+    let mut changed = !missing.is_empty();
+    if !missing.is_empty() && !ctx.check_mode {
+        let mut script = String::from("mkdir -p");
+        if let Some(m) = p
+            .directory_mode
+            .as_ref()
+            .and_then(|m| m.resolve(0o755, true))
+        {
+            script.push_str(&format!(" -m {m:04o}"));
+        }
+        script.push_str(" --");
+        for d in &missing {
+            script.push(' ');
+            script.push_str(&sh(d));
+        }
+        let out = ctx.run(script).await?;
+        if !out.success() {
+            return Ok(ModuleResult::failed(out.stderr_str().trim().to_string()));
+        }
+    }
+    for ((rel, path), stat) in files.iter().zip(&paths[dirs.len()..]).zip(file_stats) {
+        let content = Content::file(&local.join(rel)).await?;
+        let before = Before {
+            ids,
+            stat: stat.clone(),
+            content: None,
+        };
+        let w = Write {
+            dest: path,
+            attrs,
+            backup: p.backup,
+            force: p.force,
+        };
+        let r = filewrite::apply(ctx, &w, content, &before).await?;
+        if r.failed {
+            return Ok(r);
+        }
+        changed |= r.changed;
+    }
+    Ok(ModuleResult {
+        changed,
+        ..ModuleResult::ok()
+    }
+    .with("dest", root)
+    .with("src", local.display().to_string()))
+}
+
+fn walk(
+    dir: &Path,
+    rel: &str,
+    dirs: &mut Vec<String>,
+    files: &mut Vec<String>,
+) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let r = if rel.is_empty() {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
+        if e.file_type()?.is_dir() {
+            dirs.push(r.clone());
+            walk(&e.path(), &r, dirs, files)?;
+        } else {
+            files.push(r);
+        }
+    }
+    Ok(())
+}
+
+fn local_mode(p: &PathBuf) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o644)
+}
+
+/// `dir` + `/` + `name` without doubling the slash.
+pub fn join(dir: &str, name: &str) -> String {
+    format!("{}/{name}", dir.trim_end_matches('/'))
+}
+
+/// The folder a remote path lives in (`.` for a bare name).
+pub fn parent_of(path: &str) -> String {
+    let t = path.trim_end_matches('/');
+    match t.rfind('/') {
+        Some(0) => "/".into(),
+        Some(i) => t[..i].into(),
+        None => ".".into(),
+    }
+}

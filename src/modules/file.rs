@@ -1,0 +1,223 @@
+//! `file`: the state of one path on the host: a file's or directory's attributes, a folder
+//! created, a path removed, a file touched, a symbolic or hard link.
+//!
+//! One probe (the path with and without following links, whether it is the same file as
+//! `src`, and for `recurse` whether anything below drifts), then at most one command.
+
+use serde::Deserialize;
+
+use crate::transport::quote::sh;
+
+use super::args::boolish;
+use super::command::yes;
+use super::mode::{Mode, opt_mode};
+use super::posix::{self, Attrs, Kind, RemoteStat, StatReq};
+use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
+
+typed_module!(File, "file", Params, run);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    File,
+    Directory,
+    Absent,
+    Touch,
+    Link,
+    Hard,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// The path on the host.
+    #[serde(alias = "dest", alias = "name")]
+    path: String,
+    /// What the path should be (default: `file` if it exists as one, else as it is).
+    state: Option<State>,
+    /// Target of a `link`/`hard` link.
+    src: Option<String>,
+    /// Permissions (`"0755"`, `u=rwx,g=rx,o=rx`).
+    #[serde(default, deserialize_with = "opt_mode")]
+    mode: Option<Mode>,
+    /// Owner (name or uid).
+    owner: Option<String>,
+    /// Group (name or gid).
+    group: Option<String>,
+    /// With `state: directory`, apply owner/group/mode to everything below too.
+    #[serde(default, deserialize_with = "boolish")]
+    recurse: bool,
+    /// Replace an existing non-link path when creating a link.
+    #[serde(default, deserialize_with = "boolish")]
+    force: bool,
+    /// Act on a link's target rather than the link itself (default yes).
+    #[serde(default = "yes", deserialize_with = "boolish")]
+    follow: bool,
+}
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    let attrs = Attrs {
+        mode: p.mode.clone(),
+        owner: p.owner.clone(),
+        group: p.group.clone(),
+    };
+    let mut probe = posix::stat_script(&[
+        StatReq {
+            path: &p.path,
+            follow: false,
+            checksum: None,
+        },
+        StatReq {
+            path: &p.path,
+            follow: true,
+            checksum: None,
+        },
+    ]);
+    if let Some(src) = &p.src {
+        probe.push_str(&format!(
+            "[ {} -ef {} ] && echo kinit-same\n",
+            sh(&p.path),
+            sh(src)
+        ));
+    }
+    if p.recurse {
+        probe.push_str(&attrs.drift_script(&p.path));
+    }
+    probe.push_str("exit 0\n");
+    let out = ctx.run(probe).await?;
+    let (_, stats, rest) =
+        posix::parse_probe(&out.stdout, 2).ok_or_else(|| ModuleError::Failed {
+            msg: format!("cannot inspect `{}`: {}", p.path, out.stderr_str().trim()),
+        })?;
+    let rest = String::from_utf8_lossy(&rest);
+    let (lstat, fstat) = (&stats[0], &stats[1]);
+    let same_as_src = rest.contains("kinit-same");
+    let drift = rest.contains("kinit-drift");
+    let stat = if p.follow { fstat } else { lstat };
+
+    let state = p.state.unwrap_or(match lstat.kind {
+        Kind::Absent => State::File,
+        Kind::Directory => State::Directory,
+        Kind::Link if p.follow && fstat.kind == Kind::Directory => State::Directory,
+        Kind::Link => State::Link,
+        _ => State::File,
+    });
+    let path = p.path.as_str();
+    let mut script = Vec::<String>::new();
+    let fail = |m: String| Ok(ModuleResult::failed(m).with("path", path));
+    match state {
+        State::Absent => {
+            if lstat.exists() {
+                script.push(format!("rm -rf -- {}", sh(path)));
+            }
+        }
+        State::File => match stat.kind {
+            Kind::Absent => return fail(format!("file `{path}` is absent, cannot continue")),
+            Kind::Directory => {
+                return fail(format!("`{path}` is a directory, cannot continue"));
+            }
+            _ => script.push(attrs.fix_script(path, stat, false)),
+        },
+        State::Directory => match stat.kind {
+            Kind::Absent => {
+                script.push(format!("mkdir -p -- {}", sh(path)));
+                script.push(attrs.fix_script(path, &fresh(Kind::Directory, 0o755), false));
+            }
+            Kind::Directory if p.recurse && drift => {
+                script.push(attrs.recursive_script(path));
+            }
+            Kind::Directory => script.push(attrs.fix_script(path, stat, false)),
+            _ => return fail(format!("`{path}` exists and is not a directory")),
+        },
+        State::Touch => {
+            script.push(format!("touch -- {}", sh(path)));
+            let now = if stat.exists() {
+                stat.clone()
+            } else {
+                fresh(Kind::File, 0o644)
+            };
+            script.push(attrs.fix_script(path, &now, false));
+        }
+        State::Link | State::Hard => {
+            let Some(src) = &p.src else {
+                return Err(ModuleError::BadArgs {
+                    module: "file",
+                    detail: format!("`src` is required for `state: {state:?}`").to_lowercase(),
+                });
+            };
+            let correct = match state {
+                State::Link => lstat.kind == Kind::Link && lstat.link_target.as_ref() == Some(src),
+                _ => same_as_src,
+            };
+            if !correct {
+                let replace = lstat.exists() && (lstat.kind == Kind::Link || p.force);
+                if lstat.exists() && !replace {
+                    return fail(format!(
+                        "`{path}` exists and is not a link (use `force: yes` to replace it)"
+                    ));
+                }
+                if replace {
+                    script.push(format!("rm -rf -- {}", sh(path)));
+                }
+                let flag = if state == State::Link { "-s " } else { "" };
+                script.push(format!("ln {flag}-- {} {}", sh(src), sh(path)));
+                script.push(attrs.fix_script(path, &fresh(Kind::Link, 0o777), false));
+            } else {
+                script.push(attrs.fix_script(path, lstat, false));
+            }
+        }
+    }
+    script.retain(|s| !s.is_empty());
+    let changed = !script.is_empty();
+    let state_name = format!("{state:?}").to_lowercase();
+    let mut r = ModuleResult {
+        changed,
+        ..ModuleResult::ok()
+    }
+    .with("path", path)
+    .with("state", state_name.clone());
+    if changed && ctx.diff {
+        r.diff = Some(Diff {
+            path: Some(path.to_string()),
+            before: format!("state: {}\n", kind_name(lstat.kind)),
+            after: format!("state: {state_name}\n"),
+        });
+    }
+    if changed && !ctx.check_mode {
+        let out = ctx.run(script.join(" && ")).await?;
+        if !out.success() {
+            return fail(out.stderr_str().trim().to_string());
+        }
+    }
+    Ok(r)
+}
+
+/// The stat of a path kinit has just created: its owner and exact mode (umask) are unknown,
+/// so every requested attribute is applied (the extra bit makes any wanted mode differ).
+fn fresh(kind: Kind, mode: u32) -> RemoteStat {
+    RemoteStat {
+        kind,
+        mode: mode | 0o10000,
+        uid: u32::MAX,
+        gid: u32::MAX,
+        size: 0,
+        mtime: 0,
+        owner: String::new(),
+        group: String::new(),
+        readable: true,
+        writeable: true,
+        executable: false,
+        checksum: None,
+        link_target: None,
+    }
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Absent => "absent",
+        Kind::File => "file",
+        Kind::Directory => "directory",
+        Kind::Link => "link",
+        Kind::Other => "other",
+    }
+}

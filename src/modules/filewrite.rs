@@ -1,0 +1,238 @@
+//! Putting whole-file content on a host: the check-then-apply core of `copy`, `template`,
+//! `lineinfile`, `blockinfile` and `sysctl`.
+//!
+//! One probe reads the destination's stat and checksum (and its content when a diff or an edit
+//! needs it); the decision is made on the controller; the upload goes through
+//! `Connection::put` (temp file + rename, so nothing is left half-written); one more command
+//! takes a backup before it, one more fixes owner/group after it, only when needed.
+
+use sha1::Sha1;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncReadExt;
+
+use crate::transport::Source;
+use crate::transport::quote::sh;
+
+use super::posix::{self, Attrs, Ids, Kind, RemoteStat};
+use super::{Diff, ModuleCtx, ModuleError, ModuleResult};
+
+/// Content to place at a destination, with its hashes computed once.
+pub struct Content {
+    pub source: Source,
+    pub sha256: String,
+    pub sha1: String,
+    pub size: u64,
+}
+
+impl Content {
+    pub fn bytes(b: Vec<u8>) -> Self {
+        Self {
+            sha256: hex::encode(Sha256::digest(&b)),
+            sha1: hex::encode(Sha1::digest(&b)),
+            size: b.len() as u64,
+            source: Source::Bytes(b),
+        }
+    }
+
+    /// A local file, hashed by streaming (it may be a large image).
+    pub async fn file(path: &std::path::Path) -> Result<Self, ModuleError> {
+        let fail = |e: std::io::Error| ModuleError::Failed {
+            msg: format!("cannot read `{}`: {e}", path.display()),
+        };
+        let mut f = tokio::fs::File::open(path).await.map_err(fail)?;
+        let (mut s256, mut s1, mut size) = (Sha256::new(), Sha1::new(), 0u64);
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = f.read(&mut buf).await.map_err(fail)?;
+            if n == 0 {
+                break;
+            }
+            s256.update(&buf[..n]);
+            s1.update(&buf[..n]);
+            size += n as u64;
+        }
+        Ok(Self {
+            source: Source::File(path.to_path_buf()),
+            sha256: hex::encode(s256.finalize()),
+            sha1: hex::encode(s1.finalize()),
+            size,
+        })
+    }
+
+    fn text(&self) -> Option<String> {
+        match &self.source {
+            Source::Bytes(b) => String::from_utf8(b.clone()).ok(),
+            Source::File(p) if self.size < 256 * 1024 => std::fs::read_to_string(p).ok(),
+            Source::File(_) => None,
+        }
+    }
+}
+
+/// What is at the destination now.
+pub struct Before {
+    pub ids: Ids,
+    pub stat: RemoteStat,
+    /// The current bytes, when asked for (edits and diffs).
+    pub content: Option<Vec<u8>>,
+}
+
+/// Probe `dest` (following links, as writes do); with `read` also fetch its bytes.
+pub async fn probe(ctx: &ModuleCtx<'_>, dest: &str, read: bool) -> Result<Before, ModuleError> {
+    let script = if read {
+        posix::read_script(dest)
+    } else {
+        posix::stat_script(&[posix::StatReq {
+            path: dest,
+            follow: true,
+            checksum: Some(posix::Algo::Sha256),
+        }])
+    };
+    let out = ctx.run(script).await?;
+    let (ids, mut stats, rest) =
+        posix::parse_probe(&out.stdout, 1).ok_or_else(|| ModuleError::Failed {
+            msg: format!(
+                "cannot inspect `{dest}` on the host: {}",
+                out.stderr_str().trim()
+            ),
+        })?;
+    let stat = stats.remove(0);
+    let content = (read && stat.kind == Kind::File).then_some(rest);
+    Ok(Before { ids, stat, content })
+}
+
+/// How to write.
+pub struct Write<'a> {
+    pub dest: &'a str,
+    pub attrs: &'a Attrs,
+    pub backup: bool,
+    /// Replace a file whose content differs (`false`: only create a missing file).
+    pub force: bool,
+}
+
+/// Bring `w.dest` to `content` and the requested attributes, given what `probe` saw.
+pub async fn apply(
+    ctx: &ModuleCtx<'_>,
+    w: &Write<'_>,
+    content: Content,
+    before: &Before,
+) -> Result<ModuleResult, ModuleError> {
+    let stat = &before.stat;
+    match stat.kind {
+        Kind::Absent | Kind::File => {}
+        Kind::Directory => {
+            return Ok(ModuleResult::failed(format!(
+                "destination `{}` is a directory",
+                w.dest
+            )));
+        }
+        _ => {
+            return Ok(ModuleResult::failed(format!(
+                "destination `{}` is not a regular file",
+                w.dest
+            )));
+        }
+    }
+    let exists = stat.kind == Kind::File;
+    let differs = stat.checksum.as_deref() != Some(content.sha256.as_str());
+    let write = !exists || (w.force && differs);
+    let mut result = ModuleResult::ok()
+        .with("dest", w.dest)
+        .with("checksum", content.sha1.clone())
+        .with("size", content.size);
+    if write && ctx.diff {
+        result.diff = Some(Diff {
+            path: Some(w.dest.to_string()),
+            before: before
+                .content
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default(),
+            after: content.text().unwrap_or_else(|| "<binary>".into()),
+        });
+    }
+
+    if !write {
+        let fix = w.attrs.fix_script(w.dest, stat, false);
+        result.changed = !fix.is_empty();
+        let mode = w
+            .attrs
+            .mode
+            .as_ref()
+            .and_then(|m| m.resolve(stat.mode, false));
+        result = result.with("mode", posix::mode_str(mode.unwrap_or(stat.mode)));
+        if result.changed && !ctx.check_mode {
+            let out = ctx.run(fix).await?;
+            if !out.success() {
+                return Ok(ModuleResult::failed(format!(
+                    "cannot set attributes of `{}`: {}",
+                    w.dest,
+                    out.stderr_str().trim()
+                )));
+            }
+        }
+        return Ok(result);
+    }
+
+    result.changed = true;
+    // An existing file keeps its mode and ownership unless new ones are asked for.
+    let base_mode = if exists { stat.mode } else { 0o644 };
+    let mode = match &w.attrs.mode {
+        Some(m) => m.resolve(base_mode, false),
+        None => exists.then_some(stat.mode),
+    };
+    result = result.with("mode", posix::mode_str(mode.unwrap_or(base_mode)));
+    if ctx.check_mode {
+        return Ok(result);
+    }
+    if exists && w.backup {
+        let script = format!(
+            "b={d}.$(date +%Y-%m-%d@%H:%M:%S)~ && cp -p -- {d} \"$b\" && printf %s \"$b\"",
+            d = sh(w.dest)
+        );
+        let out = ctx.run(script).await?;
+        if !out.success() {
+            return Ok(ModuleResult::failed(format!(
+                "cannot back up `{}`: {}",
+                w.dest,
+                out.stderr_str().trim()
+            )));
+        }
+        result = result.with("backup_file", out.stdout_str());
+    }
+    ctx.conn.put(&content.source, w.dest, mode).await?;
+    // After the upload the file belongs to the connecting user.
+    let uploaded = RemoteStat {
+        kind: Kind::File,
+        mode: mode.unwrap_or(base_mode),
+        uid: before.ids.uid,
+        gid: before.ids.gid,
+        owner: String::new(),
+        group: String::new(),
+        ..stat.clone()
+    };
+    let keep = Attrs {
+        mode: None,
+        owner: w
+            .attrs
+            .owner
+            .clone()
+            .or_else(|| exists.then(|| stat.uid.to_string())),
+        group: w
+            .attrs
+            .group
+            .clone()
+            .or_else(|| exists.then(|| stat.gid.to_string())),
+    };
+    let fix = keep.fix_script(w.dest, &uploaded, false);
+    if !fix.is_empty() {
+        let out = ctx.run(fix).await?;
+        if !out.success() {
+            return Ok(ModuleResult::failed(format!(
+                "cannot set owner of `{}`: {}",
+                w.dest,
+                out.stderr_str().trim()
+            )));
+        }
+    }
+    Ok(result)
+}

@@ -1,0 +1,1 @@
+//! PowerShell snippets for the Windows modules.

@@ -1,0 +1,39 @@
+//! `raw`: send text to the host's shell as it is: no `creates`, no `chdir`, no check-mode
+//! prediction (like Ansible, it is skipped in check mode).
+
+use std::time::Instant;
+
+use serde::Deserialize;
+
+use crate::transport::quote::sh;
+
+use super::command::finish;
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+
+typed_module!(Raw, "raw", Params, run);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// The text to run (free-form).
+    #[serde(rename = "_raw_params")]
+    raw_params: String,
+    /// Run the text with this shell instead of the connection's default.
+    executable: Option<String>,
+}
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    if ctx.check_mode {
+        let mut r = ModuleResult::ok();
+        r.skipped = true;
+        r.msg = Some("raw does not support check mode".into());
+        return Ok(r);
+    }
+    let script = match &p.executable {
+        Some(exe) => format!("{} -c {}", sh(exe), sh(&p.raw_params)),
+        None => p.raw_params.clone(),
+    };
+    let started = Instant::now();
+    let out = ctx.run(script).await?;
+    Ok(finish(out, started, &p.raw_params, false))
+}

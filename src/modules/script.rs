@@ -1,0 +1,91 @@
+//! `script`: copy a local script to the host and run it there (the upload goes to a private
+//! temporary path and is removed in the same command that runs it).
+
+use std::time::Instant;
+
+use serde::Deserialize;
+
+use crate::transport::Source;
+use crate::transport::quote::{sh, sh_join};
+
+use super::command::{Common, finish};
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+
+typed_module!(Script, "script", Params, run);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// The local script path followed by its arguments (free-form).
+    #[serde(rename = "_raw_params")]
+    raw_params: Option<String>,
+    /// The local script path followed by its arguments, as in the free-form.
+    cmd: Option<String>,
+    /// Run the script with this interpreter instead of its `#!` line.
+    executable: Option<String>,
+    /// Change into this directory before running.
+    chdir: Option<String>,
+    /// Do not run when this path exists on the host.
+    creates: Option<String>,
+    /// Do not run when this path does not exist on the host.
+    removes: Option<String>,
+}
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    let line = p.cmd.or(p.raw_params).ok_or_else(|| ModuleError::BadArgs {
+        module: "script",
+        detail: "no script given (expected free-form text or `cmd`)".into(),
+    })?;
+    let words = shlex::split(&line)
+        .filter(|w| !w.is_empty())
+        .ok_or_else(|| ModuleError::BadArgs {
+            module: "script",
+            detail: format!("cannot split `{line}` into words"),
+        })?;
+    let local = ctx.find_local(&words[0])?;
+    let common = Common {
+        chdir: p.chdir,
+        creates: p.creates,
+        removes: p.removes,
+        ..Common::default()
+    };
+    // The guard and check mode are the command runner's; run it with a no-op to reuse them.
+    if common.creates.is_some() || common.removes.is_some() || ctx.check_mode {
+        let probe = super::command::run_script(&ctx.with_check_mode(true), ":", &common).await?;
+        if ctx.check_mode || !probe.changed {
+            return Ok(probe);
+        }
+    }
+    let remote = unique_temp_path("script");
+    ctx.conn
+        .put(&Source::File(local.clone()), &remote, Some(0o700))
+        .await?;
+    let mut argv = vec![remote.clone()];
+    argv.extend(words[1..].iter().cloned());
+    let mut body = sh_join(&argv);
+    if let Some(exe) = &p.executable {
+        body = format!("{} {body}", sh(exe));
+    }
+    if let Some(dir) = &common.chdir {
+        body = format!("cd {} && {body}", sh(dir));
+    }
+    let script = format!("{body}\nrc=$?\nrm -f -- {}\nexit $rc", sh(&remote));
+    let started = Instant::now();
+    let out = ctx.run(script).await?;
+    Ok(finish(out, started, &line, true))
+}
+
+/// A fresh path under `/tmp` for a short-lived upload (not guessable across runs).
+pub fn unique_temp_path(what: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "/tmp/.kinit-{what}-{}-{nanos:x}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}

@@ -1,0 +1,58 @@
+//! `shell`: run text through a shell on the host (`/bin/sh`, or `executable`), with pipes,
+//! redirections and variables working as the user wrote them.
+
+use serde::Deserialize;
+
+use crate::transport::quote::sh;
+
+use super::args::boolish;
+use super::command::{Common, run_script, yes};
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+
+typed_module!(Shell, "shell", Params, run);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// The shell text (free-form).
+    #[serde(rename = "_raw_params")]
+    raw_params: Option<String>,
+    /// The shell text, as in the free-form.
+    cmd: Option<String>,
+    /// The shell to run the text with (default `/bin/sh`).
+    executable: Option<String>,
+    /// Change into this directory before running.
+    chdir: Option<String>,
+    /// Do not run when this path exists on the host.
+    creates: Option<String>,
+    /// Do not run when this path does not exist on the host.
+    removes: Option<String>,
+    /// Text written to the command's standard input.
+    stdin: Option<String>,
+    /// Add a newline after `stdin` (default yes).
+    #[serde(default = "yes", deserialize_with = "boolish")]
+    stdin_add_newline: bool,
+    /// Remove trailing empty lines from stdout/stderr (default yes).
+    #[serde(default = "yes", deserialize_with = "boolish")]
+    strip_empty_ends: bool,
+}
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    let text = p.cmd.or(p.raw_params).ok_or_else(|| ModuleError::BadArgs {
+        module: "shell",
+        detail: "no command given (expected free-form text or `cmd`)".into(),
+    })?;
+    let script = match &p.executable {
+        Some(exe) => format!("{} -c {}", sh(exe), sh(&text)),
+        None => text,
+    };
+    let common = Common {
+        chdir: p.chdir,
+        creates: p.creates,
+        removes: p.removes,
+        stdin: p.stdin,
+        stdin_add_newline: p.stdin_add_newline,
+        strip_empty_ends: p.strip_empty_ends,
+    };
+    run_script(ctx, &script, &common).await
+}

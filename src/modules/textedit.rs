@@ -1,0 +1,89 @@
+//! The flow `lineinfile`, `blockinfile` and `sysctl` share: read the file on the host in the
+//! probe, edit the text on the controller (a pure function the module supplies), then write it
+//! back through `filewrite` only if the text changed.
+
+use super::filewrite::{self, Content, Write};
+use super::posix::{Attrs, Kind};
+use super::{ModuleCtx, ModuleError, ModuleResult};
+
+/// How a text file is to be edited.
+pub struct TextEdit<'a> {
+    pub path: &'a str,
+    /// Create the file when it is missing (otherwise that is a failure).
+    pub create: bool,
+    pub backup: bool,
+    pub attrs: &'a Attrs,
+}
+
+/// Read `e.path`, run `edit` on its text (`""` for a missing file), write the result.
+/// `edit` returns the new text and a message (`"line added"`, ...).
+pub async fn edit_file(
+    ctx: &ModuleCtx<'_>,
+    e: &TextEdit<'_>,
+    edit: impl FnOnce(&str) -> (String, &'static str),
+) -> Result<ModuleResult, ModuleError> {
+    let before = filewrite::probe(ctx, e.path, true).await?;
+    match before.stat.kind {
+        Kind::File => {}
+        Kind::Absent if e.create => {}
+        Kind::Absent => {
+            return Ok(
+                ModuleResult::failed(format!("destination `{}` does not exist", e.path))
+                    .with("rc", 257),
+            );
+        }
+        _ => {
+            return Ok(ModuleResult::failed(format!(
+                "`{}` is not a regular file",
+                e.path
+            )));
+        }
+    }
+    let old = before
+        .content
+        .as_deref()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
+    let (new, msg) = edit(&old);
+    if new == old && before.stat.kind == Kind::Absent {
+        // Nothing to write and no file: leave it absent (e.g. removing a line from nothing).
+        return Ok(ModuleResult::ok());
+    }
+    let w = Write {
+        dest: e.path,
+        attrs: e.attrs,
+        backup: e.backup,
+        force: true,
+    };
+    let content_changed = new != old;
+    let mut r = filewrite::apply(ctx, &w, Content::bytes(new.into_bytes()), &before).await?;
+    if !r.failed {
+        r.msg = Some(if content_changed {
+            msg.to_string()
+        } else if r.changed {
+            "ownership, perms or SE linux context changed".into()
+        } else {
+            String::new()
+        });
+    }
+    Ok(r)
+}
+
+/// Split text into lines (without their `\n`); the flag says whether it ended with one.
+pub fn lines(text: &str) -> Vec<String> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    body.split('\n').map(str::to_string).collect()
+}
+
+/// Join lines back into file text, every line ending in `\n`.
+pub fn unlines(lines: &[String]) -> String {
+    let mut s = String::new();
+    for l in lines {
+        s.push_str(l);
+        s.push('\n');
+    }
+    s
+}
