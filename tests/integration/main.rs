@@ -3,8 +3,8 @@
 //! tests themselves. Each area has its own module; `support` holds the shared builder.
 
 mod fixtures;
+mod modules;
 mod plan;
 mod readme;
 mod ssh;
-mod modules;
 mod support;

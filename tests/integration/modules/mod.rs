@@ -177,7 +177,6 @@ impl<'c> Fixture<'c> {
 }
 
 /// Every case, in order, over `conn` (for transports other than local).
-#[allow(dead_code)] // the SSH run calls it once the sshd fixture lands
 pub async fn suite(conn: &Connection) {
     macro_rules! all {
         ($($m:ident :: $case:ident),* $(,)?) => {{
@@ -203,6 +202,16 @@ pub async fn suite(conn: &Connection) {
         files::stat_slurp_fetch,
         files::unknown_argument_is_explained,
     );
+}
+
+/// The whole suite over SSH, against a real `sshd` host started by the fixture (as the
+/// fixture's unprivileged login user when the tests run as root).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suite_over_ssh() {
+    let lab = crate::fixtures::sshd::SshLab::new(1);
+    let conn = Connection::open(&lab.target(0)).await.expect("ssh connect");
+    suite(&conn).await;
+    conn.close().await;
 }
 
 /// Each case over the local transport, one test apiece.
