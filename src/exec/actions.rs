@@ -1,0 +1,485 @@
+//! Executor-side actions: tasks that act on the run itself rather than on a host (`debug`,
+//! `assert`, `fail`, `set_fact`, `add_host`, `group_by`, `meta`, `pause`, `include_vars`,
+//! `wait_for_connection`), plus turning `include_tasks`/`include_role` into include requests.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::host_task::{Attempt, Flow};
+use super::include::IncludeReq;
+use super::walk::Inherit;
+use super::{Executor, PlayRun};
+use crate::playbook::{Action, Keywords, Task};
+use crate::vars::VarMap;
+
+/// Every executor action, by short name.
+pub const ACTIONS: &[&str] = &[
+    "debug",
+    "assert",
+    "fail",
+    "set_fact",
+    "add_host",
+    "group_by",
+    "meta",
+    "pause",
+    "include_vars",
+    "wait_for_connection",
+];
+
+const META: &[&str] = &[
+    "flush_handlers",
+    "end_play",
+    "end_host",
+    "end_batch",
+    "noop",
+    "clear_host_errors",
+    "refresh_inventory",
+    "reset_connection",
+    "clear_facts",
+];
+
+pub fn is_action(name: &str) -> bool {
+    ACTIONS.contains(&name)
+}
+
+/// Load-time argument check of an executor action.
+pub fn validate(name: &str, args: &Value) -> Result<(), String> {
+    let allowed: &[&str] = match name {
+        "debug" => &["msg", "var", "verbosity"],
+        "assert" => &["that", "msg", "fail_msg", "success_msg", "quiet"],
+        "fail" => &["msg"],
+        "group_by" => &["key", "parents"],
+        "meta" => &["_raw_params"],
+        "pause" => &["seconds", "minutes", "prompt", "echo"],
+        "include_vars" => &["_raw_params", "file", "name"],
+        "wait_for_connection" => &["timeout", "delay", "sleep", "connect_timeout"],
+        _ => return Ok(()),
+    };
+    let Some(map) = args.as_object() else {
+        return Ok(());
+    };
+    for k in map.keys() {
+        if !allowed.contains(&k.as_str()) {
+            let hint = crate::playbook::did_you_mean(k, allowed.iter().copied())
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "unknown argument `{k}`{hint}; expected one of {}",
+                allowed.join(", ")
+            ));
+        }
+    }
+    if name == "meta" {
+        let m = map.get("_raw_params").and_then(Value::as_str).unwrap_or("");
+        if !META.contains(&m) {
+            let hint = crate::playbook::did_you_mean(m, META.iter().copied())
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            return Err(format!("unknown meta action `{m}`{hint}"));
+        }
+    }
+    if name == "assert" && map.get("that").is_none() {
+        return Err("`assert` needs `that`".into());
+    }
+    Ok(())
+}
+
+fn ok(extra: Value) -> Attempt {
+    let mut m = Map::new();
+    m.insert("changed".into(), json!(false));
+    m.insert("failed".into(), json!(false));
+    if let Value::Object(e) = extra {
+        m.extend(e);
+    }
+    Attempt::ok(Value::Object(m))
+}
+
+impl Executor {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn run_action(
+        &self,
+        pr: &PlayRun<'_>,
+        task: &Task,
+        kw: &Keywords,
+        inh: &Inherit,
+        host: &str,
+        name: &str,
+        raw: &Value,
+        ctx: &VarMap,
+    ) -> Attempt {
+        let _ = pr;
+        // `assert: that` holds bare expressions; everything else renders as templates.
+        let args = if name == "assert" || name == "debug" && raw.get("var").is_some() {
+            raw.clone()
+        } else {
+            match self.templar.render_value(raw, ctx) {
+                Ok(a) => super::vars::strip_omit(a),
+                Err(e) => return Attempt::ok(self.error_result(task, e.to_string())),
+            }
+        };
+        if kw.no_log == Some(true) {
+            self.events.redactor.add_value(&args);
+        }
+        let s = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+        match name {
+            "debug" => self.debug(&args, ctx),
+            "assert" => self.assert(&args, ctx, task),
+            "fail" => Attempt::failed(s("msg").unwrap_or_else(|| "Failed as requested from task".into())),
+            "set_fact" => self.set_fact(&args, kw, host, ctx),
+            "add_host" => self.add_host(&args),
+            "group_by" => self.group_by(&args, host),
+            "meta" => meta(&s("_raw_params").unwrap_or_default()),
+            "pause" => self.pause(&args).await,
+            "include_vars" => self.include_vars(&args, task, inh, host),
+            "wait_for_connection" => self.wait_for_connection(&args, host, ctx).await,
+            other => Attempt::failed(format!("unknown action `{other}`")),
+        }
+    }
+
+    fn debug(&self, args: &Value, ctx: &VarMap) -> Attempt {
+        let verbosity = args.get("verbosity").and_then(Value::as_u64).unwrap_or(0);
+        if u64::from(self.opts.verbose) < verbosity {
+            return ok(json!({"skipped": true, "skip_reason": "Verbosity threshold not met."}));
+        }
+        if let Some(var) = args.get("var").and_then(Value::as_str) {
+            let v = match self.templar.eval(var, ctx) {
+                Ok(Value::Null) if !ctx.contains_key(var) => json!("VARIABLE IS NOT DEFINED!"),
+                Ok(v) => v,
+                Err(_) => json!("VARIABLE IS NOT DEFINED!"),
+            };
+            return ok(json!({ var: v }));
+        }
+        let msg = args.get("msg").cloned().unwrap_or(json!("Hello world!"));
+        ok(json!({ "msg": msg }))
+    }
+
+    fn assert(&self, args: &Value, ctx: &VarMap, task: &Task) -> Attempt {
+        let that: Vec<String> = match args.get("that") {
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect(),
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(other) => vec![other.to_string()],
+            None => Vec::new(),
+        };
+        let render = |k: &str| -> Option<Value> {
+            args.get(k)
+                .map(|v| self.templar.render_value(v, ctx).unwrap_or_else(|_| v.clone()))
+        };
+        for cond in that {
+            let expr = cond
+                .trim()
+                .strip_prefix("{{")
+                .and_then(|c| c.strip_suffix("}}"))
+                .unwrap_or(&cond)
+                .trim()
+                .to_string();
+            match self.templar.eval_bool(&expr, ctx) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let msg = render("fail_msg")
+                        .or_else(|| render("msg"))
+                        .unwrap_or(json!("Assertion failed"));
+                    return Attempt::ok(json!({
+                        "failed": true, "changed": false, "assertion": cond,
+                        "evaluated_to": false, "msg": msg,
+                    }));
+                }
+                Err(e) => {
+                    return Attempt::ok(self.error_result(
+                        task,
+                        format!("the conditional check `{cond}` failed: {e}"),
+                    ));
+                }
+            }
+        }
+        let msg = render("success_msg").unwrap_or(json!("All assertions passed"));
+        ok(json!({ "msg": msg }))
+    }
+
+    fn set_fact(&self, args: &Value, kw: &Keywords, host: &str, ctx: &VarMap) -> Attempt {
+        let mut facts = Map::new();
+        if let Some(m) = args.as_object() {
+            for (k, v) in m {
+                if k == "cacheable" {
+                    continue;
+                }
+                let v = match v {
+                    Value::String(s) => match s.to_lowercase().as_str() {
+                        "true" | "yes" => json!(true),
+                        "false" | "no" => json!(false),
+                        _ => v.clone(),
+                    },
+                    other => other.clone(),
+                };
+                facts.insert(k.clone(), v);
+            }
+        }
+        let target = match (&kw.delegate_to, kw.delegate_facts) {
+            (Some(d), Some(true)) => self.templar.render_str(d, ctx).unwrap_or_else(|_| d.clone()),
+            _ => host.to_string(),
+        };
+        self.with_state(&target, |s| crate::vars::overlay(&mut s.set_facts, &facts));
+        ok(json!({ "ansible_facts": facts }))
+    }
+
+    fn add_host(&self, args: &Value) -> Attempt {
+        let Some(m) = args.as_object() else {
+            return Attempt::failed("`add_host` needs `name`");
+        };
+        let Some(name) = ["name", "hostname", "host"]
+            .iter()
+            .find_map(|k| m.get(*k).and_then(Value::as_str))
+        else {
+            return Attempt::failed("`add_host` needs `name`");
+        };
+        let groups: Vec<String> = ["groups", "group", "groupname"]
+            .iter()
+            .find_map(|k| m.get(*k))
+            .map(|g| match g {
+                Value::Array(a) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+                Value::String(s) => s.split(',').map(|x| x.trim().to_string()).collect(),
+                _ => Vec::new(),
+            })
+            .unwrap_or_default();
+        let mut vars = VarMap::new();
+        for (k, v) in m {
+            if !matches!(k.as_str(), "name" | "hostname" | "host" | "groups" | "group" | "groupname") {
+                vars.insert(k.clone(), v.clone());
+            }
+        }
+        let mut inv = self.inventory.write().unwrap();
+        let new = !inv.hosts.contains_key(name);
+        inv.add_host(name, None, vars.clone());
+        for g in &groups {
+            inv.add_host(name, Some(g), VarMap::new());
+            let is_child = inv.groups.values().any(|x| x.children.contains(g));
+            if g != "all" && !is_child {
+                let all = inv.group_mut("all");
+                if !all.children.contains(g) {
+                    all.children.push(g.clone());
+                }
+            }
+        }
+        Attempt::ok(json!({
+            "changed": new, "failed": false,
+            "add_host": {"host_name": name, "groups": groups, "host_vars": vars},
+        }))
+    }
+
+    fn group_by(&self, args: &Value, host: &str) -> Attempt {
+        let Some(key) = args.get("key").and_then(Value::as_str) else {
+            return Attempt::failed("`group_by` needs `key`");
+        };
+        let key = key.replace([' ', '-'], "_");
+        let parents: Vec<String> = match args.get("parents") {
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+            Some(Value::String(s)) => vec![s.clone()],
+            _ => vec!["all".into()],
+        };
+        let mut inv = self.inventory.write().unwrap();
+        inv.add_host(host, Some(&key), VarMap::new());
+        for p in &parents {
+            if p != "all" {
+                let g = inv.group_mut(p);
+                if !g.children.contains(&key) {
+                    g.children.push(key.clone());
+                }
+            }
+        }
+        ok(json!({"add_group": key, "parent_groups": parents}))
+    }
+
+    async fn pause(&self, args: &Value) -> Attempt {
+        let num = |k: &str| -> Option<f64> {
+            match args.get(k)? {
+                Value::Number(n) => n.as_f64(),
+                Value::String(s) => s.trim().parse().ok(),
+                _ => None,
+            }
+        };
+        let secs = match (num("seconds"), num("minutes")) {
+            (Some(s), _) => s,
+            (None, Some(m)) => m * 60.0,
+            (None, None) => {
+                return Attempt::failed(
+                    "`pause` without `seconds`/`minutes` waits for a keypress; kinit runs non-interactively",
+                );
+            }
+        };
+        let start = Instant::now();
+        self.sleep(Duration::from_secs_f64(secs.max(0.0))).await;
+        if self.cancel.is_cancelled() {
+            return Attempt::failed("interrupted");
+        }
+        ok(json!({
+            "delta": start.elapsed().as_secs(),
+            "stdout": format!("Paused for {secs} seconds"),
+            "user_input": "",
+        }))
+    }
+
+    fn include_vars(&self, args: &Value, task: &Task, inh: &Inherit, host: &str) -> Attempt {
+        let Some(file) = args
+            .get("_raw_params")
+            .or_else(|| args.get("file"))
+            .and_then(Value::as_str)
+        else {
+            return Attempt::failed("`include_vars` needs a file");
+        };
+        let path = self.find_file(file, task, inh, "vars");
+        let vars = match self.loader.vars_file(&path) {
+            Ok(v) => v,
+            Err(e) => return Attempt::failed(e.to_string()),
+        };
+        let facts = match args.get("name").and_then(Value::as_str) {
+            Some(ns) => {
+                let mut m = VarMap::new();
+                m.insert(ns.to_string(), Value::Object(vars));
+                m
+            }
+            None => vars,
+        };
+        self.with_state(host, |s| crate::vars::overlay(&mut s.include_vars, &facts));
+        ok(json!({
+            "ansible_facts": facts,
+            "ansible_included_var_files": [path.display().to_string()],
+        }))
+    }
+
+    /// A relative file of kind `sub` (`vars`, `tasks`): in the roles' `sub/`, beside the
+    /// task file, then the playbook's `sub/` and folder.
+    fn find_file(&self, file: &str, task: &Task, inh: &Inherit, sub: &str) -> PathBuf {
+        let p = Path::new(file);
+        if p.is_absolute() {
+            return p.to_path_buf();
+        }
+        let mut cands = Vec::new();
+        for r in inh.roles.iter().rev() {
+            cands.push(r.path.join(sub).join(p));
+        }
+        if let Some(dir) = task.loc.file.parent() {
+            cands.push(dir.join(sub).join(p));
+            cands.push(dir.join(p));
+        }
+        cands.push(self.playbook_dir.join(sub).join(p));
+        cands.push(self.playbook_dir.join(p));
+        cands
+            .iter()
+            .find(|c| c.is_file())
+            .cloned()
+            .unwrap_or_else(|| self.playbook_dir.join(p))
+    }
+
+    async fn wait_for_connection(&self, args: &Value, host: &str, ctx: &VarMap) -> Attempt {
+        let num = |k: &str, d: f64| -> f64 {
+            match args.get(k) {
+                Some(Value::Number(n)) => n.as_f64().unwrap_or(d),
+                Some(Value::String(s)) => s.parse().unwrap_or(d),
+                _ => d,
+            }
+        };
+        let (timeout, delay, sleep) = (num("timeout", 600.0), num("delay", 0.0), num("sleep", 1.0));
+        let start = Instant::now();
+        self.sleep(Duration::from_secs_f64(delay)).await;
+        let target = self.target_for(host, host, ctx);
+        loop {
+            if self.cancel.is_cancelled() {
+                return Attempt::failed("interrupted");
+            }
+            self.conns.reset(host);
+            if let Ok(conn) = self.conns.get(&target).await {
+                let probe = crate::transport::ExecRequest::new(match conn.shell() {
+                    crate::transport::ShellKind::Posix => "true",
+                    crate::transport::ShellKind::PowerShell => "exit 0",
+                });
+                if conn.exec(&probe).await.is_ok_and(|o| o.success()) {
+                    return ok(json!({"elapsed": start.elapsed().as_secs()}));
+                }
+            }
+            if start.elapsed().as_secs_f64() >= timeout {
+                return Attempt::failed(format!(
+                    "timed out waiting for connection to `{host}` after {timeout}s"
+                ));
+            }
+            self.sleep(Duration::from_secs_f64(sleep)).await;
+        }
+    }
+
+    /// The include a host asks for at this point (file or role resolved, parameters rendered).
+    pub(crate) fn include_request(&self, task: &Task, inh: &Inherit, ctx: &VarMap) -> Result<IncludeReq, String> {
+        let mut params = VarMap::new();
+        for k in task.kw.vars.keys() {
+            if let Some(v) = ctx.get(k) {
+                params.insert(k.clone(), v.clone());
+            }
+        }
+        if task.kw.loop_.is_some() {
+            let lv = task.kw.loop_control.loop_var.clone().unwrap_or_else(|| "item".into());
+            for k in [Some(lv), task.kw.loop_control.index_var.clone(), Some("ansible_loop".into())]
+                .into_iter()
+                .flatten()
+            {
+                if let Some(v) = ctx.get(&k) {
+                    params.insert(k, v.clone());
+                }
+            }
+        }
+        let render = |v: &Value| self.templar.render_value(v, ctx).map_err(|e| e.to_string());
+        match &task.action {
+            Action::IncludeTasks { file, args } => {
+                let file = render(file)?;
+                let file = file.as_str().ok_or("include_tasks needs a file name")?;
+                if let Some(Value::Object(extra)) = args.as_object().map(|_| render(args)).transpose()? {
+                    for (k, v) in extra {
+                        if !matches!(k.as_str(), "_raw_params" | "file" | "apply") {
+                            params.insert(k, v);
+                        }
+                    }
+                }
+                Ok(IncludeReq::Tasks {
+                    path: self.find_file(file, task, inh, "tasks"),
+                    params,
+                    loc: task.loc.clone(),
+                })
+            }
+            Action::IncludeRole { args } => {
+                let args = render(args)?;
+                let name = args
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or("include_role needs `name`")?
+                    .to_string();
+                Ok(IncludeReq::Role {
+                    name,
+                    tasks_from: args.get("tasks_from").and_then(Value::as_str).map(str::to_string),
+                    params,
+                    loc: task.loc.clone(),
+                })
+            }
+            _ => Err("not an include".into()),
+        }
+    }
+}
+
+fn meta(action: &str) -> Attempt {
+    let flow = match action {
+        "flush_handlers" => Flow::FlushHandlers,
+        "end_play" => Flow::EndPlay,
+        "end_host" => Flow::EndHost,
+        "end_batch" => Flow::EndBatch,
+        "clear_host_errors" => Flow::ClearHostErrors,
+        _ => Flow::Continue,
+    };
+    Attempt {
+        result: json!({"changed": false, "failed": false, "msg": action}),
+        unreachable: false,
+        flow,
+    }
+}

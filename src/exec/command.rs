@@ -1,0 +1,160 @@
+//! `kinit playbook`: load the inventory and playbooks, then syntax-check, list, or run them
+//! with the reporter attached, and map the result onto ansible-playbook's exit codes.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Executor, RunOptions, TagFilter};
+use crate::cli::PlaybookArgs;
+use crate::inventory::Inventory;
+use crate::playbook::{Loader, LoaderOptions, Playbook, list};
+use crate::report::{self, ReportOptions};
+use crate::vars::VarMap;
+use crate::{Error, Outcome};
+
+pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
+    let loader = Arc::new(Loader::new(LoaderOptions {
+        roles_path: roles_path(),
+    }));
+    let mut books = Vec::new();
+    for p in &args.playbooks {
+        books.push(loader.load_playbook(p)?);
+    }
+    if args.syntax_check {
+        for b in &books {
+            println!("\nplaybook: {}", b.path.display());
+        }
+        return Ok(Outcome::Success);
+    }
+    let tags = TagFilter::new(&args.tags, &args.skip_tags);
+    if args.list_tasks {
+        for b in &books {
+            print!("{}", list::list_tasks(b, &tags));
+        }
+        return Ok(Outcome::Success);
+    }
+    let inventory = load_inventory(&args.inventory)?;
+    let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let extra_vars = crate::extra_vars::parse_extra_vars(&args.extra_vars, &base)?;
+    let opts = RunOptions {
+        forks: args.exec.forks,
+        check: args.exec.check,
+        diff: args.exec.diff,
+        verbose: args.exec.verbose,
+        tags,
+        start_at_task: args.start_at_task.clone(),
+        extra_vars,
+        limit: args.limit.clone(),
+        host_key_checking: args.exec.host_key_checking,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Runtime { source })?;
+    runtime.block_on(run(args, loader, books, inventory, opts))
+}
+
+async fn run(
+    args: PlaybookArgs,
+    loader: Arc<Loader>,
+    books: Vec<Playbook>,
+    inventory: Inventory,
+    opts: RunOptions,
+) -> Result<Outcome, Error> {
+    let cancel = CancellationToken::new();
+    if args.list_hosts {
+        let (events, _) = report::start(ReportOptions::default(), Default::default())?;
+        let exec = Executor::new(loader, inventory, opts, events, cancel);
+        for b in &books {
+            print!("{}", list::list_hosts(b, |p| exec.play_hosts(p)));
+        }
+        return Ok(Outcome::Success);
+    }
+    let ropts = ReportOptions {
+        verbose: args.exec.verbose,
+        diff: args.exec.diff,
+        log_json: args.exec.log_json.clone(),
+        junit: args.exec.junit.clone(),
+        progress: std::io::stdout().is_terminal()
+            && std::env::var("TERM").map(|t| t != "dumb").unwrap_or(false),
+        frozen_time: std::env::var_os("KINIT_FROZEN_TIME").is_some(),
+    };
+    let (events, reporter) = report::start(ropts, Default::default())?;
+    let ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let exec = Executor::new(loader, inventory, opts, events, cancel.clone());
+    for b in &books {
+        if exec.run(b).await {
+            break;
+        }
+    }
+    drop(exec);
+    ctrl_c.abort();
+    let stats = reporter
+        .await
+        .map_err(|e| Error::Runtime {
+            source: std::io::Error::other(e),
+        })??;
+    Ok(if cancel.is_cancelled() {
+        Outcome::Interrupted
+    } else if stats.any_failed() {
+        Outcome::HostFailed
+    } else if stats.any_unreachable() {
+        Outcome::HostUnreachable
+    } else {
+        Outcome::Success
+    })
+}
+
+/// Role folders from `KINIT_ROLES_PATH` (or `ANSIBLE_ROLES_PATH`), colon-separated.
+fn roles_path() -> Vec<PathBuf> {
+    std::env::var("KINIT_ROLES_PATH")
+        .or_else(|_| std::env::var("ANSIBLE_ROLES_PATH"))
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default()
+}
+
+/// `-i` values: a comma-separated host list (`a,b,`) or an inventory file.
+fn load_inventory(sources: &[String]) -> Result<Inventory, Error> {
+    let mut inv = Inventory::default();
+    for src in sources {
+        if src.contains(',') && !Path::new(src).exists() {
+            for h in src.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+                inv.add_host(h, Some("ungrouped"), VarMap::new());
+            }
+        } else {
+            let loaded = crate::inventory::load(Path::new(src))?;
+            merge(&mut inv, loaded);
+        }
+    }
+    Ok(inv)
+}
+
+fn merge(into: &mut Inventory, from: Inventory) {
+    for (name, h) in from.hosts {
+        into.add_host(&name, None, h.vars);
+    }
+    for (name, g) in from.groups {
+        let target = into.group_mut(&name);
+        for h in g.hosts {
+            if !target.hosts.contains(&h) {
+                target.hosts.push(h);
+            }
+        }
+        for c in g.children {
+            if !target.children.contains(&c) {
+                target.children.push(c);
+            }
+        }
+        crate::vars::overlay(&mut target.vars, &g.vars);
+    }
+}

@@ -1,0 +1,383 @@
+//! The executor: runs loaded plays against an inventory on tokio.
+//!
+//! Fan-out is bounded by a `Semaphore` of `forks` permits; shutdown is a `CancellationToken`
+//! (Ctrl-C) that cancels in-flight commands. The `linear` strategy runs each task on every
+//! host of the batch before the next task starts; `free` lets every host walk the play on its
+//! own. Both share one tree walker (`walk`): `free` simply walks with one host at a time.
+//! Workers never print: they send `report::Event`s.
+//!
+//! Variable precedence (lowest first), as in Ansible: role defaults < inventory group vars
+//! (`all` first, deeper groups later) < inventory host vars < facts < play `vars` <
+//! `vars_files` < role vars < block vars < task vars < `include_vars` < `set_fact`/`register`
+//! < role and include params < extra vars (`-e`).
+
+pub mod actions;
+pub mod command;
+mod conn;
+mod host_task;
+pub mod hosts;
+mod include;
+mod remote;
+mod state;
+pub mod tags;
+mod vars;
+mod walk;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::HostKeyChecking;
+use crate::inventory::Inventory;
+use crate::playbook::{Loader, Play, Playbook, Serial, Strategy, Task};
+use crate::report::{Event, EventSender};
+use crate::template::Templar;
+use crate::vars::VarMap;
+
+pub use state::HostState;
+pub use tags::TagFilter;
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub forks: usize,
+    pub check: bool,
+    pub diff: bool,
+    pub verbose: u8,
+    pub tags: TagFilter,
+    pub start_at_task: Option<String>,
+    pub extra_vars: VarMap,
+    pub limit: Option<String>,
+    pub host_key_checking: HostKeyChecking,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            forks: 50,
+            check: false,
+            diff: false,
+            verbose: 0,
+            tags: TagFilter::default(),
+            start_at_task: None,
+            extra_vars: VarMap::new(),
+            limit: None,
+            host_key_checking: HostKeyChecking::Strict,
+        }
+    }
+}
+
+pub struct Executor {
+    pub(crate) templar: Templar,
+    pub(crate) loader: Arc<Loader>,
+    pub(crate) inventory: RwLock<Inventory>,
+    pub(crate) hosts: Mutex<HashMap<String, HostState>>,
+    conns: conn::ConnPool,
+    pub(crate) events: EventSender,
+    pub(crate) opts: RunOptions,
+    pub(crate) cancel: CancellationToken,
+    forks: Semaphore,
+    task_ids: AtomicUsize,
+    /// `--start-at-task` was reached (or not given).
+    started: AtomicBool,
+    pub(crate) playbook_dir: PathBuf,
+}
+
+/// One play's run over one batch of hosts.
+pub(crate) struct PlayRun<'a> {
+    pub play: &'a Play,
+    /// Every host the play targets (`ansible_play_hosts_all`).
+    pub all_hosts: Vec<String>,
+    /// This `serial` batch.
+    pub batch: Vec<String>,
+    /// Play handlers plus those of roles included at run time.
+    pub handlers: Mutex<Vec<Task>>,
+    /// `meta: end_play`, `any_errors_fatal` or `max_fail_percentage` stopped the play.
+    pub ended: AtomicBool,
+}
+
+impl PlayRun<'_> {
+    pub fn end(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+    }
+    pub fn is_ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+}
+
+impl Executor {
+    pub fn new(
+        loader: Arc<Loader>,
+        inventory: Inventory,
+        opts: RunOptions,
+        events: EventSender,
+        cancel: CancellationToken,
+    ) -> Self {
+        // Inventory passwords never reach output, whatever a task does with them.
+        for h in inventory.hosts.keys() {
+            for (k, v) in hosts::inventory_vars(&inventory, h) {
+                if is_secret_name(&k) {
+                    events.redactor.add_value(&v);
+                }
+            }
+        }
+        for (k, v) in &opts.extra_vars {
+            if is_secret_name(k) {
+                events.redactor.add_value(v);
+            }
+        }
+        let playbook_dir = loader.base_dir();
+        Self {
+            templar: Templar::new(),
+            forks: Semaphore::new(opts.forks.max(1)),
+            started: AtomicBool::new(opts.start_at_task.is_none()),
+            loader,
+            inventory: RwLock::new(inventory),
+            hosts: Mutex::new(HashMap::new()),
+            conns: conn::ConnPool::default(),
+            events,
+            opts,
+            cancel,
+            task_ids: AtomicUsize::new(0),
+            playbook_dir,
+        }
+    }
+
+    pub(crate) fn emit(&self, ev: Event) {
+        self.events.send(ev);
+    }
+
+    pub(crate) fn with_state<R>(&self, host: &str, f: impl FnOnce(&mut HostState) -> R) -> R {
+        let mut map = self.hosts.lock().unwrap();
+        f(map.entry(host.to_string()).or_default())
+    }
+
+    /// Run every play of `pb`. Returns whether the run was interrupted.
+    pub async fn run(&self, pb: &Playbook) -> bool {
+        self.emit(Event::PlaybookStart {
+            path: pb.path.display().to_string(),
+        });
+        for play in &pb.plays {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            self.run_play(play).await;
+        }
+        self.conns.close_all().await;
+        let interrupted = self.cancel.is_cancelled();
+        self.emit(Event::RunEnd { interrupted });
+        interrupted
+    }
+
+    /// The hosts a play targets, after `--limit`.
+    pub fn play_hosts(&self, play: &Play) -> Vec<String> {
+        let inv = self.inventory.read().unwrap();
+        let pattern = self
+            .templar
+            .render_str(&play.hosts, &self.opts.extra_vars)
+            .unwrap_or_else(|_| play.hosts.clone());
+        let mut hosts = hosts::select(&inv, &pattern);
+        if let Some(limit) = &self.opts.limit {
+            let allowed = hosts::select(&inv, limit);
+            hosts.retain(|h| allowed.contains(h));
+        }
+        hosts
+    }
+
+    async fn run_play(&self, play: &Play) {
+        let hosts: Vec<String> = self
+            .play_hosts(play)
+            .into_iter()
+            .filter(|h| self.with_state(h, |s| !s.failed && !s.unreachable))
+            .collect();
+        self.emit(Event::PlayStart {
+            name: play.name.clone(),
+            hosts: hosts.clone(),
+            planned: hosts.len() * count_tasks(&play.tasks, &play.pre_tasks, &play.post_tasks),
+        });
+        if hosts.is_empty() {
+            self.emit(Event::Warning {
+                message: format!("no hosts matched `{}`, skipping play", play.hosts),
+            });
+        }
+        for batch in batches(&hosts, &play.serial) {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let pr = PlayRun {
+                play,
+                all_hosts: hosts.clone(),
+                batch: batch.clone(),
+                handlers: Mutex::new(play.handlers.clone()),
+                ended: AtomicBool::new(false),
+            };
+            for h in &batch {
+                self.with_state(h, |s| {
+                    s.ended = false;
+                    s.notified.clear();
+                });
+            }
+            self.load_vars_files(&pr).await;
+            if play.gather_facts {
+                self.gather_facts(&pr).await;
+            }
+            match play.strategy {
+                Strategy::Linear => self.run_sections(&pr, &batch).await,
+                Strategy::Free => {
+                    let runs = batch
+                        .iter()
+                        .map(|h| self.run_sections(&pr, std::slice::from_ref(h)));
+                    futures_util::future::join_all(runs).await;
+                }
+            }
+            if pr.is_ended() && self.batch_aborted(&pr) {
+                break;
+            }
+        }
+        self.emit(Event::PlayEnd {
+            name: play.name.clone(),
+        });
+    }
+
+    /// A play ended by failures (not by `meta: end_play`) stops its later batches too.
+    fn batch_aborted(&self, pr: &PlayRun<'_>) -> bool {
+        pr.batch
+            .iter()
+            .any(|h| self.with_state(h, |s| s.failed || s.unreachable))
+    }
+
+    async fn run_sections(&self, pr: &PlayRun<'_>, hosts: &[String]) {
+        let inh = walk::Inherit::from_play(pr.play);
+        for section in [&pr.play.pre_tasks, &pr.play.tasks, &pr.play.post_tasks] {
+            if pr.is_ended() || self.cancel.is_cancelled() {
+                break;
+            }
+            self.run_tasks(pr, hosts, section, &inh).await;
+            self.flush_handlers(pr, hosts).await;
+        }
+    }
+
+    /// Fact gathering: the `setup` module when kinit has it, as an implicit first task.
+    async fn gather_facts(&self, pr: &PlayRun<'_>) {
+        if crate::modules::lookup("setup").is_none() {
+            return;
+        }
+        let task = Task {
+            name: Some("Gathering Facts".into()),
+            action: crate::playbook::Action::Module {
+                name: "setup".into(),
+                args: serde_json::json!({}),
+            },
+            kw: Default::default(),
+            loc: pr.play.loc.clone(),
+            role: None,
+        };
+        let mut inh = walk::Inherit::from_play(pr.play);
+        inh.tags = vec!["always".into()];
+        self.run_tasks(pr, &pr.batch, std::slice::from_ref(&task), &inh)
+            .await;
+    }
+
+    async fn load_vars_files(&self, pr: &PlayRun<'_>) {
+        if pr.play.vars_files.is_empty() {
+            return;
+        }
+        for h in &pr.batch {
+            let inh = walk::Inherit::from_play(pr.play);
+            let ctx = match self.task_vars(pr, h, &inh, &VarMap::new(), None) {
+                Ok(c) => c,
+                Err(_) => continue,
+            };
+            let mut loaded = VarMap::new();
+            let mut error = None;
+            for f in &pr.play.vars_files {
+                let name = self.templar.render_str(f, &ctx).unwrap_or_else(|_| f.clone());
+                let path = self.playbook_dir.join(&name);
+                match self.loader.vars_file(&path) {
+                    Ok(v) => crate::vars::overlay(&mut loaded, &v),
+                    Err(e) => error = Some(e.to_string()),
+                }
+            }
+            self.with_state(h, |s| s.vars_files = loaded);
+            if let Some(e) = error {
+                self.fail_host(h, "vars_files", &pr.play.loc.to_string(), e);
+            }
+        }
+    }
+
+    /// Mark `host` failed outside a task (a play-level error) and report it.
+    pub(crate) fn fail_host(&self, host: &str, what: &str, location: &str, msg: String) {
+        self.with_state(host, |s| s.failed = true);
+        self.emit(Event::TaskResult {
+            host: host.to_string(),
+            task_id: self.task_ids.fetch_add(1, Ordering::SeqCst),
+            task: what.to_string(),
+            location: location.to_string(),
+            status: crate::report::Status::Failed,
+            module: None,
+            delegated_to: None,
+            looped: false,
+            duration: std::time::Duration::ZERO,
+            result: serde_json::json!({"failed": true, "msg": msg}),
+        });
+    }
+
+    pub(crate) fn next_task_id(&self) -> usize {
+        self.task_ids.fetch_add(1, Ordering::SeqCst)
+    }
+}
+
+fn is_secret_name(k: &str) -> bool {
+    let k = k.to_lowercase();
+    k.contains("password") || k.ends_with("_pass") || k.contains("secret") || k.contains("token")
+}
+
+/// Split hosts into `serial` batches (the last size repeats, as in Ansible).
+fn batches(hosts: &[String], serial: &[Serial]) -> Vec<Vec<String>> {
+    if serial.is_empty() || hosts.is_empty() {
+        return vec![hosts.to_vec()];
+    }
+    let mut out = Vec::new();
+    let mut rest = hosts;
+    let mut i = 0;
+    while !rest.is_empty() {
+        let s = serial[i.min(serial.len() - 1)];
+        let n = match s {
+            Serial::Count(c) => c,
+            Serial::Percent(p) => ((hosts.len() as f64 * p / 100.0).floor() as usize).max(1),
+        }
+        .clamp(1, rest.len());
+        out.push(rest[..n].to_vec());
+        rest = &rest[n..];
+        i += 1;
+    }
+    out
+}
+
+/// Leaf tasks in a play (for the progress bar's first estimate).
+fn count_tasks(a: &[Task], b: &[Task], c: &[Task]) -> usize {
+    fn n(ts: &[Task]) -> usize {
+        ts.iter()
+            .map(|t| match &t.action {
+                crate::playbook::Action::Block { block, .. } => n(block),
+                _ => 1,
+            })
+            .sum()
+    }
+    n(a) + n(b) + n(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serial_batches_repeat_the_last_size() {
+        let hosts: Vec<String> = (1..=6).map(|i| format!("h{i}")).collect();
+        let b = batches(&hosts, &[Serial::Count(1), Serial::Percent(50.0)]);
+        assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), [1, 3, 2]);
+    }
+}

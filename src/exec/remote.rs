@@ -1,0 +1,221 @@
+//! Running a module on a host: render its arguments, open (or reuse) the connection of the
+//! host or its `delegate_to` target, build the `ModuleCtx` (become, environment, timeout,
+//! file search paths, template rendering) and turn the outcome into a registered result.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::host_task::Attempt;
+use super::walk::Inherit;
+use super::{Executor, conn, hosts};
+use crate::modules::{ModuleCtx, ModuleError, ModuleResult, Render};
+use crate::playbook::{Keywords, Task};
+use crate::template::Templar;
+use crate::transport::{BecomeOptions, TransportError};
+use crate::vars::VarMap;
+
+/// Template rendering for modules (`template`), with the task's variables.
+pub struct TaskRender<'a> {
+    pub templar: &'a Templar,
+    pub vars: &'a VarMap,
+}
+
+impl Render for TaskRender<'_> {
+    fn render(&self, source: &str) -> Result<String, String> {
+        self.templar
+            .render_str(source, self.vars)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The registered form of a module's result.
+pub fn result_value(r: ModuleResult) -> Value {
+    let mut m: Map<String, Value> = r.data;
+    m.insert("changed".into(), json!(r.changed));
+    m.insert("failed".into(), json!(r.failed));
+    if r.skipped {
+        m.insert("skipped".into(), json!(true));
+    }
+    if let Some(msg) = r.msg {
+        m.insert("msg".into(), json!(msg));
+    }
+    if let Some(d) = r.diff {
+        m.insert("diff".into(), serde_json::to_value(d).unwrap_or(Value::Null));
+    }
+    Value::Object(m)
+}
+
+impl Executor {
+    /// The connection target for `name` (the host itself or a `delegate_to` target).
+    pub(crate) fn target_for(&self, name: &str, host: &str, ctx: &VarMap) -> crate::transport::HostTarget {
+        let vars = if name == host {
+            ctx.clone()
+        } else {
+            // Connection variables come from the delegated host, rendered with the original
+            // host's variables (Ansible's delegation rule).
+            let raw = {
+                let inv = self.inventory.read().unwrap();
+                hosts::inventory_vars(&inv, name)
+            };
+            match self.templar.render_value(&Value::Object(raw.clone()), ctx) {
+                Ok(Value::Object(m)) => m,
+                _ => raw,
+            }
+        };
+        conn::target_from_vars(name, &vars, self.opts.host_key_checking)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn run_module(
+        &self,
+        task: &Task,
+        kw: &Keywords,
+        inh: &Inherit,
+        host: &str,
+        name: &str,
+        args: &Value,
+        ctx: &VarMap,
+    ) -> Attempt {
+        let Some(module) = crate::modules::lookup(name) else {
+            return Attempt::failed(format!("module `{name}` is not available in this build"));
+        };
+        let args = match self.templar.render_value(args, ctx) {
+            Ok(a) => super::vars::strip_omit(a),
+            Err(e) => return Attempt::ok(self.error_result(task, e.to_string())),
+        };
+        if kw.no_log == Some(true) {
+            self.events.redactor.add_value(&args);
+        }
+        let delegate = match &kw.delegate_to {
+            Some(d) => match self.templar.render_str(d, ctx) {
+                Ok(d) => d,
+                Err(e) => return Attempt::ok(self.error_result(task, e.to_string())),
+            },
+            None => host.to_string(),
+        };
+        let target = self.target_for(&delegate, host, ctx);
+        let conn = tokio::select! {
+            c = self.conns_get(&target) => c,
+            _ = self.cancel.cancelled() => return Attempt::failed("interrupted"),
+        };
+        let conn = match conn {
+            Ok(c) => c,
+            Err(e) => return unreachable(e),
+        };
+        let env = match self.environment(inh, kw, ctx) {
+            Ok(e) => e,
+            Err(msg) => return Attempt::ok(self.error_result(task, msg)),
+        };
+        let become_ = self.become_options(kw, ctx);
+        let search = self.search_paths(task, inh);
+        let render = TaskRender {
+            templar: &self.templar,
+            vars: ctx,
+        };
+        let mctx = ModuleCtx {
+            host: &delegate,
+            conn: &conn,
+            check_mode: kw.check_mode.unwrap_or(self.opts.check),
+            diff: kw.diff.unwrap_or(self.opts.diff),
+            become_,
+            env,
+            timeout: kw.timeout.map(Duration::from_secs),
+            search_paths: &search,
+            vars: ctx,
+            render: &render,
+        };
+        let outcome = tokio::select! {
+            r = module.run(&mctx, args) => r,
+            _ = self.cancel.cancelled() => return Attempt::failed("interrupted"),
+        };
+        match outcome {
+            Ok(r) => Attempt::ok(result_value(r)),
+            Err(ModuleError::Transport(TransportError::Timeout { after, .. })) => {
+                Attempt::failed(format!("the task timed out after {after:?}"))
+            }
+            Err(ModuleError::Transport(e)) => unreachable(e),
+            Err(e) => Attempt::failed(e.to_string()),
+        }
+    }
+
+    async fn conns_get(
+        &self,
+        target: &crate::transport::HostTarget,
+    ) -> Result<std::sync::Arc<crate::transport::Connection>, TransportError> {
+        self.conns.get(target).await
+    }
+
+    fn become_options(&self, kw: &Keywords, ctx: &VarMap) -> Option<BecomeOptions> {
+        let from_vars = ctx.get("ansible_become").is_some_and(|v| {
+            v.as_bool() == Some(true) || matches!(v.as_str(), Some("yes" | "true" | "True"))
+        });
+        if !kw.become_.unwrap_or(from_vars) {
+            return None;
+        }
+        let s = |k: &str| ctx.get(k).and_then(Value::as_str).map(str::to_string);
+        let user = kw
+            .become_user
+            .as_ref()
+            .map(|u| self.templar.render_str(u, ctx).unwrap_or_else(|_| u.clone()))
+            .or_else(|| s("ansible_become_user"));
+        Some(BecomeOptions {
+            user,
+            password: s("ansible_become_password")
+                .or_else(|| s("ansible_become_pass"))
+                .map(crate::secret::Secret::new),
+        })
+    }
+
+    /// `environment:` of the play, blocks and task, rendered and merged (inner wins).
+    fn environment(&self, inh: &Inherit, kw: &Keywords, ctx: &VarMap) -> Result<Vec<(String, String)>, String> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        let own = kw.environment.iter();
+        for e in inh.environment.iter().chain(own) {
+            let v = self.templar.render_value(e, ctx).map_err(|e| format!("error in environment: {e}"))?;
+            let Value::Object(m) = v else {
+                return Err(format!("`environment` must be a mapping, got `{v}`"));
+            };
+            for (k, v) in m {
+                let v = match v {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                out.retain(|(x, _)| *x != k);
+                out.push((k, v));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Where relative `src` files are found: roles' `files/`/`templates/`, the task file's
+    /// folder, then the playbook's.
+    pub(crate) fn search_paths(&self, task: &Task, inh: &Inherit) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for r in inh.roles.iter().rev() {
+            out.push(r.path.join("files"));
+            out.push(r.path.join("templates"));
+            out.push(r.path.join("tasks"));
+            out.push(r.path.clone());
+        }
+        if let Some(dir) = task.loc.file.parent() {
+            out.push(dir.join("files"));
+            out.push(dir.join("templates"));
+            out.push(dir.to_path_buf());
+        }
+        out.push(self.playbook_dir.join("files"));
+        out.push(self.playbook_dir.join("templates"));
+        out.push(self.playbook_dir.clone());
+        out.dedup();
+        out
+    }
+}
+
+fn unreachable(e: TransportError) -> Attempt {
+    Attempt {
+        result: json!({"unreachable": true, "changed": false, "msg": e.to_string()}),
+        unreachable: true,
+        flow: super::host_task::Flow::Continue,
+    }
+}

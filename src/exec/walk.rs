@@ -1,0 +1,346 @@
+//! The tree walker: runs a list of tasks over a set of hosts in lockstep, descending into
+//! blocks (with `rescue`/`always`), running dynamic includes, and flushing handlers.
+//! Keywords of plays, blocks and roles reach the tasks inside through `Inherit`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use futures_util::future::join_all;
+use serde_json::Value;
+
+use super::host_task::{Flow, HostOutcome};
+use super::{Executor, PlayRun};
+use crate::modules::BoxFuture;
+use crate::playbook::{Action, Keywords, Play, RoleCtx, Task};
+use crate::report::{Event, Status};
+use crate::vars::VarMap;
+
+/// What enclosing plays, blocks, roles and includes hand down to a task.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Inherit {
+    pub when: Vec<String>,
+    pub tags: Vec<String>,
+    pub vars: VarMap,
+    /// Role and include parameters (above `set_fact` in precedence).
+    pub params: VarMap,
+    pub roles: Vec<Arc<RoleCtx>>,
+    pub environment: Vec<Value>,
+    /// Scalar keywords (`become`, `ignore_errors`, ...): the innermost setting wins.
+    pub kw: Keywords,
+    pub handler: bool,
+}
+
+impl Inherit {
+    pub fn from_play(play: &Play) -> Self {
+        let mut i = Self {
+            tags: play.kw.tags.clone(),
+            kw: play.kw.clone(),
+            ..Self::default()
+        };
+        if let Some(e) = &play.kw.environment {
+            i.environment.push(e.clone());
+        }
+        if play.any_errors_fatal {
+            i.kw.any_errors_fatal = Some(true);
+        }
+        i
+    }
+
+    /// The context inside block (or role wrapper) `t`.
+    pub fn enter(&self, t: &Task) -> Self {
+        let mut i = self.clone();
+        i.when.extend(t.kw.when.iter().cloned());
+        i.tags.extend(t.kw.tags.iter().cloned());
+        crate::vars::overlay(&mut i.vars, &t.kw.vars);
+        if let Some(e) = &t.kw.environment {
+            i.environment.push(e.clone());
+        }
+        if let Some(r) = &t.role {
+            crate::vars::overlay(&mut i.params, &r.params);
+            i.roles.push(r.clone());
+        }
+        i.kw = effective(&t.kw, &self.kw);
+        i
+    }
+}
+
+/// `task`'s keywords with every unset inheritable one taken from `parent`.
+pub(crate) fn effective(task: &Keywords, parent: &Keywords) -> Keywords {
+    let mut k = task.clone();
+    macro_rules! inherit {
+        ($($f:ident),*) => { $( if k.$f.is_none() { k.$f = parent.$f.clone(); } )* };
+    }
+    inherit!(
+        ignore_errors,
+        ignore_unreachable,
+        delegate_to,
+        delegate_facts,
+        run_once,
+        become_,
+        become_user,
+        no_log,
+        check_mode,
+        diff,
+        timeout,
+        any_errors_fatal
+    );
+    k
+}
+
+impl Executor {
+    pub(crate) fn active(&self, hosts: &[String]) -> Vec<String> {
+        let map = self.hosts.lock().unwrap();
+        hosts
+            .iter()
+            .filter(|h| map.get(*h).is_none_or(|s| s.active()))
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn run_tasks<'a>(
+        &'a self,
+        pr: &'a PlayRun<'a>,
+        hosts: &'a [String],
+        tasks: &'a [Task],
+        inh: &'a Inherit,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            for task in tasks {
+                if self.cancel.is_cancelled() || pr.is_ended() {
+                    return;
+                }
+                let active = self.active(hosts);
+                if active.is_empty() {
+                    return;
+                }
+                match &task.action {
+                    Action::Block {
+                        block,
+                        rescue,
+                        always,
+                    } => {
+                        self.run_block(pr, &active, task, [block, rescue, always], inh)
+                            .await
+                    }
+                    _ => self.run_leaf(pr, &active, task, inh).await,
+                }
+            }
+        })
+    }
+
+    async fn run_block(
+        &self,
+        pr: &PlayRun<'_>,
+        entered: &[String],
+        task: &Task,
+        [block, rescue, always]: [&Vec<Task>; 3],
+        inh: &Inherit,
+    ) {
+        let inner = inh.enter(task);
+        self.run_tasks(pr, entered, block, &inner).await;
+        let failed: Vec<String> = entered
+            .iter()
+            .filter(|h| self.with_state(h, |s| s.failed && !s.unreachable))
+            .cloned()
+            .collect();
+        if !rescue.is_empty() && !failed.is_empty() && !self.cancel.is_cancelled() {
+            for h in &failed {
+                self.with_state(h, |s| s.failed = false);
+            }
+            self.run_tasks(pr, &failed, rescue, &inner).await;
+            for h in &failed {
+                if self.with_state(h, |s| !s.failed && !s.unreachable) {
+                    self.emit(Event::Rescued { host: h.clone() });
+                }
+            }
+        }
+        if !always.is_empty() && !self.cancel.is_cancelled() {
+            let hosts: Vec<String> = entered
+                .iter()
+                .filter(|h| self.with_state(h, |s| !s.unreachable && !s.ended))
+                .cloned()
+                .collect();
+            let was_failed: Vec<String> = hosts
+                .iter()
+                .filter(|h| self.with_state(h, |s| s.failed))
+                .cloned()
+                .collect();
+            for h in &was_failed {
+                self.with_state(h, |s| s.failed = false);
+            }
+            // `always` runs even after `end_play` stopped the block's remaining tasks.
+            let ended = pr.ended.swap(false, Ordering::SeqCst);
+            self.run_tasks(pr, &hosts, always, &inner).await;
+            if ended {
+                pr.end();
+            }
+            for h in &was_failed {
+                self.with_state(h, |s| s.failed = true);
+            }
+        }
+    }
+
+    /// Whether `task` is selected by tags and `--start-at-task`.
+    fn selected(&self, task: &Task, inh: &Inherit) -> bool {
+        if !self.started.load(Ordering::SeqCst) {
+            if task.name.is_some() && task.name == self.opts.start_at_task {
+                self.started.store(true, Ordering::SeqCst);
+            } else {
+                return false;
+            }
+        }
+        if inh.handler {
+            return true;
+        }
+        let mut tags = inh.tags.clone();
+        tags.extend(task.kw.tags.iter().cloned());
+        self.opts.tags.selects(&tags)
+    }
+
+    /// Run one non-block task on every active host (once with `run_once`).
+    async fn run_leaf(&self, pr: &PlayRun<'_>, hosts: &[String], task: &Task, inh: &Inherit) {
+        if !self.selected(task, inh) {
+            return;
+        }
+        let kw = effective(&task.kw, &inh.kw);
+        let id = self.next_task_id();
+        self.emit(Event::TaskStart {
+            id,
+            name: task.display_name(),
+            location: task.loc.to_string(),
+            handler: inh.handler,
+        });
+        let run_once = kw.run_once == Some(true);
+        let targets: &[String] = if run_once { &hosts[..1] } else { hosts };
+        let hostvars = self.hostvars_for(pr, task, inh);
+        let outcomes: Vec<HostOutcome> = join_all(targets.iter().map(|h| {
+            let hv = hostvars.clone();
+            let kw = &kw;
+            async move {
+                let _permit = self.forks.acquire().await;
+                self.run_host_task(pr, task, kw, inh, h, id, hv).await
+            }
+        }))
+        .await;
+        if run_once
+            && let Some(first) = outcomes.first()
+        {
+            self.share_run_once(&hosts[1..], task, &kw, first);
+        }
+        let mut flush = false;
+        let mut includes = Vec::new();
+        let mut newly_failed = false;
+        for (host, out) in targets.iter().zip(outcomes) {
+            if out.status == Status::Failed {
+                newly_failed = true;
+            }
+            match out.flow {
+                Flow::Continue => {}
+                Flow::EndPlay => pr.end(),
+                Flow::EndHost => {
+                    let scope: &[String] = if run_once { hosts } else { std::slice::from_ref(host) };
+                    for h in scope {
+                        self.with_state(h, |s| s.ended = true);
+                    }
+                }
+                Flow::EndBatch => pr.end(),
+                Flow::FlushHandlers => flush = true,
+                Flow::ClearHostErrors => {
+                    for h in &pr.batch {
+                        self.with_state(h, |s| s.failed = false);
+                    }
+                }
+                Flow::Include(reqs) => includes.push((host.clone(), reqs)),
+            }
+        }
+        if newly_failed && kw.any_errors_fatal == Some(true) {
+            pr.end();
+        }
+        if let Some(pct) = pr.play.max_fail_percentage {
+            let failed = pr
+                .batch
+                .iter()
+                .filter(|h| self.with_state(h, |s| s.failed || s.unreachable))
+                .count();
+            if failed as f64 * 100.0 / pr.batch.len().max(1) as f64 > pct {
+                pr.end();
+            }
+        }
+        if flush {
+            self.flush_handlers(pr, hosts).await;
+        }
+        if !includes.is_empty() {
+            self.run_includes(pr, includes, inh).await;
+        }
+    }
+
+    /// `run_once`: the one result counts for every host of the batch.
+    fn share_run_once(&self, others: &[String], task: &Task, kw: &Keywords, first: &HostOutcome) {
+        let facts = match task.module_name() {
+            Some("set_fact") => first.result.get("ansible_facts").and_then(Value::as_object).cloned(),
+            _ => None,
+        };
+        for h in others {
+            self.with_state(h, |s| {
+                if let Some(r) = &kw.register {
+                    s.set_facts.insert(r.clone(), first.result.clone());
+                }
+                if let Some(f) = &facts {
+                    crate::vars::overlay(&mut s.set_facts, f);
+                }
+                if first.status == Status::Changed {
+                    s.notified.extend(kw.notify.iter().cloned());
+                }
+            });
+        }
+    }
+
+    /// Run notified handlers, in the order they are defined, until none is pending.
+    pub(crate) fn flush_handlers<'a>(
+        &'a self,
+        pr: &'a PlayRun<'a>,
+        hosts: &'a [String],
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let mut inh = Inherit::from_play(pr.play);
+            inh.handler = true;
+            for _round in 0..16 {
+                let handlers = pr.handlers.lock().unwrap().clone();
+                let mut ran = false;
+                for h in &handlers {
+                    if self.cancel.is_cancelled() {
+                        return;
+                    }
+                    let mut names: Vec<&str> = h.kw.listen.iter().map(String::as_str).collect();
+                    if let Some(n) = &h.name {
+                        names.push(n);
+                    }
+                    let notified: Vec<String> = self
+                        .active(hosts)
+                        .into_iter()
+                        .filter(|host| {
+                            self.with_state(host, |s| {
+                                let hit = s.notified.iter().any(|n| names.contains(&n.as_str()));
+                                s.notified.retain(|n| !names.contains(&n.as_str()));
+                                hit
+                            })
+                        })
+                        .collect();
+                    if notified.is_empty() {
+                        continue;
+                    }
+                    ran = true;
+                    let mut hinh = inh.clone();
+                    if let Some(r) = &h.role {
+                        hinh.roles.push(r.clone());
+                    }
+                    self.run_tasks(pr, &notified, std::slice::from_ref(h), &hinh)
+                        .await;
+                }
+                if !ran {
+                    break;
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,86 @@
+//! `--list-tasks` and `--list-hosts` output, in ansible-playbook's layout.
+
+use std::fmt::Write;
+
+use super::{Action, Play, Playbook, Task};
+use crate::exec::TagFilter;
+
+fn tags_str(tags: &[String]) -> String {
+    format!("[{}]", tags.join(", "))
+}
+
+/// Every task a run would consider, by play, with their effective tags (static imports
+/// expanded; dynamic includes listed as themselves).
+pub fn list_tasks(pb: &Playbook, filter: &TagFilter) -> String {
+    let mut out = format!("\nplaybook: {}\n", pb.path.display());
+    for (i, play) in pb.plays.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "\n  play #{} ({}): {}\tTAGS: {}",
+            i + 1,
+            play.hosts,
+            play.name,
+            tags_str(&play.kw.tags)
+        );
+        out.push_str("    tasks:\n");
+        for section in [&play.pre_tasks, &play.tasks, &play.post_tasks] {
+            walk(section, &play.kw.tags, None, filter, &mut out);
+        }
+    }
+    out
+}
+
+fn walk(tasks: &[Task], inherited: &[String], role: Option<&str>, filter: &TagFilter, out: &mut String) {
+    for t in tasks {
+        let mut tags = inherited.to_vec();
+        for tag in &t.kw.tags {
+            if !tags.contains(tag) {
+                tags.push(tag.clone());
+            }
+        }
+        match &t.action {
+            Action::Block {
+                block,
+                rescue,
+                always,
+            } => {
+                let role = t.role.as_ref().map(|r| r.name.as_str()).or(role);
+                for part in [block, rescue, always] {
+                    walk(part, &tags, role, filter, out);
+                }
+            }
+            _ => {
+                if !filter.selects(&tags) {
+                    continue;
+                }
+                let name = match role {
+                    Some(r) => format!("{r} : {}", t.display_name()),
+                    None => t.display_name(),
+                };
+                let _ = writeln!(out, "      {name}\tTAGS: {}", tags_str(&tags));
+            }
+        }
+    }
+}
+
+/// `--list-hosts`: each play's pattern and the hosts it selects.
+pub fn list_hosts(pb: &Playbook, hosts_of: impl Fn(&Play) -> Vec<String>) -> String {
+    let mut out = format!("\nplaybook: {}\n", pb.path.display());
+    for (i, play) in pb.plays.iter().enumerate() {
+        let hosts = hosts_of(play);
+        let _ = writeln!(
+            out,
+            "\n  play #{} ({}): {}\tTAGS: {}\n    pattern: ['{}']\n    hosts ({}):",
+            i + 1,
+            play.hosts,
+            play.name,
+            tags_str(&play.kw.tags),
+            play.hosts,
+            hosts.len()
+        );
+        for h in hosts {
+            let _ = writeln!(out, "      {h}");
+        }
+    }
+    out
+}

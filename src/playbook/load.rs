@@ -1,0 +1,209 @@
+//! `Loader`: reads playbooks, task files, vars files and roles, with the search paths and
+//! caches the executor reuses for dynamic includes at run time.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::task::{TaskCtx, invalid, parse_tasks};
+use super::yaml::Doc;
+use super::{LoadError, Location, Playbook, RoleCtx, Task};
+use crate::vars::VarMap;
+
+#[derive(Debug, Clone, Default)]
+pub struct LoaderOptions {
+    /// Extra folders roles are looked up in (after `roles/` beside the playbook).
+    pub roles_path: Vec<PathBuf>,
+}
+
+/// A role loaded for a dynamic `include_role`: its wrapper block and its handlers.
+#[derive(Debug, Clone)]
+pub struct LoadedRole {
+    pub block: Task,
+    pub handlers: Vec<Task>,
+}
+
+pub struct Loader {
+    opts: LoaderOptions,
+    /// Folder of the playbook being loaded (set by `load_playbook`).
+    base: Mutex<PathBuf>,
+    docs: Mutex<HashMap<PathBuf, Arc<Doc>>>,
+}
+
+impl Loader {
+    pub fn new(opts: LoaderOptions) -> Self {
+        Self {
+            opts,
+            base: Mutex::new(PathBuf::from(".")),
+            docs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn base_dir(&self) -> PathBuf {
+        self.base.lock().unwrap().clone()
+    }
+
+    pub(crate) fn doc(&self, path: &Path) -> Result<Arc<Doc>, LoadError> {
+        if let Some(d) = self.docs.lock().unwrap().get(path) {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(Doc::load(path)?);
+        self.docs
+            .lock()
+            .unwrap()
+            .insert(path.to_path_buf(), d.clone());
+        Ok(d)
+    }
+
+    /// Load a playbook file (and the playbooks it imports).
+    pub fn load_playbook(&self, path: &Path) -> Result<Playbook, LoadError> {
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        *self.base.lock().unwrap() = dir;
+        let mut plays = Vec::new();
+        self.load_plays(path, &mut plays, &mut Vec::new())?;
+        Ok(Playbook {
+            path: path.to_path_buf(),
+            plays,
+        })
+    }
+
+    fn load_plays(
+        &self,
+        path: &Path,
+        plays: &mut Vec<super::Play>,
+        stack: &mut Vec<PathBuf>,
+    ) -> Result<(), LoadError> {
+        let doc = self.doc(path)?;
+        let root = doc.root();
+        let items = match root.value {
+            Value::Array(_) => root.items(),
+            Value::Null => Vec::new(),
+            _ => return Err(invalid(&root, "a playbook must be a list of plays")),
+        };
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        for item in items {
+            if let Some(imp) = item.get("import_playbook") {
+                let file = super::task::scalar_string(&imp)?;
+                let target = dir.join(&file);
+                if stack.contains(&target) {
+                    return Err(LoadError::Cycle {
+                        file: item.file.to_path_buf(),
+                        line: item.line(),
+                        target: file,
+                    });
+                }
+                stack.push(target.clone());
+                self.load_plays(&target, plays, stack)?;
+                stack.pop();
+                continue;
+            }
+            plays.push(super::play::parse_play(self, &item, &dir)?);
+        }
+        Ok(())
+    }
+
+    /// Parse a task file for a static import (cycle-checked, handlers of imported roles kept).
+    pub(crate) fn import_tasks_file(
+        &self,
+        ctx: &TaskCtx<'_>,
+        path: &Path,
+        at: &Location,
+    ) -> Result<Vec<Task>, LoadError> {
+        if ctx.stack.iter().any(|p| p == path) {
+            return Err(LoadError::Cycle {
+                file: at.file.to_path_buf(),
+                line: at.line,
+                target: path.display().to_string(),
+            });
+        }
+        let doc = self.doc(path).map_err(|e| match e {
+            LoadError::Read { path, source } => LoadError::Invalid {
+                file: at.file.to_path_buf(),
+                line: at.line,
+                detail: format!("cannot read `{}`: {source}", path.display()),
+            },
+            other => other,
+        })?;
+        let mut stack = ctx.stack.clone();
+        stack.push(path.to_path_buf());
+        let sub = TaskCtx {
+            loader: self,
+            dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            role: ctx.role.clone(),
+            stack,
+            handlers: RefCell::new(Vec::new()),
+            is_handler: ctx.is_handler,
+        };
+        let tasks = parse_tasks(&sub, Some(doc.root()))?;
+        ctx.handlers.borrow_mut().extend(sub.handlers.into_inner());
+        Ok(tasks)
+    }
+
+    /// Load a task file for a dynamic `include_tasks` (at run time).
+    pub fn include_tasks_file(
+        &self,
+        path: &Path,
+        role: Option<Arc<RoleCtx>>,
+    ) -> Result<(Vec<Task>, Vec<Task>), LoadError> {
+        let doc = self.doc(path)?;
+        let ctx = TaskCtx {
+            loader: self,
+            dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            role,
+            stack: vec![path.to_path_buf()],
+            handlers: RefCell::new(Vec::new()),
+            is_handler: false,
+        };
+        let tasks = parse_tasks(&ctx, Some(doc.root()))?;
+        Ok((tasks, ctx.handlers.into_inner()))
+    }
+
+    /// Load a role for a dynamic `include_role` (at run time).
+    pub fn include_role(
+        &self,
+        name: &str,
+        params: VarMap,
+        tasks_from: Option<&str>,
+        at: &Location,
+    ) -> Result<LoadedRole, LoadError> {
+        let ctx = TaskCtx {
+            loader: self,
+            dir: at.file.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            role: None,
+            stack: Vec::new(),
+            handlers: RefCell::new(Vec::new()),
+            is_handler: false,
+        };
+        let block = self.role_block(&ctx, name, params, tasks_from, at)?;
+        Ok(LoadedRole {
+            block,
+            handlers: ctx.handlers.into_inner(),
+        })
+    }
+
+    /// A vars file (`vars_files`, `include_vars`, role `vars/`, `defaults/`): a mapping.
+    pub fn vars_file(&self, path: &Path) -> Result<VarMap, LoadError> {
+        let doc = self.doc(path)?;
+        let root = doc.root();
+        super::task::var_map(&root)
+    }
+
+    /// Folders a role named `name` may be in, in search order.
+    pub(crate) fn role_candidates(&self, name: &str, from_dir: &Path) -> Vec<PathBuf> {
+        let base = self.base_dir();
+        let mut c = vec![from_dir.join("roles").join(name), base.join("roles").join(name)];
+        for p in &self.opts.roles_path {
+            c.push(p.join(name));
+        }
+        c.push(base.join(name));
+        c
+    }
+}

@@ -1,0 +1,204 @@
+//! Playbooks: plays, roles, blocks and tasks as loaded from YAML, validated at load time.
+//!
+//! Loading is the only place playbook YAML is parsed. Everything a typo can break is checked
+//! here, before any host is touched: unknown keywords and modules (with a "did you mean"),
+//! malformed blocks, missing roles and statically imported files, each reported with its
+//! file and line. What only the executor can know (templated values, dynamic includes) stays
+//! in the task as raw JSON and is rendered per host.
+//!
+//! The include model: `import_tasks`, `import_role`, `roles:` and `import_playbook` are static
+//! (expanded here into blocks that carry the import's keywords, so `when`/`tags` apply to every
+//! imported task); `include_tasks` and `include_role` are dynamic (loaded by the executor when a
+//! host reaches them, with `when`/`loop` applying to the include itself), as in Ansible.
+
+mod error;
+pub mod list;
+mod load;
+mod play;
+mod role;
+mod task;
+pub mod yaml;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use error::{LoadError, did_you_mean};
+pub use load::{Loader, LoaderOptions};
+pub use task::contains_template as task_contains_template;
+
+use crate::vars::VarMap;
+
+/// Where a play, task or role came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Location {
+    pub file: Arc<PathBuf>,
+    pub line: usize,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Playbook {
+    pub path: PathBuf,
+    pub plays: Vec<Play>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    #[default]
+    Linear,
+    Free,
+}
+
+/// One entry of `serial`: a host count or a percentage of the play's hosts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Serial {
+    Count(usize),
+    Percent(f64),
+}
+
+#[derive(Debug, Clone)]
+pub struct Play {
+    pub name: String,
+    pub hosts: String,
+    pub loc: Location,
+    pub vars: VarMap,
+    /// Templated file names, loaded per host at play start.
+    pub vars_files: Vec<String>,
+    pub gather_facts: bool,
+    pub serial: Vec<Serial>,
+    pub strategy: Strategy,
+    pub any_errors_fatal: bool,
+    pub max_fail_percentage: Option<f64>,
+    /// Keywords every task of the play inherits (`become`, `tags`, `environment`, ...).
+    pub kw: Keywords,
+    pub pre_tasks: Vec<Task>,
+    /// `roles:` followed by `tasks:`, one section as in Ansible.
+    pub tasks: Vec<Task>,
+    pub post_tasks: Vec<Task>,
+    pub handlers: Vec<Task>,
+}
+
+/// A role as loaded: its variables and where its files are.
+#[derive(Debug, Clone)]
+pub struct RoleCtx {
+    pub name: String,
+    pub path: PathBuf,
+    pub defaults: VarMap,
+    pub vars: VarMap,
+    /// Parameters given where the role is used (`roles: [{role: x, foo: 1}]`).
+    pub params: VarMap,
+}
+
+/// A loop: `loop:` or one of the `with_*` forms (which differ in how they flatten).
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoopKind {
+    Loop,
+    Items,
+    List,
+    Dict,
+    IndexedItems,
+    Sequence,
+}
+
+#[derive(Debug, Clone)]
+pub struct LoopSpec {
+    pub kind: LoopKind,
+    pub value: Value,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct LoopControl {
+    pub loop_var: Option<String>,
+    pub index_var: Option<String>,
+    pub label: Option<String>,
+    pub pause: Option<f64>,
+    pub extended: bool,
+}
+
+/// Task keywords (also used for the inheritable keywords of blocks, roles and plays).
+#[derive(Debug, Clone, Default)]
+pub struct Keywords {
+    pub when: Vec<String>,
+    pub loop_: Option<LoopSpec>,
+    pub loop_control: LoopControl,
+    pub register: Option<String>,
+    pub until: Option<String>,
+    pub retries: Option<Value>,
+    pub delay: Option<Value>,
+    pub changed_when: Option<Vec<String>>,
+    pub failed_when: Option<Vec<String>>,
+    pub ignore_errors: Option<bool>,
+    pub ignore_unreachable: Option<bool>,
+    pub notify: Vec<String>,
+    pub listen: Vec<String>,
+    pub tags: Vec<String>,
+    pub delegate_to: Option<String>,
+    pub delegate_facts: Option<bool>,
+    pub run_once: Option<bool>,
+    pub become_: Option<bool>,
+    pub become_user: Option<String>,
+    pub environment: Option<Value>,
+    pub no_log: Option<bool>,
+    pub vars: VarMap,
+    pub check_mode: Option<bool>,
+    pub diff: Option<bool>,
+    pub timeout: Option<u64>,
+    pub any_errors_fatal: Option<bool>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// A module (`modules::lookup`) or an executor action (`exec::actions`), by short name.
+    Module { name: String, args: Value },
+    Block {
+        block: Vec<Task>,
+        rescue: Vec<Task>,
+        always: Vec<Task>,
+    },
+    /// `include_tasks` (dynamic): the file name may be templated.
+    IncludeTasks { file: Value, args: Value },
+    /// `include_role` (dynamic).
+    IncludeRole { args: Value },
+}
+
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub name: Option<String>,
+    pub action: Action,
+    pub kw: Keywords,
+    pub loc: Location,
+    /// Set on the block that wraps a role's tasks: everything inside runs in that role.
+    pub role: Option<Arc<RoleCtx>>,
+}
+
+impl Task {
+    /// The name shown in output: the task's `name`, else `module` (or `block`).
+    pub fn display_name(&self) -> String {
+        if let Some(n) = &self.name {
+            return n.clone();
+        }
+        match &self.action {
+            Action::Module { name, .. } => name.clone(),
+            Action::Block { .. } => match &self.role {
+                Some(r) => format!("role {}", r.name),
+                None => "block".into(),
+            },
+            Action::IncludeTasks { .. } => "include_tasks".into(),
+            Action::IncludeRole { .. } => "include_role".into(),
+        }
+    }
+
+    pub fn module_name(&self) -> Option<&str> {
+        match &self.action {
+            Action::Module { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+}

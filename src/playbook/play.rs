@@ -1,0 +1,208 @@
+//! One play mapping → `Play`: hosts, variables, strategy knobs, and its task sections with
+//! `roles:` expanded in front of `tasks:`.
+
+use std::cell::RefCell;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::role::role_entry;
+use super::task::{TaskCtx, invalid, loc, parse_bool, parse_keywords, parse_tasks, scalar_string, var_map};
+use super::yaml::Node;
+use super::{LoadError, Loader, Play, Serial, Strategy, did_you_mean};
+
+const PLAY_KEYWORDS: &[&str] = &[
+    "name",
+    "hosts",
+    "vars",
+    "vars_files",
+    "roles",
+    "pre_tasks",
+    "tasks",
+    "post_tasks",
+    "handlers",
+    "gather_facts",
+    "serial",
+    "strategy",
+    "any_errors_fatal",
+    "max_fail_percentage",
+    "become",
+    "become_user",
+    "become_method",
+    "tags",
+    "environment",
+    "no_log",
+    "check_mode",
+    "diff",
+    "ignore_errors",
+    "ignore_unreachable",
+    "collections",
+    "timeout",
+];
+
+pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result<Play, LoadError> {
+    if !node.value.is_object() {
+        return Err(invalid(node, "a play must be a mapping"));
+    }
+    let mut inherit = Vec::new();
+    for (k, v) in node.entries() {
+        if !PLAY_KEYWORDS.contains(&k) {
+            return Err(LoadError::UnknownKeyword {
+                file: v.file.to_path_buf(),
+                line: v.line(),
+                what: "a play",
+                key: k.to_string(),
+                suggestion: did_you_mean(k, PLAY_KEYWORDS.iter().copied()),
+            });
+        }
+        if matches!(
+            k,
+            "become" | "become_user" | "become_method" | "tags" | "environment" | "no_log"
+                | "check_mode" | "diff" | "ignore_errors" | "ignore_unreachable" | "timeout"
+        ) {
+            inherit.push((k, v));
+        }
+    }
+    let hosts = node
+        .get("hosts")
+        .ok_or_else(|| invalid(node, "a play needs `hosts`"))?;
+    let hosts = match hosts.value {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(":"),
+        _ => scalar_string(&hosts)?,
+    };
+    let name = match node.get("name") {
+        Some(n) => scalar_string(&n)?,
+        None => hosts.clone(),
+    };
+    let ctx = TaskCtx {
+        loader,
+        dir: dir.to_path_buf(),
+        role: None,
+        stack: Vec::new(),
+        handlers: RefCell::new(Vec::new()),
+        is_handler: false,
+    };
+    let mut tasks = Vec::new();
+    if let Some(roles) = node.get("roles") {
+        for r in roles.items() {
+            let (rname, params, kw) = role_entry(&r)?;
+            let mut t = loader.role_block(&ctx, &rname, params, None, &loc(&r))?;
+            t.kw = kw;
+            tasks.push(t);
+        }
+    }
+    tasks.extend(parse_tasks(&ctx, node.get("tasks"))?);
+    let pre_tasks = parse_tasks(&ctx, node.get("pre_tasks"))?;
+    let post_tasks = parse_tasks(&ctx, node.get("post_tasks"))?;
+    let hctx = TaskCtx {
+        is_handler: true,
+        handlers: RefCell::new(Vec::new()),
+        stack: Vec::new(),
+        dir: dir.to_path_buf(),
+        role: None,
+        loader,
+    };
+    let mut handlers = parse_tasks(&hctx, node.get("handlers"))?;
+    handlers.extend(ctx.handlers.into_inner());
+    let vars_files = match node.get("vars_files") {
+        Some(n) => match n.value {
+            Value::Array(items) => items
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| invalid(&n, "`vars_files` entries must be file names"))
+                })
+                .collect::<Result<_, _>>()?,
+            Value::String(s) => vec![s.clone()],
+            _ => return Err(invalid(&n, "`vars_files` must be a list of file names")),
+        },
+        None => Vec::new(),
+    };
+    let serial = match node.get("serial") {
+        Some(n) => parse_serial(&n)?,
+        None => Vec::new(),
+    };
+    let strategy = match node.get("strategy") {
+        Some(n) => match scalar_string(&n)?.as_str() {
+            "linear" => Strategy::Linear,
+            "free" => Strategy::Free,
+            other => {
+                return Err(invalid(
+                    &n,
+                    format!("unknown strategy `{other}` (expected `linear` or `free`)"),
+                ));
+            }
+        },
+        None => Strategy::Linear,
+    };
+    let max_fail_percentage = match node.get("max_fail_percentage") {
+        Some(n) => Some(
+            n.value
+                .as_f64()
+                .or_else(|| n.value.as_str().and_then(|s| s.trim_end_matches('%').parse().ok()))
+                .ok_or_else(|| invalid(&n, "`max_fail_percentage` expects a number"))?,
+        ),
+        None => None,
+    };
+    Ok(Play {
+        name,
+        hosts,
+        loc: loc(node),
+        vars: match node.get("vars") {
+            Some(n) => var_map(&n)?,
+            None => Default::default(),
+        },
+        vars_files,
+        gather_facts: match node.get("gather_facts") {
+            Some(n) => parse_bool(&n, "gather_facts")?,
+            None => true,
+        },
+        serial,
+        strategy,
+        any_errors_fatal: match node.get("any_errors_fatal") {
+            Some(n) => parse_bool(&n, "any_errors_fatal")?,
+            None => false,
+        },
+        max_fail_percentage,
+        kw: parse_keywords(&inherit, "a play")?,
+        pre_tasks,
+        tasks,
+        post_tasks,
+        handlers,
+    })
+}
+
+fn parse_serial(n: &Node<'_>) -> Result<Vec<Serial>, LoadError> {
+    let one = |v: &Value| -> Result<Serial, LoadError> {
+        match v {
+            Value::Number(x) if x.as_u64().is_some_and(|c| c > 0) => {
+                Ok(Serial::Count(x.as_u64().unwrap_or(1) as usize))
+            }
+            Value::String(s) if s.ends_with('%') => s
+                .trim_end_matches('%')
+                .trim()
+                .parse::<f64>()
+                .map(Serial::Percent)
+                .map_err(|_| invalid(n, format!("bad `serial` percentage `{s}`"))),
+            Value::String(s) => s
+                .parse::<usize>()
+                .ok()
+                .filter(|c| *c > 0)
+                .map(Serial::Count)
+                .ok_or_else(|| invalid(n, format!("bad `serial` value `{s}`"))),
+            other => Err(invalid(
+                n,
+                format!("`serial` expects a positive count or a percentage, got `{other}`"),
+            )),
+        }
+    };
+    match n.value {
+        Value::Array(items) => items.iter().map(one).collect(),
+        v => Ok(vec![one(v)?]),
+    }
+}

@@ -1,0 +1,175 @@
+//! Roles: find a role folder, load its `defaults/`, `vars/`, `meta/` dependencies, `tasks/`
+//! and `handlers/`, and wrap its tasks in a block that carries the role's context.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::task::{TaskCtx, invalid, parse_tasks, scalar_string};
+use super::{Action, Keywords, LoadError, Loader, Location, RoleCtx, Task};
+use crate::vars::VarMap;
+
+/// `main.yml`, `main.yaml` or `main` in `dir`.
+fn main_file(dir: &Path, stem: &str) -> Option<PathBuf> {
+    [format!("{stem}.yml"), format!("{stem}.yaml"), stem.to_string()]
+        .into_iter()
+        .map(|f| dir.join(f))
+        .find(|p| p.is_file())
+}
+
+impl Loader {
+    /// Load role `name` and return the block that runs it (dependencies first).
+    pub(crate) fn role_block(
+        &self,
+        ctx: &TaskCtx<'_>,
+        name: &str,
+        params: VarMap,
+        tasks_from: Option<&str>,
+        at: &Location,
+    ) -> Result<Task, LoadError> {
+        let candidates = self.role_candidates(name, &ctx.dir);
+        let path = match Path::new(name).is_absolute() {
+            true => Some(PathBuf::from(name)),
+            false => candidates.iter().find(|p| p.is_dir()).cloned(),
+        }
+        .ok_or_else(|| LoadError::RoleNotFound {
+            file: at.file.to_path_buf(),
+            line: at.line,
+            name: name.to_string(),
+            searched: candidates
+                .iter()
+                .map(|p| format!("`{}`", p.display()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+        if ctx.stack.contains(&path) {
+            return Err(LoadError::Cycle {
+                file: at.file.to_path_buf(),
+                line: at.line,
+                target: name.to_string(),
+            });
+        }
+        let load_vars = |sub: &str| -> Result<VarMap, LoadError> {
+            match main_file(&path.join(sub), "main") {
+                Some(f) => self.vars_file(&f),
+                None => Ok(VarMap::new()),
+            }
+        };
+        let role_name = path
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| name.to_string());
+        let role = Arc::new(RoleCtx {
+            name: role_name,
+            path: path.clone(),
+            defaults: load_vars("defaults")?,
+            vars: load_vars("vars")?,
+            params,
+        });
+        let mut stack = ctx.stack.clone();
+        stack.push(path.clone());
+        let sub = TaskCtx {
+            loader: self,
+            dir: path.join("tasks"),
+            role: Some(role.clone()),
+            stack,
+            handlers: RefCell::new(Vec::new()),
+            is_handler: false,
+        };
+        let mut block = Vec::new();
+        if let Some(meta) = main_file(&path.join("meta"), "main") {
+            let doc = self.doc(&meta)?;
+            if let Some(deps) = doc.root().get("dependencies") {
+                for dep in deps.items() {
+                    let (dname, dparams, kw) = role_entry(&dep)?;
+                    let mut t = self.role_block(&sub, &dname, dparams, None, &super::task::loc(&dep))?;
+                    t.kw = kw;
+                    block.push(t);
+                }
+            }
+        }
+        let tasks_file = match tasks_from {
+            Some(f) => {
+                let stem = f.trim_end_matches(".yml").trim_end_matches(".yaml");
+                Some(main_file(&path.join("tasks"), stem).ok_or_else(|| LoadError::Invalid {
+                    file: at.file.to_path_buf(),
+                    line: at.line,
+                    detail: format!("role `{name}` has no tasks file `{f}`"),
+                })?)
+            }
+            None => main_file(&path.join("tasks"), "main"),
+        };
+        if let Some(f) = tasks_file {
+            let doc = self.doc(&f)?;
+            block.extend(parse_tasks(&sub, Some(doc.root()))?);
+        }
+        if let Some(f) = main_file(&path.join("handlers"), "main") {
+            let doc = self.doc(&f)?;
+            let hctx = TaskCtx {
+                is_handler: true,
+                handlers: RefCell::new(Vec::new()),
+                stack: sub.stack.clone(),
+                dir: path.join("handlers"),
+                role: Some(role.clone()),
+                loader: self,
+            };
+            let handlers = parse_tasks(&hctx, Some(doc.root()))?;
+            ctx.handlers.borrow_mut().extend(wrap_handlers(handlers, &role));
+        }
+        ctx.handlers.borrow_mut().extend(sub.handlers.into_inner());
+        Ok(Task {
+            name: None,
+            action: Action::Block {
+                block,
+                rescue: Vec::new(),
+                always: Vec::new(),
+            },
+            kw: Keywords::default(),
+            loc: at.clone(),
+            role: Some(role),
+        })
+    }
+}
+
+/// Handlers of a role run in the role's context: each gets the role set on itself.
+fn wrap_handlers(handlers: Vec<Task>, role: &Arc<RoleCtx>) -> Vec<Task> {
+    handlers
+        .into_iter()
+        .map(|mut h| {
+            h.role = Some(role.clone());
+            h
+        })
+        .collect()
+}
+
+/// A `roles:` or `dependencies:` entry: `name` or `{role: name, when: .., tags: .., k: v}`.
+/// Keys that are not keywords are role parameters, as in Ansible.
+pub(crate) fn role_entry(n: &super::yaml::Node<'_>) -> Result<(String, VarMap, Keywords), LoadError> {
+    match n.value {
+        Value::String(s) => Ok((s.clone(), VarMap::new(), Keywords::default())),
+        Value::Object(_) => {
+            let mut name = None;
+            let mut params = VarMap::new();
+            let mut kws = Vec::new();
+            for (k, v) in n.entries() {
+                match k {
+                    "role" | "name" => name = Some(scalar_string(&v)?),
+                    "vars" => params.extend(super::task::var_map(&v)?),
+                    "when" | "tags" | "become" | "become_user" | "environment" | "no_log"
+                    | "ignore_errors" | "delegate_to" | "check_mode" | "any_errors_fatal" => {
+                        kws.push((k, v))
+                    }
+                    other => {
+                        params.insert(other.to_string(), v.value.clone());
+                    }
+                }
+            }
+            let kw = super::task::parse_keywords(&kws, "a role entry")?;
+            let name = name.ok_or_else(|| invalid(n, "role entry needs `role`"))?;
+            Ok((name, params, kw))
+        }
+        _ => Err(invalid(n, "a role entry must be a name or a mapping")),
+    }
+}

@@ -1,0 +1,155 @@
+//! Reporting: workers send `Event`s over one channel; one reporter task owns the counters
+//! (`RunStats`) and renders to every sink: live progress on a TTY (`progress`), plain lines
+//! otherwise (`plain`), the JSON event log (`--log-json`) and JUnit XML (`--junit`). Every
+//! sink's text passes through the `Redactor` first.
+
+pub mod event;
+mod junit;
+pub mod plain;
+mod progress;
+pub mod recap;
+pub mod redact;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+pub use event::{Event, Status};
+pub use recap::{HostStats, RunStats};
+pub use redact::Redactor;
+
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    pub verbose: u8,
+    pub diff: bool,
+    pub log_json: Option<PathBuf>,
+    pub junit: Option<PathBuf>,
+    /// Live progress bars (stdout is a terminal).
+    pub progress: bool,
+    /// Report every duration as zero, so output is reproducible (tests, snapshots).
+    pub frozen_time: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot write report `{}`", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The workers' end of the event channel.
+#[derive(Clone)]
+pub struct EventSender {
+    tx: mpsc::UnboundedSender<Event>,
+    pub redactor: Redactor,
+}
+
+impl EventSender {
+    pub fn send(&self, ev: Event) {
+        // The reporter only goes away at shutdown; a lost event then is harmless.
+        let _ = self.tx.send(ev);
+    }
+}
+
+/// Start the reporter task. It ends (returning the stats) when every `EventSender` is dropped.
+pub fn start(
+    opts: ReportOptions,
+    redactor: Redactor,
+) -> Result<
+    (
+        EventSender,
+        tokio::task::JoinHandle<Result<RunStats, ReportError>>,
+    ),
+    ReportError,
+> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let json = match &opts.log_json {
+        Some(p) => Some(std::io::BufWriter::new(std::fs::File::create(p).map_err(
+            |source| ReportError::Write {
+                path: p.clone(),
+                source,
+            },
+        )?)),
+        None => None,
+    };
+    let r = redactor.clone();
+    let handle = tokio::spawn(async move { run(opts, r, rx, json).await });
+    Ok((EventSender { tx, redactor }, handle))
+}
+
+async fn run(
+    opts: ReportOptions,
+    redactor: Redactor,
+    mut rx: mpsc::UnboundedReceiver<Event>,
+    mut json: Option<std::io::BufWriter<std::fs::File>>,
+) -> Result<RunStats, ReportError> {
+    let mut stats = RunStats::default();
+    let mut plain = plain::Plain::new(opts.verbose, opts.diff);
+    let mut progress = opts.progress.then(progress::Progress::new);
+    let mut junit = junit::Junit::default();
+    let stdout = std::io::stdout();
+    while let Some(mut ev) = rx.recv().await {
+        if opts.frozen_time
+            && let Event::TaskResult { duration, .. } = &mut ev
+        {
+            *duration = Duration::ZERO;
+        }
+        match &ev {
+            Event::TaskResult {
+                host,
+                status,
+                task,
+                location,
+                duration,
+                ..
+            } => {
+                stats.record(host, *status);
+                stats.time(&format!("{task} ({location})"), *duration);
+            }
+            Event::Rescued { host } => stats.rescued(host),
+            Event::RunEnd { interrupted } => stats.interrupted = *interrupted,
+            _ => {}
+        }
+        junit.observe(&ev);
+        if let Some(w) = json.as_mut() {
+            let line = serde_json::to_string(&ev).unwrap_or_default();
+            let _ = writeln!(w, "{}", redactor.apply(&line));
+        }
+        let text = redactor.apply(&plain.render(&ev));
+        match progress.as_mut() {
+            Some(p) => p.handle(&ev, &text),
+            None => {
+                if !text.is_empty() {
+                    let mut out = stdout.lock();
+                    let _ = out.write_all(text.as_bytes());
+                    let _ = out.flush();
+                }
+            }
+        }
+    }
+    if let Some(p) = progress.take() {
+        p.finish();
+    }
+    if let Some(mut w) = json.take() {
+        let _ = w.flush();
+    }
+    let summary = format!(
+        "\n{}\n{}",
+        stats.recap(),
+        stats.timing_summary(20)
+    );
+    print!("{}", redactor.apply(&summary));
+    if let Some(path) = &opts.junit {
+        let xml = redactor.apply(&junit.render());
+        std::fs::write(path, xml).map_err(|source| ReportError::Write {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    Ok(stats)
+}

@@ -1,0 +1,199 @@
+//! Plain output (no TTY, CI logs): Ansible-like headers and one line per task result.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use super::event::{Event, Status};
+
+pub struct Plain {
+    pub verbose: u8,
+    pub diff: bool,
+    last_task: Option<usize>,
+}
+
+impl Plain {
+    pub fn new(verbose: u8, diff: bool) -> Self {
+        Self {
+            verbose,
+            diff,
+            last_task: None,
+        }
+    }
+
+    /// The text for one event (possibly empty).
+    pub fn render(&mut self, ev: &Event) -> String {
+        let mut out = String::new();
+        match ev {
+            Event::PlayStart { name, .. } => {
+                self.last_task = None;
+                let _ = writeln!(out, "\nPLAY [{name}]");
+            }
+            Event::TaskStart { id, name, handler, .. } => {
+                if self.last_task != Some(*id) {
+                    self.last_task = Some(*id);
+                    let kind = if *handler { "RUNNING HANDLER" } else { "TASK" };
+                    let _ = writeln!(out, "\n{kind} [{name}]");
+                }
+            }
+            Event::Retry {
+                host,
+                attempt,
+                retries,
+                ..
+            } => {
+                let _ = writeln!(
+                    out,
+                    "FAILED - RETRYING: [{host}] ({} retries left).",
+                    retries.saturating_sub(*attempt)
+                );
+            }
+            Event::ItemResult {
+                host,
+                item,
+                status,
+                result,
+                module,
+                ..
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    self.line(host, *status, Some(item), result, None, module.as_deref())
+                );
+            }
+            Event::TaskResult {
+                host,
+                status,
+                result,
+                looped,
+                delegated_to,
+                task_id,
+                module,
+                ..
+            } => {
+                if self.last_task != Some(*task_id) {
+                    self.last_task = Some(*task_id);
+                }
+                // A loop's items were shown one by one; only its failure gets a summary line.
+                if !looped || matches!(status, Status::Failed | Status::Unreachable) {
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        self.line(
+                            host,
+                            *status,
+                            None,
+                            result,
+                            delegated_to.as_deref(),
+                            module.as_deref()
+                        )
+                    );
+                }
+                if *status == Status::Ignored {
+                    out.push_str("...ignoring\n");
+                }
+            }
+            Event::Warning { message } => {
+                let _ = writeln!(out, "[WARNING]: {message}");
+            }
+            Event::RunEnd { interrupted: true } => out.push_str("\n[interrupted]\n"),
+            _ => {}
+        }
+        out
+    }
+
+    fn line(
+        &self,
+        host: &str,
+        status: Status,
+        item: Option<&String>,
+        result: &Value,
+        delegated: Option<&str>,
+        module: Option<&str>,
+    ) -> String {
+        let word = match status {
+            Status::Failed | Status::Ignored => "failed",
+            Status::Unreachable => "fatal",
+            s => s.word(),
+        };
+        let mut head = match delegated {
+            Some(d) => format!("{word}: [{host} -> {d}]"),
+            None => format!("{word}: [{host}]"),
+        };
+        if matches!(status, Status::Failed | Status::Ignored) && item.is_none() {
+            head = head.replace("failed:", "fatal:");
+            head.push_str(": FAILED!");
+        }
+        if status == Status::Unreachable {
+            head.push_str(": UNREACHABLE!");
+        }
+        if let Some(i) = item {
+            head.push_str(&format!(" => (item={i})"));
+        }
+        let mut tail = String::new();
+        let msg = result.get("msg").and_then(Value::as_str);
+        match status {
+            Status::Failed | Status::Ignored | Status::Unreachable => {
+                if let Some(m) = msg {
+                    let _ = write!(tail, " => {m}");
+                }
+            }
+            Status::Ok | Status::Changed => {
+                if module == Some("debug") {
+                    match result.get("msg") {
+                        Some(m) => {
+                            let _ = write!(tail, " => {}", show(m));
+                        }
+                        None => {
+                            let mut shown = result.as_object().cloned().unwrap_or_default();
+                            shown.retain(|k, _| !matches!(k.as_str(), "changed" | "failed"));
+                            let _ = write!(tail, " => {}", show(&Value::Object(shown)));
+                        }
+                    }
+                }
+            }
+            Status::Skipped => {}
+        }
+        let mut s = head + &tail;
+        if self.verbose > 0 && status != Status::Skipped {
+            for key in ["stdout", "stderr"] {
+                if let Some(t) = result.get(key).and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                    for l in t.lines() {
+                        let _ = write!(s, "\n    {key}| {l}");
+                    }
+                }
+            }
+        }
+        if self.diff
+            && let Some(d) = result.get("diff").filter(|d| !d.is_null())
+        {
+            s.push_str(&render_diff(d));
+        }
+        s
+    }
+}
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
+
+/// A minimal line diff of `before`/`after` (whole-line removals then additions).
+fn render_diff(d: &Value) -> String {
+    let before = d.get("before").and_then(Value::as_str).unwrap_or("");
+    let after = d.get("after").and_then(Value::as_str).unwrap_or("");
+    let path = d.get("path").and_then(Value::as_str).unwrap_or("");
+    let mut out = format!("\n--- before: {path}\n+++ after: {path}");
+    let b: Vec<&str> = before.lines().collect();
+    let a: Vec<&str> = after.lines().collect();
+    for l in b.iter().filter(|l| !a.contains(l)) {
+        out.push_str(&format!("\n-{l}"));
+    }
+    for l in a.iter().filter(|l| !b.contains(l)) {
+        out.push_str(&format!("\n+{l}"));
+    }
+    out
+}
