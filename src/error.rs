@@ -25,5 +25,16 @@ pub enum Error {
     #[error(transparent)]
     ExtraVars(#[from] crate::extra_vars::ExtraVarsError),
     #[error(transparent)]
+    Playbook(#[from] crate::playbook::LoadError),
+    #[error(transparent)]
+    Inventory(#[from] crate::inventory::InventoryError),
+    #[error(transparent)]
+    Report(#[from] crate::report::ReportError),
+    #[error("cannot start the async runtime")]
+    Runtime {
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
     Transport(#[from] crate::transport::TransportError),
 }

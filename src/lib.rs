@@ -22,10 +22,13 @@ pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod error;
+pub mod exec;
 pub mod extra_vars;
 pub mod inventory;
 pub mod modules;
+pub mod playbook;
 pub mod provider;
+pub mod report;
 pub mod secret;
 pub mod spec;
 pub mod template;
@@ -50,6 +53,9 @@ pub enum Outcome {
     HostUnreachable,
     /// A subcommand that is not implemented yet (2, like a usage problem).
     NotImplemented,
+    /// A playbook did not load: YAML, keyword, module or role error (4, as ansible-playbook's
+    /// parser errors).
+    ParseError,
     /// Interrupted by Ctrl-C (130).
     Interrupted,
 }
@@ -58,6 +64,7 @@ impl Outcome {
     pub fn from_error(err: &Error) -> Self {
         match err {
             Error::NotImplemented { .. } => Outcome::NotImplemented,
+            Error::Playbook(_) => Outcome::ParseError,
             _ => Outcome::Error,
         }
     }
@@ -67,7 +74,7 @@ impl Outcome {
             Outcome::Success => 0,
             Outcome::Error => 1,
             Outcome::HostFailed | Outcome::NotImplemented => 2,
-            Outcome::HostUnreachable => 4,
+            Outcome::HostUnreachable | Outcome::ParseError => 4,
             Outcome::Interrupted => 130,
         }
     }
@@ -99,9 +106,7 @@ pub fn run(cli: cli::Cli) -> Result<Outcome, Error> {
             print!("{text}");
             Ok(Outcome::Success)
         }
-        Command::Playbook(_) => Err(Error::NotImplemented {
-            command: "playbook",
-        }),
+        Command::Playbook(args) => exec::command::playbook(args),
         Command::Ssh(_) => Err(Error::NotImplemented { command: "ssh" }),
         Command::Ci(_) => Err(Error::NotImplemented { command: "ci" }),
     }

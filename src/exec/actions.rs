@@ -126,7 +126,9 @@ impl Executor {
         match name {
             "debug" => self.debug(&args, ctx),
             "assert" => self.assert(&args, ctx, task),
-            "fail" => Attempt::failed(s("msg").unwrap_or_else(|| "Failed as requested from task".into())),
+            "fail" => {
+                Attempt::failed(s("msg").unwrap_or_else(|| "Failed as requested from task".into()))
+            }
             "set_fact" => self.set_fact(&args, kw, host, ctx),
             "add_host" => self.add_host(&args),
             "group_by" => self.group_by(&args, host),
@@ -169,8 +171,11 @@ impl Executor {
             None => Vec::new(),
         };
         let render = |k: &str| -> Option<Value> {
-            args.get(k)
-                .map(|v| self.templar.render_value(v, ctx).unwrap_or_else(|_| v.clone()))
+            args.get(k).map(|v| {
+                self.templar
+                    .render_value(v, ctx)
+                    .unwrap_or_else(|_| v.clone())
+            })
         };
         for cond in that {
             let expr = cond
@@ -222,7 +227,10 @@ impl Executor {
             }
         }
         let target = match (&kw.delegate_to, kw.delegate_facts) {
-            (Some(d), Some(true)) => self.templar.render_str(d, ctx).unwrap_or_else(|_| d.clone()),
+            (Some(d), Some(true)) => self
+                .templar
+                .render_str(d, ctx)
+                .unwrap_or_else(|_| d.clone()),
             _ => host.to_string(),
         };
         self.with_state(&target, |s| crate::vars::overlay(&mut s.set_facts, &facts));
@@ -243,14 +251,21 @@ impl Executor {
             .iter()
             .find_map(|k| m.get(*k))
             .map(|g| match g {
-                Value::Array(a) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect(),
                 Value::String(s) => s.split(',').map(|x| x.trim().to_string()).collect(),
                 _ => Vec::new(),
             })
             .unwrap_or_default();
         let mut vars = VarMap::new();
         for (k, v) in m {
-            if !matches!(k.as_str(), "name" | "hostname" | "host" | "groups" | "group" | "groupname") {
+            if !matches!(
+                k.as_str(),
+                "name" | "hostname" | "host" | "groups" | "group" | "groupname"
+            ) {
                 vars.insert(k.clone(), v.clone());
             }
         }
@@ -279,7 +294,11 @@ impl Executor {
         };
         let key = key.replace([' ', '-'], "_");
         let parents: Vec<String> = match args.get("parents") {
-            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
             Some(Value::String(s)) => vec![s.clone()],
             _ => vec!["all".into()],
         };
@@ -388,7 +407,10 @@ impl Executor {
         let (timeout, delay, sleep) = (num("timeout", 600.0), num("delay", 0.0), num("sleep", 1.0));
         let start = Instant::now();
         self.sleep(Duration::from_secs_f64(delay)).await;
-        let target = self.target_for(host, host, ctx);
+        let target = match self.target_for(host, host, ctx) {
+            Ok(r) => r.target,
+            Err(e) => return Attempt::failed(e.to_string()),
+        };
         loop {
             if self.cancel.is_cancelled() {
                 return Attempt::failed("interrupted");
@@ -413,7 +435,12 @@ impl Executor {
     }
 
     /// The include a host asks for at this point (file or role resolved, parameters rendered).
-    pub(crate) fn include_request(&self, task: &Task, inh: &Inherit, ctx: &VarMap) -> Result<IncludeReq, String> {
+    pub(crate) fn include_request(
+        &self,
+        task: &Task,
+        inh: &Inherit,
+        ctx: &VarMap,
+    ) -> Result<IncludeReq, String> {
         let mut params = VarMap::new();
         for k in task.kw.vars.keys() {
             if let Some(v) = ctx.get(k) {
@@ -421,10 +448,19 @@ impl Executor {
             }
         }
         if task.kw.loop_.is_some() {
-            let lv = task.kw.loop_control.loop_var.clone().unwrap_or_else(|| "item".into());
-            for k in [Some(lv), task.kw.loop_control.index_var.clone(), Some("ansible_loop".into())]
-                .into_iter()
-                .flatten()
+            let lv = task
+                .kw
+                .loop_control
+                .loop_var
+                .clone()
+                .unwrap_or_else(|| "item".into());
+            for k in [
+                Some(lv),
+                task.kw.loop_control.index_var.clone(),
+                Some("ansible_loop".into()),
+            ]
+            .into_iter()
+            .flatten()
             {
                 if let Some(v) = ctx.get(&k) {
                     params.insert(k, v.clone());
@@ -436,7 +472,9 @@ impl Executor {
             Action::IncludeTasks { file, args } => {
                 let file = render(file)?;
                 let file = file.as_str().ok_or("include_tasks needs a file name")?;
-                if let Some(Value::Object(extra)) = args.as_object().map(|_| render(args)).transpose()? {
+                if let Some(Value::Object(extra)) =
+                    args.as_object().map(|_| render(args)).transpose()?
+                {
                     for (k, v) in extra {
                         if !matches!(k.as_str(), "_raw_params" | "file" | "apply") {
                             params.insert(k, v);
@@ -458,7 +496,10 @@ impl Executor {
                     .to_string();
                 Ok(IncludeReq::Role {
                     name,
-                    tasks_from: args.get("tasks_from").and_then(Value::as_str).map(str::to_string),
+                    tasks_from: args
+                        .get("tasks_from")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
                     params,
                     loc: task.loc.clone(),
                 })

@@ -2,7 +2,7 @@
 //! with the reporter attached, and map the result onto ansible-playbook's exit codes.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -12,7 +12,6 @@ use crate::cli::PlaybookArgs;
 use crate::inventory::Inventory;
 use crate::playbook::{Loader, LoaderOptions, Playbook, list};
 use crate::report::{self, ReportOptions};
-use crate::vars::VarMap;
 use crate::{Error, Outcome};
 
 pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
@@ -69,7 +68,10 @@ async fn run(
         let (events, _) = report::start(ReportOptions::default(), Default::default())?;
         let exec = Executor::new(loader, inventory, opts, events, cancel);
         for b in &books {
-            print!("{}", list::list_hosts(b, |p| exec.play_hosts(p)));
+            print!(
+                "{}",
+                list::list_hosts(b, |p| exec.play_hosts(p).unwrap_or_default())
+            );
         }
         return Ok(Outcome::Success);
     }
@@ -99,11 +101,9 @@ async fn run(
     }
     drop(exec);
     ctrl_c.abort();
-    let stats = reporter
-        .await
-        .map_err(|e| Error::Runtime {
-            source: std::io::Error::other(e),
-        })??;
+    let stats = reporter.await.map_err(|e| Error::Runtime {
+        source: std::io::Error::other(e),
+    })??;
     Ok(if cancel.is_cancelled() {
         Outcome::Interrupted
     } else if stats.any_failed() {
@@ -123,38 +123,8 @@ fn roles_path() -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// `-i` values: a comma-separated host list (`a,b,`) or an inventory file.
+/// `-i` values (files, folders, `a,b,` host lists); none means an empty inventory, where
+/// only the implicit `localhost` exists.
 fn load_inventory(sources: &[String]) -> Result<Inventory, Error> {
-    let mut inv = Inventory::default();
-    for src in sources {
-        if src.contains(',') && !Path::new(src).exists() {
-            for h in src.split(',').map(str::trim).filter(|h| !h.is_empty()) {
-                inv.add_host(h, Some("ungrouped"), VarMap::new());
-            }
-        } else {
-            let loaded = crate::inventory::load(Path::new(src))?;
-            merge(&mut inv, loaded);
-        }
-    }
-    Ok(inv)
-}
-
-fn merge(into: &mut Inventory, from: Inventory) {
-    for (name, h) in from.hosts {
-        into.add_host(&name, None, h.vars);
-    }
-    for (name, g) in from.groups {
-        let target = into.group_mut(&name);
-        for h in g.hosts {
-            if !target.hosts.contains(&h) {
-                target.hosts.push(h);
-            }
-        }
-        for c in g.children {
-            if !target.children.contains(&c) {
-                target.children.push(c);
-            }
-        }
-        crate::vars::overlay(&mut target.vars, &g.vars);
-    }
+    Ok(crate::inventory::load(sources)?)
 }

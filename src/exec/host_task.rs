@@ -55,7 +55,8 @@ impl Attempt {
     }
 }
 
-const CENSORED: &str = "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
+const CENSORED: &str =
+    "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
 
 fn flag(v: &Value, key: &str) -> bool {
     v.get(key).and_then(Value::as_bool).unwrap_or(false)
@@ -102,7 +103,9 @@ impl Executor {
                         Err(msg) => self.error_result(task, msg),
                         Ok(items) => {
                             let (r, u, f) = self
-                                .run_items(pr, task, kw, inh, host, task_id, &ctx, &conds, items, no_log)
+                                .run_items(
+                                    pr, task, kw, inh, host, task_id, &ctx, &conds, items, no_log,
+                                )
                                 .await;
                             unreachable = u;
                             flow = f;
@@ -112,7 +115,19 @@ impl Executor {
                 }
             }
         };
-        self.finish(pr, task, kw, host, task_id, started, result, unreachable, flow, no_log, looped)
+        self.finish(
+            pr,
+            task,
+            kw,
+            host,
+            task_id,
+            started,
+            result,
+            unreachable,
+            flow,
+            no_log,
+            looped,
+        )
     }
 
     /// Register, notify, update the host's standing and report.
@@ -142,7 +157,11 @@ impl Executor {
                 Status::Unreachable
             }
         } else if failed {
-            if ignore { Status::Ignored } else { Status::Failed }
+            if ignore {
+                Status::Ignored
+            } else {
+                Status::Failed
+            }
         } else if skipped {
             Status::Skipped
         } else if changed {
@@ -219,7 +238,11 @@ impl Executor {
     }
 
     /// `None` when every condition holds, else the first one that does not.
-    pub(crate) fn check_when(&self, conds: &[String], ctx: &VarMap) -> Result<Option<String>, String> {
+    pub(crate) fn check_when(
+        &self,
+        conds: &[String],
+        ctx: &VarMap,
+    ) -> Result<Option<String>, String> {
         for c in conds {
             match self.templar.eval_bool(c, ctx) {
                 Ok(true) => {}
@@ -230,7 +253,11 @@ impl Executor {
         Ok(None)
     }
 
-    fn loop_items(&self, spec: &crate::playbook::LoopSpec, ctx: &VarMap) -> Result<Vec<Value>, String> {
+    fn loop_items(
+        &self,
+        spec: &crate::playbook::LoopSpec,
+        ctx: &VarMap,
+    ) -> Result<Vec<Value>, String> {
         let v = self
             .templar
             .render_value(&spec.value, ctx)
@@ -279,7 +306,11 @@ impl Executor {
                     .enumerate()
                     .map(|(i, x)| json!([i, x]))
                     .collect(),
-                other => return Err(format!("`with_indexed_items` expects a list, got `{other}`")),
+                other => {
+                    return Err(format!(
+                        "`with_indexed_items` expects a list, got `{other}`"
+                    ));
+                }
             },
             LoopKind::Sequence => sequence(&v)?,
         })
@@ -448,7 +479,9 @@ impl Executor {
             }
             let done = match self.templar.eval_bool(until, &c) {
                 Ok(b) => b,
-                Err(e) => return Attempt::failed(format!("error in `until` condition `{until}`: {e}")),
+                Err(e) => {
+                    return Attempt::failed(format!("error in `until` condition `{until}`: {e}"));
+                }
             };
             if done {
                 return a;
@@ -515,9 +548,13 @@ impl Executor {
         if let Some(conds) = &kw.failed_when
             && let Some(obj) = a.result.as_object_mut()
         {
-            obj.insert("failed_when_result".into(), obj.get("failed").cloned().unwrap_or(json!(false)));
+            obj.insert(
+                "failed_when_result".into(),
+                obj.get("failed").cloned().unwrap_or(json!(false)),
+            );
             if !conds.is_empty() && flag(&Value::Object(obj.clone()), "failed") {
-                obj.entry("msg").or_insert(json!("failed_when condition was true"));
+                obj.entry("msg")
+                    .or_insert(json!("failed_when condition was true"));
             }
         }
         a
@@ -536,7 +573,8 @@ impl Executor {
         match &task.action {
             Action::Module { name, args } => {
                 if super::actions::is_action(name) {
-                    self.run_action(pr, task, kw, inh, host, name, args, ctx).await
+                    self.run_action(pr, task, kw, inh, host, name, args, ctx)
+                        .await
                 } else {
                     self.run_module(task, kw, inh, host, name, args, ctx).await
                 }
@@ -603,11 +641,18 @@ fn censor(r: &Value) -> Value {
 
 /// `with_sequence: start=1 end=5 stride=1 format=x%d` or `count=3`.
 fn sequence(v: &Value) -> Result<Vec<Value>, String> {
-    let s = v.as_str().ok_or("`with_sequence` expects `start=.. end=..`")?;
+    let s = v
+        .as_str()
+        .ok_or("`with_sequence` expects `start=.. end=..`")?;
     let (mut start, mut end, mut stride, mut format) = (1i64, None, 1i64, None);
     for tok in s.split_whitespace() {
-        let (k, v) = tok.split_once('=').ok_or(format!("bad `with_sequence` part `{tok}`"))?;
-        let num = || v.parse::<i64>().map_err(|_| format!("bad number `{v}` in `with_sequence`"));
+        let (k, v) = tok
+            .split_once('=')
+            .ok_or(format!("bad `with_sequence` part `{tok}`"))?;
+        let num = || {
+            v.parse::<i64>()
+                .map_err(|_| format!("bad number `{v}` in `with_sequence`"))
+        };
         match k {
             "start" => start = num()?,
             "end" => end = Some(num()?),
@@ -625,7 +670,9 @@ fn sequence(v: &Value) -> Result<Vec<Value>, String> {
     let mut i = start;
     while (stride > 0 && i <= end) || (stride < 0 && i >= end) {
         out.push(json!(match &format {
-            Some(f) => f.replace("%d", &i.to_string()).replace("%02d", &format!("{i:02}")),
+            Some(f) => f
+                .replace("%d", &i.to_string())
+                .replace("%02d", &format!("{i:02}")),
             None => i.to_string(),
         }));
         i += stride;

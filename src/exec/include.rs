@@ -75,29 +75,37 @@ impl Executor {
         }
     }
 
-    async fn run_include(&self, pr: &PlayRun<'_>, req: &IncludeReq, hosts: &[String], inh: &Inherit) {
+    async fn run_include(
+        &self,
+        pr: &PlayRun<'_>,
+        req: &IncludeReq,
+        hosts: &[String],
+        inh: &Inherit,
+    ) {
         let mut inner = inh.clone();
         let (loaded, loc) = match req {
             IncludeReq::Tasks { path, params, loc } => {
                 crate::vars::overlay(&mut inner.params, params);
                 let role = inh.roles.last().cloned();
                 (
-                    self.loader.include_tasks_file(path, role).map(|(tasks, handlers)| {
-                        (
-                            Task {
-                                name: None,
-                                action: crate::playbook::Action::Block {
-                                    block: tasks,
-                                    rescue: Vec::new(),
-                                    always: Vec::new(),
+                    self.loader
+                        .include_tasks_file(path, role)
+                        .map(|(tasks, handlers)| {
+                            (
+                                Task {
+                                    name: None,
+                                    action: crate::playbook::Action::Block {
+                                        block: tasks,
+                                        rescue: Vec::new(),
+                                        always: Vec::new(),
+                                    },
+                                    kw: Default::default(),
+                                    loc: loc.clone(),
+                                    role: None,
                                 },
-                                kw: Default::default(),
-                                loc: loc.clone(),
-                                role: None,
-                            },
-                            handlers,
-                        )
-                    }),
+                                handlers,
+                            )
+                        }),
                     loc,
                 )
             }

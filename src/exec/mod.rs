@@ -15,7 +15,6 @@ pub mod actions;
 pub mod command;
 mod conn;
 mod host_task;
-pub mod hosts;
 mod include;
 mod remote;
 mod state;
@@ -118,7 +117,7 @@ impl Executor {
     ) -> Self {
         // Inventory passwords never reach output, whatever a task does with them.
         for h in inventory.hosts.keys() {
-            for (k, v) in hosts::inventory_vars(&inventory, h) {
+            for (k, v) in inventory.host_vars(h) {
                 if is_secret_name(&k) {
                     events.redactor.add_value(&v);
                 }
@@ -173,23 +172,26 @@ impl Executor {
     }
 
     /// The hosts a play targets, after `--limit`.
-    pub fn play_hosts(&self, play: &Play) -> Vec<String> {
+    pub fn play_hosts(&self, play: &Play) -> Result<Vec<String>, crate::inventory::InventoryError> {
         let inv = self.inventory.read().unwrap();
         let pattern = self
             .templar
             .render_str(&play.hosts, &self.opts.extra_vars)
             .unwrap_or_else(|_| play.hosts.clone());
-        let mut hosts = hosts::select(&inv, &pattern);
-        if let Some(limit) = &self.opts.limit {
-            let allowed = hosts::select(&inv, limit);
-            hosts.retain(|h| allowed.contains(h));
-        }
-        hosts
+        inv.select_limited(&pattern, self.opts.limit.as_deref())
     }
 
     async fn run_play(&self, play: &Play) {
-        let hosts: Vec<String> = self
-            .play_hosts(play)
+        let hosts = match self.play_hosts(play) {
+            Ok(h) => h,
+            Err(e) => {
+                self.emit(Event::Warning {
+                    message: format!("{}: {e}", play.loc),
+                });
+                Vec::new()
+            }
+        };
+        let hosts: Vec<String> = hosts
             .into_iter()
             .filter(|h| self.with_state(h, |s| !s.failed && !s.unreachable))
             .collect();
@@ -294,7 +296,10 @@ impl Executor {
             let mut loaded = VarMap::new();
             let mut error = None;
             for f in &pr.play.vars_files {
-                let name = self.templar.render_str(f, &ctx).unwrap_or_else(|_| f.clone());
+                let name = self
+                    .templar
+                    .render_str(f, &ctx)
+                    .unwrap_or_else(|_| f.clone());
                 let path = self.playbook_dir.join(&name);
                 match self.loader.vars_file(&path) {
                     Ok(v) => crate::vars::overlay(&mut loaded, &v),

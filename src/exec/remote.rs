@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::Executor;
 use super::host_task::Attempt;
 use super::walk::Inherit;
-use super::{Executor, conn, hosts};
+use crate::inventory::{ConnectionDefaults, ResolvedHost, resolve_target};
 use crate::modules::{ModuleCtx, ModuleError, ModuleResult, Render};
 use crate::playbook::{Keywords, Task};
 use crate::template::Templar;
@@ -42,14 +43,22 @@ pub fn result_value(r: ModuleResult) -> Value {
         m.insert("msg".into(), json!(msg));
     }
     if let Some(d) = r.diff {
-        m.insert("diff".into(), serde_json::to_value(d).unwrap_or(Value::Null));
+        m.insert(
+            "diff".into(),
+            serde_json::to_value(d).unwrap_or(Value::Null),
+        );
     }
     Value::Object(m)
 }
 
 impl Executor {
     /// The connection target for `name` (the host itself or a `delegate_to` target).
-    pub(crate) fn target_for(&self, name: &str, host: &str, ctx: &VarMap) -> crate::transport::HostTarget {
+    pub(crate) fn target_for(
+        &self,
+        name: &str,
+        host: &str,
+        ctx: &VarMap,
+    ) -> Result<ResolvedHost, crate::inventory::InventoryError> {
         let vars = if name == host {
             ctx.clone()
         } else {
@@ -57,14 +66,18 @@ impl Executor {
             // host's variables (Ansible's delegation rule).
             let raw = {
                 let inv = self.inventory.read().unwrap();
-                hosts::inventory_vars(&inv, name)
+                inv.host_vars(name)
             };
             match self.templar.render_value(&Value::Object(raw.clone()), ctx) {
                 Ok(Value::Object(m)) => m,
                 _ => raw,
             }
         };
-        conn::target_from_vars(name, &vars, self.opts.host_key_checking)
+        let defaults = ConnectionDefaults {
+            host_key_checking: self.opts.host_key_checking,
+            ..ConnectionDefaults::default()
+        };
+        resolve_target(name, &vars, &defaults)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -95,9 +108,12 @@ impl Executor {
             },
             None => host.to_string(),
         };
-        let target = self.target_for(&delegate, host, ctx);
+        let resolved = match self.target_for(&delegate, host, ctx) {
+            Ok(r) => r,
+            Err(e) => return Attempt::ok(self.error_result(task, e.to_string())),
+        };
         let conn = tokio::select! {
-            c = self.conns_get(&target) => c,
+            c = self.conns_get(&resolved.target) => c,
             _ = self.cancel.cancelled() => return Attempt::failed("interrupted"),
         };
         let conn = match conn {
@@ -108,7 +124,7 @@ impl Executor {
             Ok(e) => e,
             Err(msg) => return Attempt::ok(self.error_result(task, msg)),
         };
-        let become_ = self.become_options(kw, ctx);
+        let become_ = self.become_options(kw, &resolved, ctx);
         let search = self.search_paths(task, inh);
         let render = TaskRender {
             templar: &self.templar,
@@ -147,33 +163,45 @@ impl Executor {
         self.conns.get(target).await
     }
 
-    fn become_options(&self, kw: &Keywords, ctx: &VarMap) -> Option<BecomeOptions> {
-        let from_vars = ctx.get("ansible_become").is_some_and(|v| {
-            v.as_bool() == Some(true) || matches!(v.as_str(), Some("yes" | "true" | "True"))
-        });
-        if !kw.become_.unwrap_or(from_vars) {
+    /// Task/play `become` keywords over the host's `ansible_become*` variables.
+    fn become_options(
+        &self,
+        kw: &Keywords,
+        host: &ResolvedHost,
+        ctx: &VarMap,
+    ) -> Option<BecomeOptions> {
+        if !kw.become_.or(host.become_.enabled).unwrap_or(false) {
             return None;
         }
-        let s = |k: &str| ctx.get(k).and_then(Value::as_str).map(str::to_string);
         let user = kw
             .become_user
             .as_ref()
-            .map(|u| self.templar.render_str(u, ctx).unwrap_or_else(|_| u.clone()))
-            .or_else(|| s("ansible_become_user"));
+            .map(|u| {
+                self.templar
+                    .render_str(u, ctx)
+                    .unwrap_or_else(|_| u.clone())
+            })
+            .or_else(|| host.become_.user.clone());
         Some(BecomeOptions {
             user,
-            password: s("ansible_become_password")
-                .or_else(|| s("ansible_become_pass"))
-                .map(crate::secret::Secret::new),
+            password: host.become_.password.clone(),
         })
     }
 
     /// `environment:` of the play, blocks and task, rendered and merged (inner wins).
-    fn environment(&self, inh: &Inherit, kw: &Keywords, ctx: &VarMap) -> Result<Vec<(String, String)>, String> {
+    fn environment(
+        &self,
+        inh: &Inherit,
+        kw: &Keywords,
+        ctx: &VarMap,
+    ) -> Result<Vec<(String, String)>, String> {
         let mut out: Vec<(String, String)> = Vec::new();
         let own = kw.environment.iter();
         for e in inh.environment.iter().chain(own) {
-            let v = self.templar.render_value(e, ctx).map_err(|e| format!("error in environment: {e}"))?;
+            let v = self
+                .templar
+                .render_value(e, ctx)
+                .map_err(|e| format!("error in environment: {e}"))?;
             let Value::Object(m) = v else {
                 return Err(format!("`environment` must be a mapping, got `{v}`"));
             };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::walk::Inherit;
-use super::{Executor, PlayRun, hosts};
+use super::{Executor, PlayRun};
 use crate::playbook::Task;
 use crate::template::TemplateError;
 use crate::vars::{VarMap, overlay};
@@ -23,7 +23,9 @@ impl Executor {
     fn host_level_vars(&self, host: &str) -> VarMap {
         let mut m = {
             let inv = self.inventory.read().unwrap();
-            hosts::inventory_vars(&inv, host)
+            let mut v = inv.host_vars(host);
+            crate::vars::overlay(&mut v, &inv.magic_vars(host));
+            v
         };
         self.with_state(host, |s| {
             if !s.facts.is_empty() {
@@ -53,7 +55,8 @@ impl Executor {
         let in_vars = mentions(&Value::Object(pr.play.vars.clone()))
             || mentions(&Value::Object(inh.vars.clone()))
             || inh.roles.iter().any(|r| {
-                mentions(&Value::Object(r.defaults.clone())) || mentions(&Value::Object(r.vars.clone()))
+                mentions(&Value::Object(r.defaults.clone()))
+                    || mentions(&Value::Object(r.vars.clone()))
             });
         if !in_task && !in_vars {
             return None;
@@ -90,17 +93,9 @@ impl Executor {
         for r in &inh.roles {
             overlay(&mut m, &r.defaults);
         }
-        let (inv_vars, groups, group_names) = {
+        let (inv_vars, groups, magic) = {
             let inv = self.inventory.read().unwrap();
-            let mut groups = serde_json::Map::new();
-            for g in inv.groups.keys() {
-                groups.insert(g.clone(), json!(hosts::group_hosts(&inv, g)));
-            }
-            let names: Vec<String> = hosts::host_groups(&inv, host)
-                .into_iter()
-                .filter(|g| g != "all" && g != "ungrouped")
-                .collect();
-            (hosts::inventory_vars(&inv, host), groups, names)
+            (inv.host_vars(host), inv.groups_map(), inv.magic_vars(host))
         };
         overlay(&mut m, &inv_vars);
         self.with_state(host, |s| {
@@ -131,14 +126,9 @@ impl Executor {
         overlay(&mut m, &inh.params);
         overlay(&mut m, &self.opts.extra_vars);
 
+        overlay(&mut m, &magic);
         let magic = [
-            ("inventory_hostname", json!(host)),
-            (
-                "inventory_hostname_short",
-                json!(host.split('.').next().unwrap_or(host)),
-            ),
             ("groups", Value::Object(groups)),
-            ("group_names", json!(group_names)),
             ("ansible_play_hosts_all", json!(pr.all_hosts)),
             ("ansible_play_hosts", json!(self.active(&pr.batch))),
             ("play_hosts", json!(self.active(&pr.batch))),
@@ -191,7 +181,9 @@ impl Executor {
         for _ in 0..RESOLVE_PASSES {
             let pending: Vec<String> = m
                 .iter()
-                .filter(|(k, v)| k.as_str() != "hostvars" && crate::playbook::task_contains_template(v))
+                .filter(|(k, v)| {
+                    k.as_str() != "hostvars" && crate::playbook::task_contains_template(v)
+                })
                 .map(|(k, _)| k.clone())
                 .collect();
             if pending.is_empty() {
@@ -199,7 +191,9 @@ impl Executor {
             }
             let mut changed = false;
             for k in pending {
-                let Some(v) = m.get(&k).cloned() else { continue };
+                let Some(v) = m.get(&k).cloned() else {
+                    continue;
+                };
                 if let Ok(r) = self.templar.render_value(&v, m)
                     && r != v
                 {

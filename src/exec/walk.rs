@@ -222,9 +222,7 @@ impl Executor {
             }
         }))
         .await;
-        if run_once
-            && let Some(first) = outcomes.first()
-        {
+        if run_once && let Some(first) = outcomes.first() {
             self.share_run_once(&hosts[1..], task, &kw, first);
         }
         let mut flush = false;
@@ -238,7 +236,11 @@ impl Executor {
                 Flow::Continue => {}
                 Flow::EndPlay => pr.end(),
                 Flow::EndHost => {
-                    let scope: &[String] = if run_once { hosts } else { std::slice::from_ref(host) };
+                    let scope: &[String] = if run_once {
+                        hosts
+                    } else {
+                        std::slice::from_ref(host)
+                    };
                     for h in scope {
                         self.with_state(h, |s| s.ended = true);
                     }
@@ -277,7 +279,11 @@ impl Executor {
     /// `run_once`: the one result counts for every host of the batch.
     fn share_run_once(&self, others: &[String], task: &Task, kw: &Keywords, first: &HostOutcome) {
         let facts = match task.module_name() {
-            Some("set_fact") => first.result.get("ansible_facts").and_then(Value::as_object).cloned(),
+            Some("set_fact") => first
+                .result
+                .get("ansible_facts")
+                .and_then(Value::as_object)
+                .cloned(),
             _ => None,
         };
         for h in others {

@@ -67,12 +67,15 @@ fn suggest(s: &Option<String>) -> String {
 }
 
 /// The closest candidate to `word` by edit distance, when it is close enough to be a typo.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     let word_l = word.to_lowercase();
     candidates
         .into_iter()
         .map(|c| (distance(&word_l, &c.to_lowercase()), c))
-        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
+        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(2))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c.to_string())
 }
@@ -98,8 +101,14 @@ mod tests {
 
     #[test]
     fn suggests_close_names_only() {
-        assert_eq!(did_you_mean("debgu", ["debug", "fail"]).as_deref(), Some("debug"));
-        assert_eq!(did_you_mean("regsiter", ["register", "retries"]).as_deref(), Some("register"));
+        assert_eq!(
+            did_you_mean("debgu", ["debug", "fail"]).as_deref(),
+            Some("debug")
+        );
+        assert_eq!(
+            did_you_mean("regsiter", ["register", "retries"]).as_deref(),
+            Some("register")
+        );
         assert_eq!(did_you_mean("zzzzzz", ["debug", "fail"]), None);
     }
 }

@@ -30,7 +30,13 @@ pub fn list_tasks(pb: &Playbook, filter: &TagFilter) -> String {
     out
 }
 
-fn walk(tasks: &[Task], inherited: &[String], role: Option<&str>, filter: &TagFilter, out: &mut String) {
+fn walk(
+    tasks: &[Task],
+    inherited: &[String],
+    role: Option<&str>,
+    filter: &TagFilter,
+    out: &mut String,
+) {
     for t in tasks {
         let mut tags = inherited.to_vec();
         for tag in &t.kw.tags {

@@ -199,7 +199,10 @@ impl Loader {
     /// Folders a role named `name` may be in, in search order.
     pub(crate) fn role_candidates(&self, name: &str, from_dir: &Path) -> Vec<PathBuf> {
         let base = self.base_dir();
-        let mut c = vec![from_dir.join("roles").join(name), base.join("roles").join(name)];
+        let mut c = vec![
+            from_dir.join("roles").join(name),
+            base.join("roles").join(name),
+        ];
         for p in &self.opts.roles_path {
             c.push(p.join(name));
         }

@@ -7,7 +7,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::role::role_entry;
-use super::task::{TaskCtx, invalid, loc, parse_bool, parse_keywords, parse_tasks, scalar_string, var_map};
+use super::task::{
+    TaskCtx, invalid, loc, parse_bool, parse_keywords, parse_tasks, scalar_string, var_map,
+};
 use super::yaml::Node;
 use super::{LoadError, Loader, Play, Serial, Strategy, did_you_mean};
 
@@ -57,8 +59,17 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         }
         if matches!(
             k,
-            "become" | "become_user" | "become_method" | "tags" | "environment" | "no_log"
-                | "check_mode" | "diff" | "ignore_errors" | "ignore_unreachable" | "timeout"
+            "become"
+                | "become_user"
+                | "become_method"
+                | "tags"
+                | "environment"
+                | "no_log"
+                | "check_mode"
+                | "diff"
+                | "ignore_errors"
+                | "ignore_unreachable"
+                | "timeout"
         ) {
             inherit.push((k, v));
         }
@@ -144,7 +155,11 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         Some(n) => Some(
             n.value
                 .as_f64()
-                .or_else(|| n.value.as_str().and_then(|s| s.trim_end_matches('%').parse().ok()))
+                .or_else(|| {
+                    n.value
+                        .as_str()
+                        .and_then(|s| s.trim_end_matches('%').parse().ok())
+                })
                 .ok_or_else(|| invalid(&n, "`max_fail_percentage` expects a number"))?,
         ),
         None => None,

@@ -13,10 +13,14 @@ use crate::vars::VarMap;
 
 /// `main.yml`, `main.yaml` or `main` in `dir`.
 fn main_file(dir: &Path, stem: &str) -> Option<PathBuf> {
-    [format!("{stem}.yml"), format!("{stem}.yaml"), stem.to_string()]
-        .into_iter()
-        .map(|f| dir.join(f))
-        .find(|p| p.is_file())
+    [
+        format!("{stem}.yml"),
+        format!("{stem}.yaml"),
+        stem.to_string(),
+    ]
+    .into_iter()
+    .map(|f| dir.join(f))
+    .find(|p| p.is_file())
 }
 
 impl Loader {
@@ -84,7 +88,8 @@ impl Loader {
             if let Some(deps) = doc.root().get("dependencies") {
                 for dep in deps.items() {
                     let (dname, dparams, kw) = role_entry(&dep)?;
-                    let mut t = self.role_block(&sub, &dname, dparams, None, &super::task::loc(&dep))?;
+                    let mut t =
+                        self.role_block(&sub, &dname, dparams, None, &super::task::loc(&dep))?;
                     t.kw = kw;
                     block.push(t);
                 }
@@ -93,11 +98,13 @@ impl Loader {
         let tasks_file = match tasks_from {
             Some(f) => {
                 let stem = f.trim_end_matches(".yml").trim_end_matches(".yaml");
-                Some(main_file(&path.join("tasks"), stem).ok_or_else(|| LoadError::Invalid {
-                    file: at.file.to_path_buf(),
-                    line: at.line,
-                    detail: format!("role `{name}` has no tasks file `{f}`"),
-                })?)
+                Some(
+                    main_file(&path.join("tasks"), stem).ok_or_else(|| LoadError::Invalid {
+                        file: at.file.to_path_buf(),
+                        line: at.line,
+                        detail: format!("role `{name}` has no tasks file `{f}`"),
+                    })?,
+                )
             }
             None => main_file(&path.join("tasks"), "main"),
         };
@@ -116,7 +123,9 @@ impl Loader {
                 loader: self,
             };
             let handlers = parse_tasks(&hctx, Some(doc.root()))?;
-            ctx.handlers.borrow_mut().extend(wrap_handlers(handlers, &role));
+            ctx.handlers
+                .borrow_mut()
+                .extend(wrap_handlers(handlers, &role));
         }
         ctx.handlers.borrow_mut().extend(sub.handlers.into_inner());
         Ok(Task {
@@ -146,7 +155,9 @@ fn wrap_handlers(handlers: Vec<Task>, role: &Arc<RoleCtx>) -> Vec<Task> {
 
 /// A `roles:` or `dependencies:` entry: `name` or `{role: name, when: .., tags: .., k: v}`.
 /// Keys that are not keywords are role parameters, as in Ansible.
-pub(crate) fn role_entry(n: &super::yaml::Node<'_>) -> Result<(String, VarMap, Keywords), LoadError> {
+pub(crate) fn role_entry(
+    n: &super::yaml::Node<'_>,
+) -> Result<(String, VarMap, Keywords), LoadError> {
     match n.value {
         Value::String(s) => Ok((s.clone(), VarMap::new(), Keywords::default())),
         Value::Object(_) => {

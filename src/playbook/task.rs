@@ -108,7 +108,12 @@ pub fn resolve_action(name: &str) -> Option<String> {
 fn all_action_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = crate::modules::names().collect();
     v.extend(crate::exec::actions::ACTIONS);
-    v.extend(["include_tasks", "import_tasks", "include_role", "import_role"]);
+    v.extend([
+        "include_tasks",
+        "import_tasks",
+        "include_role",
+        "import_role",
+    ]);
     v
 }
 
@@ -257,7 +262,8 @@ fn finish_module(
 ) -> Result<Task, LoadError> {
     match short.as_str() {
         "import_tasks" => {
-            let file = raw_param(&args, "file").ok_or_else(|| invalid(val, "import_tasks needs a file name"))?;
+            let file = raw_param(&args, "file")
+                .ok_or_else(|| invalid(val, "import_tasks needs a file name"))?;
             if file.contains("{{") {
                 return Err(invalid(
                     val,
@@ -290,7 +296,9 @@ fn finish_module(
                 .and_then(Value::as_str)
                 .ok_or_else(|| invalid(val, "import_role needs `name`"))?;
             let tasks_from = args.get("tasks_from").and_then(Value::as_str);
-            let mut wrapper = ctx.loader.role_block(ctx, rname, VarMap::new(), tasks_from, &task_loc)?;
+            let mut wrapper =
+                ctx.loader
+                    .role_block(ctx, rname, VarMap::new(), tasks_from, &task_loc)?;
             wrapper.name = name;
             wrapper.kw = kw;
             Ok(wrapper)
@@ -333,11 +341,13 @@ fn finish_module(
                     detail: e.to_string(),
                 });
             }
-            crate::exec::actions::validate(&short, &args).map_err(|detail| LoadError::ModuleArgs {
-                file: task_loc.file.to_path_buf(),
-                line: task_loc.line,
-                module: short.clone(),
-                detail,
+            crate::exec::actions::validate(&short, &args).map_err(|detail| {
+                LoadError::ModuleArgs {
+                    file: task_loc.file.to_path_buf(),
+                    line: task_loc.line,
+                    module: short.clone(),
+                    detail,
+                }
             })?;
             Ok(Task {
                 name,
@@ -423,8 +433,10 @@ fn build_args(
                 for tok in split_kv(s) {
                     match tok.split_once('=') {
                         Some((k, v))
-                            if matches!(module, "command" | "shell" | "win_shell" | "win_command")
-                                && COMMAND_OPTIONS.contains(&k) =>
+                            if matches!(
+                                module,
+                                "command" | "shell" | "win_shell" | "win_command"
+                            ) && COMMAND_OPTIONS.contains(&k) =>
                         {
                             out.insert(k.to_string(), Value::String(unquote(v)));
                         }
@@ -446,7 +458,12 @@ fn build_args(
         Value::Bool(_) | Value::Number(_) => {
             out.insert("_raw_params".into(), value.clone());
         }
-        Value::Array(_) => return Err(invalid(at, format!("arguments of `{module}` cannot be a list"))),
+        Value::Array(_) => {
+            return Err(invalid(
+                at,
+                format!("arguments of `{module}` cannot be a list"),
+            ));
+        }
     }
     if let Some(a) = args_kw {
         match a.value {
@@ -518,13 +535,18 @@ pub fn scalar_string(n: &Node<'_>) -> Result<String, LoadError> {
 pub fn parse_bool(n: &Node<'_>, key: &str) -> Result<bool, LoadError> {
     match n.value {
         Value::Bool(b) => Ok(*b),
-        Value::Number(x) if x.as_i64() == Some(0) || x.as_i64() == Some(1) => Ok(x.as_i64() == Some(1)),
+        Value::Number(x) if x.as_i64() == Some(0) || x.as_i64() == Some(1) => {
+            Ok(x.as_i64() == Some(1))
+        }
         Value::String(s) => match s.to_lowercase().as_str() {
             "yes" | "true" | "on" | "y" | "1" => Ok(true),
             "no" | "false" | "off" | "n" | "0" => Ok(false),
             _ => Err(invalid(n, format!("`{key}` expects a boolean, got `{s}`"))),
         },
-        other => Err(invalid(n, format!("`{key}` expects a boolean, got `{other}`"))),
+        other => Err(invalid(
+            n,
+            format!("`{key}` expects a boolean, got `{other}`"),
+        )),
     }
 }
 
@@ -564,7 +586,11 @@ fn string_list(n: &Node<'_>) -> Result<Vec<String>, LoadError> {
                 _ => Err(invalid(n, "expected a list of strings")),
             })
             .collect(),
-        Value::String(s) => Ok(s.split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect()),
+        Value::String(s) => Ok(s
+            .split(',')
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect()),
         Value::Number(x) => Ok(vec![x.to_string()]),
         Value::Null => Ok(Vec::new()),
         _ => Err(invalid(n, "expected a string or a list of strings")),
@@ -580,10 +606,12 @@ pub fn var_map(n: &Node<'_>) -> Result<VarMap, LoadError> {
 }
 
 /// Parse keyword entries (already known to be keywords) into `Keywords`.
-pub fn parse_keywords(entries: &[(&str, Node<'_>)], what: &'static str) -> Result<Keywords, LoadError> {
+pub fn parse_keywords(
+    entries: &[(&str, Node<'_>)],
+    what: &'static str,
+) -> Result<Keywords, LoadError> {
     let mut kw = Keywords::default();
     for (key, n) in entries {
-        let n = n;
         match *key {
             "name" | "args" | "action" | "local_action" | "collections" | "throttle" => {}
             "when" => kw.when = conditions(n)?,
@@ -633,7 +661,10 @@ pub fn parse_keywords(entries: &[(&str, Node<'_>)], what: &'static str) -> Resul
             "become_method" => {
                 let m = scalar_string(n)?;
                 if m != "sudo" {
-                    return Err(invalid(n, format!("`become_method` `{m}` is not supported (only `sudo`)")));
+                    return Err(invalid(
+                        n,
+                        format!("`become_method` `{m}` is not supported (only `sudo`)"),
+                    ));
                 }
             }
             "environment" => kw.environment = Some(n.value.clone()),
@@ -642,7 +673,11 @@ pub fn parse_keywords(entries: &[(&str, Node<'_>)], what: &'static str) -> Resul
             "check_mode" => kw.check_mode = Some(parse_bool(n, key)?),
             "diff" => kw.diff = Some(parse_bool(n, key)?),
             "timeout" => {
-                kw.timeout = Some(n.value.as_u64().ok_or_else(|| invalid(n, "`timeout` expects seconds"))?)
+                kw.timeout = Some(
+                    n.value
+                        .as_u64()
+                        .ok_or_else(|| invalid(n, "`timeout` expects seconds"))?,
+                )
             }
             "any_errors_fatal" => kw.any_errors_fatal = Some(parse_bool(n, key)?),
             other => {
@@ -675,7 +710,10 @@ fn loop_control(n: &Node<'_>) -> Result<LoopControl, LoadError> {
                     line: v.line(),
                     what: "loop_control",
                     key: other.to_string(),
-                    suggestion: did_you_mean(other, ["loop_var", "index_var", "label", "pause", "extended"]),
+                    suggestion: did_you_mean(
+                        other,
+                        ["loop_var", "index_var", "label", "pause", "extended"],
+                    ),
                 });
             }
         }

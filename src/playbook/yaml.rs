@@ -51,8 +51,8 @@ impl<'a> Node<'a> {
     /// The value under `key` of a mapping.
     pub fn get(&self, key: &str) -> Option<Node<'a>> {
         let map = self.value.as_object()?;
-        let idx = map.get_index_of(key)?;
-        Some(self.child(idx, &map[idx]))
+        let idx = map.keys().position(|k| k == key)?;
+        Some(self.child(idx, map.get(key)?))
     }
 
     /// Key/value pairs of a mapping, in file order.
@@ -123,7 +123,7 @@ impl Doc {
                 line: e.location().map(|l| l.line()).unwrap_or(0),
                 detail: e.to_string(),
             })?;
-        let value = to_json(yaml, path)?;
+        let value = to_json(yaml);
         let mut rec = Recorder::default();
         let mut parser = Parser::new_from_str(text);
         // serde_yaml accepted the text; if the marker parser still disagrees, lines degrade to 0.
@@ -136,9 +136,9 @@ impl Doc {
 }
 
 /// Convert a YAML value to JSON (mapping keys become strings; tags are dropped).
-pub fn to_json(v: serde_yaml::Value, path: &Path) -> Result<Value, LoadError> {
+pub fn to_json(v: serde_yaml::Value) -> Value {
     use serde_yaml::Value as Y;
-    Ok(match v {
+    match v {
         Y::Null => Value::Null,
         Y::Bool(b) => Value::Bool(b),
         Y::Number(n) => {
@@ -153,12 +153,7 @@ pub fn to_json(v: serde_yaml::Value, path: &Path) -> Result<Value, LoadError> {
             }
         }
         Y::String(s) => Value::String(s),
-        Y::Sequence(items) => Value::Array(
-            items
-                .into_iter()
-                .map(|i| to_json(i, path))
-                .collect::<Result<_, _>>()?,
-        ),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(to_json).collect()),
         Y::Mapping(map) => {
             let mut out = serde_json::Map::new();
             for (k, v) in map {
@@ -167,14 +162,14 @@ pub fn to_json(v: serde_yaml::Value, path: &Path) -> Result<Value, LoadError> {
                     Y::Bool(b) => b.to_string(),
                     Y::Number(n) => n.to_string(),
                     Y::Null => "null".to_string(),
-                    other => serde_json::to_string(&to_json(other, path)?).unwrap_or_default(),
+                    other => to_json(other).to_string(),
                 };
-                out.insert(key, to_json(v, path)?);
+                out.insert(key, to_json(v));
             }
             Value::Object(out)
         }
-        Y::Tagged(t) => to_json(t.value, path)?,
-    })
+        Y::Tagged(t) => to_json(t.value),
+    }
 }
 
 /// Builds the position tree from marked parser events.
@@ -254,6 +249,9 @@ mod tests {
     #[test]
     fn syntax_error_has_line() {
         let err = Doc::parse(Path::new("p.yml"), "- a: 1\n  b: [\n").unwrap_err();
-        assert!(matches!(err, LoadError::Syntax { line, .. } if line >= 2), "{err}");
+        assert!(
+            matches!(err, LoadError::Syntax { line, .. } if line >= 2),
+            "{err}"
+        );
     }
 }

@@ -138,11 +138,7 @@ async fn run(
     if let Some(mut w) = json.take() {
         let _ = w.flush();
     }
-    let summary = format!(
-        "\n{}\n{}",
-        stats.recap(),
-        stats.timing_summary(20)
-    );
+    let summary = format!("\n{}\n{}", stats.recap(), stats.timing_summary(20));
     print!("{}", redactor.apply(&summary));
     if let Some(path) = &opts.junit {
         let xml = redactor.apply(&junit.render());

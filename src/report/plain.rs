@@ -29,12 +29,12 @@ impl Plain {
                 self.last_task = None;
                 let _ = writeln!(out, "\nPLAY [{name}]");
             }
-            Event::TaskStart { id, name, handler, .. } => {
-                if self.last_task != Some(*id) {
-                    self.last_task = Some(*id);
-                    let kind = if *handler { "RUNNING HANDLER" } else { "TASK" };
-                    let _ = writeln!(out, "\n{kind} [{name}]");
-                }
+            Event::TaskStart {
+                id, name, handler, ..
+            } if self.last_task != Some(*id) => {
+                self.last_task = Some(*id);
+                let kind = if *handler { "RUNNING HANDLER" } else { "TASK" };
+                let _ = writeln!(out, "\n{kind} [{name}]");
             }
             Event::Retry {
                 host,
@@ -158,7 +158,11 @@ impl Plain {
         let mut s = head + &tail;
         if self.verbose > 0 && status != Status::Skipped {
             for key in ["stdout", "stderr"] {
-                if let Some(t) = result.get(key).and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                if let Some(t) = result
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
                     for l in t.lines() {
                         let _ = write!(s, "\n    {key}| {l}");
                     }

@@ -68,7 +68,13 @@ impl RunStats {
     /// The PLAY RECAP table, hosts in the order they first appeared.
     pub fn recap(&self) -> String {
         let mut out = String::from("PLAY RECAP\n");
-        let width = self.hosts.keys().map(String::len).max().unwrap_or(0).max(20);
+        let width = self
+            .hosts
+            .keys()
+            .map(String::len)
+            .max()
+            .unwrap_or(0)
+            .max(20);
         for (host, s) in &self.hosts {
             let _ = writeln!(
                 out,
@@ -81,8 +87,12 @@ impl RunStats {
 
     /// The slowest tasks first (ties in run order), at most `limit`.
     pub fn timing_summary(&self, limit: usize) -> String {
-        let mut rows: Vec<(usize, &String, &Duration)> =
-            self.timings.iter().enumerate().map(|(i, (k, v))| (i, k, v)).collect();
+        let mut rows: Vec<(usize, &String, &Duration)> = self
+            .timings
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| (i, k, v))
+            .collect();
         rows.sort_by(|a, b| b.2.cmp(a.2).then(a.0.cmp(&b.0)));
         let mut out = String::from("TASK TIMING\n");
         let width = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).min(70);
