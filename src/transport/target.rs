@@ -93,6 +93,8 @@ pub struct HostTarget {
     pub ssh_config_file: Option<PathBuf>,
     /// Passphrase for encrypted private key files (e.g. from `KINIT_SSH_KEY_PASSPHRASE`).
     pub key_passphrase: Option<Secret>,
+    /// ssh-agent socket (`None`: `$SSH_AUTH_SOCK`).
+    pub ssh_agent_socket: Option<PathBuf>,
     /// Run commands through one long-lived remote `/bin/sh` per host (one round trip per
     /// command) instead of a new exec channel each (two round trips).
     pub persistent_shell: bool,
@@ -119,6 +121,7 @@ impl HostTarget {
             key_passphrase: std::env::var("KINIT_SSH_KEY_PASSPHRASE")
                 .ok()
                 .map(Secret::new),
+            ssh_agent_socket: None,
             persistent_shell: true,
         }
     }

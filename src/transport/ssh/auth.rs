@@ -21,6 +21,8 @@ pub(super) struct Credentials<'a> {
     pub key_files: &'a [PathBuf],
     pub password: Option<&'a Secret>,
     pub passphrase: Option<&'a Secret>,
+    /// The agent's socket, if any.
+    pub agent: Option<&'a Path>,
 }
 
 pub(super) async fn authenticate(
@@ -35,8 +37,8 @@ pub(super) async fn authenticate(
         what: "authentication".into(),
         detail: e.to_string(),
     };
-    let mut agent = match std::env::var_os("SSH_AUTH_SOCK") {
-        Some(_) => AgentClient::connect_env().await.ok(),
+    let mut agent = match creds.agent {
+        Some(sock) => AgentClient::connect_uds(sock).await.ok(),
         None => None,
     };
     let agent_keys: Vec<PublicKey> = match agent.as_mut() {

@@ -1,5 +1,5 @@
 //! One command on a new exec channel: open, exec, send stdin, collect stdout/stderr and the
-//! exit status. Two round trips per command (open, then exec through close).
+//! exit status. Two round trips per command (open, then exec through exit).
 
 use russh::ChannelMsg;
 use tokio::sync::Semaphore;
@@ -20,16 +20,22 @@ pub(super) async fn run(
             .channel_open_session()
             .await
             .map_err(|e| lost(host, "opening a channel", e))?;
-        ch.exec(false, quote::sh_wrap(req))
-            .await
-            .map_err(|e| lost(host, "starting a command", e))?;
         let input = stdin_bytes(req);
-        if !input.is_empty() {
+        if input.is_empty() {
+            // stdin from /dev/null instead of a separate EOF message: one packet less, and
+            // the same semantics as the persistent shell.
+            ch.exec(false, format!("{{ {}\n}} </dev/null", quote::sh_wrap(req)))
+                .await
+                .map_err(|e| lost(host, "starting a command", e))?;
+        } else {
+            ch.exec(false, quote::sh_wrap(req))
+                .await
+                .map_err(|e| lost(host, "starting a command", e))?;
             ch.data(&input[..])
                 .await
                 .map_err(|e| lost(host, "sending stdin", e))?;
+            ch.eof().await.map_err(|e| lost(host, "sending stdin", e))?;
         }
-        ch.eof().await.map_err(|e| lost(host, "sending stdin", e))?;
         collect(host, &mut ch).await
     };
     match req.timeout {

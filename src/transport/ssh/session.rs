@@ -13,7 +13,7 @@ use russh::keys::PublicKeyOrCertificate;
 use super::auth::{self, Credentials};
 use super::config::SshConfig;
 use super::known_hosts::{KnownHosts, Verdict};
-use super::stream::coalesce;
+use super::stream::{QuickAck, coalesce};
 use crate::transport::{HostTarget, TransportError};
 
 /// The russh handler: checks the server's host key; remembers why a key was refused so the
@@ -171,6 +171,10 @@ pub(crate) async fn connect(target: &HostTarget) -> Result<Connected, TransportE
         target.known_hosts_file.as_deref(),
     ));
     let config = russh_config();
+    let agent_socket = target
+        .ssh_agent_socket
+        .clone()
+        .or_else(|| std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from));
     let mut jumps: Vec<Handle<Client>> = Vec::new();
     for (i, hop) in hops.iter().enumerate() {
         let is_target = i + 1 == hops.len();
@@ -216,6 +220,7 @@ pub(crate) async fn connect(target: &HostTarget) -> Result<Connected, TransportE
                 None
             },
             passphrase: target.key_passphrase.as_ref(),
+            agent: agent_socket.as_deref(),
         };
         let name = if is_target {
             target.name.clone()
@@ -254,7 +259,7 @@ async fn try_hop(
                     .await
                     .map_err(|e| AttemptError::Retry(Box::new(e)))?;
                 let _ = tcp.set_nodelay(true);
-                client::connect_stream(config.clone(), tcp, handler).await
+                client::connect_stream(config.clone(), QuickAck::new(tcp), handler).await
             }
             Some(jump) => {
                 let ch = jump

@@ -2,3 +2,7 @@
 //! checking, ssh config, scale and faults.
 
 mod basics;
+mod jump;
+mod scale;
+mod speed;
+mod trust;

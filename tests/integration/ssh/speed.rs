@@ -1,0 +1,80 @@
+//! Per-command cost over SSH: persistent shell vs exec channel, direct vs through a jump
+//! host, and round trips per command on a slow link.
+//!
+//! `ms_per_command` only prints numbers (timing is a benchmark's job, not a test's):
+//! `cargo test --release --test integration ms_per_command -- --ignored --nocapture`.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use kinit::transport::ExecRequest;
+use kinit::transport::ssh::SshConnection;
+
+use crate::fixtures::delay_proxy::DelayProxy;
+use crate::fixtures::sshd::SshLab;
+
+async fn per_command(c: &SshConnection, n: u32, shell: bool) -> Duration {
+    let req = ExecRequest::new("true");
+    let start = Instant::now();
+    for _ in 0..n {
+        let out = if shell {
+            c.exec(&req).await
+        } else {
+            c.exec_channel(&req).await
+        }
+        .unwrap();
+        assert_eq!(out.rc, 0);
+    }
+    start.elapsed() / n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "prints timings; run with --ignored --nocapture"]
+async fn ms_per_command() {
+    let lab = SshLab::jump_topology(1);
+    let direct = SshConnection::connect(&lab.target(0)).await.unwrap();
+    let jumped = SshConnection::connect(&lab.guest_target(0)).await.unwrap();
+    for (name, c) in [("direct", &direct), ("jump", &jumped)] {
+        per_command(c, 20, true).await; // warm up: shells started
+        let shell = per_command(c, 300, true).await;
+        let chan = per_command(c, 300, false).await;
+        eprintln!(
+            "{name}: persistent shell {:.3} ms/cmd, exec channel {:.3} ms/cmd",
+            shell.as_secs_f64() * 1e3,
+            chan.as_secs_f64() * 1e3
+        );
+    }
+}
+
+/// With 40 ms added per round trip, a trivial command through the persistent shell costs
+/// one round trip (the bound is 1.5), and an exec channel two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_link_round_trips_per_command() {
+    let lab = SshLab::new(1);
+    let upstream: SocketAddr = format!("{}:{}", lab.hosts[0].address, lab.hosts[0].port)
+        .parse()
+        .unwrap();
+    let rtt = Duration::from_millis(40);
+    let proxy = DelayProxy::start(upstream, rtt / 2).await;
+    let mut t = lab.target(0);
+    // The proxy is a different address; the host key is still the host's.
+    t.address = proxy.addr.ip().to_string();
+    t.port = Some(proxy.addr.port());
+    t.host_key_checking = kinit::cli::HostKeyChecking::Off;
+    let c = SshConnection::connect(&t).await.unwrap();
+    per_command(&c, 2, true).await;
+    let n = 10;
+    let shell = per_command(&c, n, true).await.as_secs_f64() / rtt.as_secs_f64();
+    let chan = per_command(&c, n, false).await.as_secs_f64() / rtt.as_secs_f64();
+    eprintln!("round trips per command: persistent shell {shell:.2}, exec channel {chan:.2}");
+    assert!(
+        shell <= 1.5,
+        "persistent shell: {shell:.2} round trips per command"
+    );
+    assert!(shell >= 0.9, "the proxy did not delay: {shell:.2}");
+    assert!(
+        chan >= 1.5,
+        "exec channels should need two round trips, measured {chan:.2}"
+    );
+    c.close().await;
+}
