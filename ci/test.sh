@@ -13,6 +13,7 @@ APT_PACKAGES=(
   iproute2                        # network namespaces for per-host addresses
   libvirt-dev libvirt-clients pkg-config   # the virt crate and libvirt's test driver
   python3-venv                    # ansible-core and pywinrm for differential tests
+  curl zip unzip xz-utils         # get_url/uri/unarchive module tests (HTTP client, archives)
 )
 
 need_install=0

@@ -78,6 +78,16 @@ pub struct Before {
 
 /// Probe `dest` (following links, as writes do); with `read` also fetch its bytes.
 pub async fn probe(ctx: &ModuleCtx<'_>, dest: &str, read: bool) -> Result<Before, ModuleError> {
+    probe_with(ctx, "", dest, read).await.map(|(b, _)| b)
+}
+
+/// [`probe`], running `first` (sh text) in the same command; its output is returned too.
+pub async fn probe_with(
+    ctx: &ModuleCtx<'_>,
+    first: &str,
+    dest: &str,
+    read: bool,
+) -> Result<(Before, String), ModuleError> {
     let script = if read {
         posix::read_script(dest)
     } else {
@@ -87,7 +97,8 @@ pub async fn probe(ctx: &ModuleCtx<'_>, dest: &str, read: bool) -> Result<Before
             checksum: Some(posix::Algo::Sha256),
         }])
     };
-    let out = ctx.run(script).await?;
+    let out = ctx.run(format!("{first}\n{script}")).await?;
+    let pre = String::from_utf8_lossy(posix::before_probe(&out.stdout)).into_owned();
     let (ids, mut stats, rest) =
         posix::parse_probe(&out.stdout, 1).ok_or_else(|| ModuleError::Failed {
             msg: format!(
@@ -97,7 +108,7 @@ pub async fn probe(ctx: &ModuleCtx<'_>, dest: &str, read: bool) -> Result<Before
         })?;
     let stat = stats.remove(0);
     let content = (read && stat.kind == Kind::File).then_some(rest);
-    Ok(Before { ids, stat, content })
+    Ok((Before { ids, stat, content }, pre))
 }
 
 /// How to write.

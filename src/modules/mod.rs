@@ -13,6 +13,7 @@
 
 pub mod args;
 pub mod filewrite;
+pub mod http;
 pub mod mode;
 pub mod posix;
 pub mod pwsh;
@@ -23,14 +24,21 @@ pub mod command;
 pub mod copy;
 pub mod fetch;
 pub mod file;
+pub mod get_url;
 pub mod lineinfile;
+pub mod modprobe;
 pub mod ping;
 pub mod raw;
 pub mod script;
+pub mod setup;
 pub mod shell;
 pub mod slurp;
 pub mod stat;
+pub mod sysctl;
 pub mod template;
+pub mod unarchive;
+pub mod uri;
+pub mod wait_for;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -247,14 +255,21 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("copy", &copy::Copy),
     ("fetch", &fetch::Fetch),
     ("file", &file::File),
+    ("get_url", &get_url::GetUrl),
     ("lineinfile", &lineinfile::LineInFile),
+    ("modprobe", &modprobe::Modprobe),
     ("ping", &ping::Ping),
     ("raw", &raw::Raw),
     ("script", &script::Script),
+    ("setup", &setup::Setup),
     ("shell", &shell::Shell),
     ("slurp", &slurp::Slurp),
     ("stat", &stat::Stat),
+    ("sysctl", &sysctl::Sysctl),
     ("template", &template::Template),
+    ("unarchive", &unarchive::Unarchive),
+    ("uri", &uri::Uri),
+    ("wait_for", &wait_for::WaitFor),
 ];
 
 /// Collection prefixes accepted in front of a short name (`ansible.builtin.copy`).

@@ -41,7 +41,8 @@ pub enum Algo {
 }
 
 impl Algo {
-    fn tool(self) -> &'static str {
+    /// The name of the coreutils program (`sha256` for `sha256sum`).
+    pub fn tool(self) -> &'static str {
         match self {
             Algo::Md5 => "md5",
             Algo::Sha1 => "sha1",
@@ -125,8 +126,11 @@ pub struct Ids {
 
 /// Parse a probe's output: the user's ids, the stat records in request order, and whatever
 /// bytes follow the last record (file content from [`read_script`]).
+///
+/// Lines a module printed before the probe (its own extra facts) are skipped; read them with
+/// [`before_probe`].
 pub fn parse_probe(out: &[u8], records: usize) -> Option<(Ids, Vec<RemoteStat>, Vec<u8>)> {
-    let mut rest = out;
+    let mut rest = &out[before_probe(out).len()..];
     let mut next_line = || -> Option<String> {
         let end = rest.iter().position(|b| *b == b'\n')?;
         let line = String::from_utf8_lossy(&rest[..end]).into_owned();
@@ -144,6 +148,12 @@ pub fn parse_probe(out: &[u8], records: usize) -> Option<(Ids, Vec<RemoteStat>, 
         stats.push(parse_record(&next_line()?)?);
     }
     Some((ids, stats, rest.to_vec()))
+}
+
+/// The bytes printed before the probe's first line.
+pub fn before_probe(out: &[u8]) -> &[u8] {
+    let start = out.windows(9).position(|w| w == b"kinit-id|").unwrap_or(0);
+    &out[..start]
 }
 
 fn parse_record(line: &str) -> Option<RemoteStat> {

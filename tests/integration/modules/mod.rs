@@ -201,6 +201,13 @@ pub async fn suite(conn: &Connection) {
         files::blockinfile,
         files::stat_slurp_fetch,
         files::unknown_argument_is_explained,
+        net::get_url,
+        net::uri,
+        net::wait_for,
+        net::unarchive,
+        system::setup,
+        system::sysctl,
+        system::modprobe,
     );
 }
 
@@ -248,5 +255,12 @@ mod local {
         files::blockinfile,
         files::stat_slurp_fetch,
         files::unknown_argument_is_explained,
+        net::get_url,
+        net::uri,
+        net::wait_for,
+        net::unarchive,
+        system::setup,
+        system::sysctl,
+        system::modprobe,
     );
 }

@@ -1,0 +1,237 @@
+//! `get_url`: download a URL *on the host* (curl, else python3) to a path, verified against a
+//! checksum when one is given.
+//!
+//! One probe (destination stat + checksum, which HTTP client the host has); when a download is
+//! needed, one command downloads to a temporary sibling, verifies the checksum, and either
+//! drops it (same bytes as the existing file) or renames it into place; one more command fixes
+//! owner/mode only when needed.
+
+use serde::Deserialize;
+
+use crate::transport::quote::sh;
+
+use super::args::{boolish, opt_u64ish};
+use super::command::yes;
+use super::copy::join;
+use super::http::{self, Request, Tool};
+use super::mode::{Mode, opt_mode};
+use super::posix::{self, Algo, Attrs, Kind, StatReq};
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+
+typed_module!(GetUrl, "get_url", Params, run);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// What to download (http, https, ftp as the host's client supports).
+    url: String,
+    /// Where to put it on the host; a directory receives the URL's file name.
+    dest: String,
+    /// `<algorithm>:<hex>` (`sha256:abc...`); verified after download, and an existing
+    /// file with this checksum is not downloaded again.
+    checksum: Option<String>,
+    /// Download even when `dest` exists (default no: an existing file is kept unless its
+    /// checksum differs from `checksum`).
+    #[serde(default, deserialize_with = "boolish")]
+    force: bool,
+    /// Permissions of the file.
+    #[serde(default, deserialize_with = "opt_mode")]
+    mode: Option<Mode>,
+    /// Owner (name or uid).
+    owner: Option<String>,
+    /// Group (name or gid).
+    group: Option<String>,
+    /// Seconds before the request is abandoned (default 10).
+    #[serde(default, deserialize_with = "opt_u64ish")]
+    timeout: Option<u64>,
+    /// Extra request headers.
+    #[serde(default)]
+    headers: indexmap::IndexMap<String, String>,
+    /// Check the server's TLS certificate (default yes).
+    #[serde(default = "yes", deserialize_with = "boolish")]
+    validate_certs: bool,
+    /// User for HTTP basic authentication.
+    url_username: Option<String>,
+    /// Password for HTTP basic authentication.
+    url_password: Option<String>,
+    /// Accepted for compatibility: credentials are always sent with the first request.
+    #[serde(default, deserialize_with = "boolish")]
+    force_basic_auth: bool,
+}
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    let _ = p.force_basic_auth;
+    let want = match &p.checksum {
+        Some(c) => Some(parse_checksum(c)?),
+        None => None,
+    };
+    let algo = want.as_ref().map_or(Algo::Sha256, |w| w.0);
+    let name = url_file_name(&p.url);
+    let inner = join(&p.dest, &name);
+    let reqs = [
+        StatReq {
+            path: &p.dest,
+            follow: true,
+            checksum: Some(algo),
+        },
+        StatReq {
+            path: &inner,
+            follow: true,
+            checksum: Some(algo),
+        },
+    ];
+    let probe = format!("{}{}", posix::stat_script(&reqs), http::DETECT);
+    let out = ctx.run(probe).await?;
+    let (_, mut stats, rest) =
+        posix::parse_probe(&out.stdout, 2).ok_or_else(|| ModuleError::Failed {
+            msg: format!("cannot inspect `{}`: {}", p.dest, out.stderr_str().trim()),
+        })?;
+    let tool = http::tool_in(&String::from_utf8_lossy(&rest));
+    let (dest, stat) = if stats[0].kind == Kind::Directory {
+        (inner, stats.pop().expect("two records"))
+    } else {
+        (p.dest.clone(), stats.swap_remove(0))
+    };
+    let attrs = Attrs {
+        mode: p.mode,
+        owner: p.owner,
+        group: p.group,
+    };
+    let matches = match &want {
+        Some((_, hex)) => stat.checksum.as_deref() == Some(hex.as_str()),
+        None => true,
+    };
+    let download = !stat.exists() || p.force || !matches;
+    let mut r = ModuleResult::ok()
+        .with("dest", dest.as_str())
+        .with("url", p.url.as_str());
+    if !download {
+        let fix = attrs.fix_script(&dest, &stat, false);
+        r.changed = !fix.is_empty();
+        r.msg = Some("file already exists".into());
+        if r.changed && !ctx.check_mode {
+            let o = ctx.run(fix).await?;
+            if !o.success() {
+                return Ok(ModuleResult::failed(o.stderr_str().trim().to_string()));
+            }
+        }
+        return Ok(r);
+    }
+    if ctx.check_mode {
+        r.changed = true;
+        return Ok(r);
+    }
+    if tool == Tool::None {
+        return Ok(ModuleResult::failed(
+            "the host has neither curl nor python3 to download with",
+        ));
+    }
+    let tmp = format!("{dest}.kinit-dl");
+    let req = Request {
+        url: p.url.clone(),
+        method: "GET".into(),
+        headers: p.headers.into_iter().collect(),
+        body: None,
+        timeout_secs: p.timeout.unwrap_or(10),
+        validate_certs: p.validate_certs,
+        follow_redirects: true,
+        user: p.url_username,
+        password: p.url_password,
+        out_file: Some(tmp.clone()),
+    };
+    let (fetch, stdin) = http::script(tool, &req);
+    let sum_tool = format!("{}sum", algo.tool());
+    let verify = format!(
+        "[ -f {t} ] || exit 0\n\
+         s=$({sum_tool} -- {t} | cut -d' ' -f1)\n\
+         if [ -n {w} ] && [ \"$s\" != {w} ]; then rm -f -- {t}; echo \"kinit-badsum=$s\"; exit 0; fi\n\
+         if [ -f {d} ] && cmp -s -- {t} {d}; then rm -f -- {t}; echo kinit-same; \
+         else mv -f -- {t} {d} && echo kinit-moved; fi\n",
+        t = sh(&tmp),
+        d = sh(&dest),
+        w = sh(want.as_ref().map_or("", |w| w.1.as_str())),
+    );
+    // The download's framing goes first; the verdict lines follow the body (which is empty
+    // here because it went to the file).
+    let out = ctx
+        .run_with_stdin(format!("{fetch}\n{verify}"), Some(stdin))
+        .await?;
+    let text = out.stdout_str();
+    let resp = http::parse(&out.stdout);
+    let status = resp.as_ref().map_or(0, |r| r.status);
+    r = r.with("status_code", status);
+    let ok_status = (200..300).contains(&status);
+    if !ok_status || resp.as_ref().is_none_or(|r| r.tool_rc != 0) {
+        let _ = ctx.run(format!("rm -f -- {}", sh(&tmp))).await;
+        let why = resp
+            .and_then(|r| r.error)
+            .unwrap_or_else(|| out.stderr_str().trim().to_string());
+        return Ok(ModuleResult::failed(format!(
+            "request to `{}` failed (HTTP status {status}){}",
+            p.url,
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(": {why}")
+            }
+        ))
+        .with("status_code", status));
+    }
+    if let Some(got) = text.lines().find_map(|l| l.strip_prefix("kinit-badsum=")) {
+        return Ok(ModuleResult::failed(format!(
+            "the checksum of `{}` is `{got}`, expected `{}`",
+            p.url,
+            want.map(|w| w.1).unwrap_or_default()
+        )));
+    }
+    r.changed = text.contains("kinit-moved");
+    // Bring the (new or unchanged) file to the requested attributes.
+    let now = if r.changed {
+        posix::RemoteStat {
+            kind: Kind::File,
+            mode: 0o10000,
+            uid: u32::MAX,
+            gid: u32::MAX,
+            ..stat
+        }
+    } else {
+        stat
+    };
+    let fix = attrs.fix_script(&dest, &now, false);
+    if !fix.is_empty() {
+        r.changed = true;
+        let o = ctx.run(fix).await?;
+        if !o.success() {
+            return Ok(ModuleResult::failed(o.stderr_str().trim().to_string()));
+        }
+    }
+    Ok(r)
+}
+
+/// `sha256:abc` → (algorithm, lower-case hex).
+fn parse_checksum(c: &str) -> Result<(Algo, String), ModuleError> {
+    let bad = || ModuleError::BadArgs {
+        module: "get_url",
+        detail: format!(
+            "`checksum` `{c}` is not `<algorithm>:<hex>` (md5, sha1, sha224, sha256, sha384, sha512)"
+        ),
+    };
+    let (a, hex) = c.split_once(':').ok_or_else(bad)?;
+    let algo: Algo = serde_json::from_value(serde_json::json!(a)).map_err(|_| bad())?;
+    if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(bad());
+    }
+    Ok((algo, hex.to_ascii_lowercase()))
+}
+
+/// The last path segment of a URL (without query), or `index.html`.
+fn url_file_name(url: &str) -> String {
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    let after_host = path.splitn(4, '/').nth(3).unwrap_or("");
+    after_host
+        .rsplit('/')
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("index.html")
+        .to_string()
+}

@@ -1,0 +1,338 @@
+//! `setup`: gather facts about a POSIX host in one command (no Python needed): OS family and
+//! distribution from `/etc/os-release`, hostname and FQDN, kernel and architecture, CPUs,
+//! memory, interfaces with their IPv4 addresses and the default route, package and service
+//! manager.
+//!
+//! Like Ansible's `setup`, the result holds `ansible_facts` with `ansible_`-prefixed keys
+//! (`ansible_facts.ansible_distribution`); the executor stores them as host facts, reachable
+//! both as `ansible_facts.distribution` and as the `ansible_distribution` variable.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::args::list;
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+
+typed_module!(Setup, "setup", Params, run);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Accepted for compatibility: the one command kinit runs gathers every subset.
+    #[serde(default, deserialize_with = "list")]
+    gather_subset: Vec<String>,
+    /// Only return facts whose name matches one of these globs (`ansible_distribution*`).
+    #[serde(default, deserialize_with = "list")]
+    filter: Vec<String>,
+    /// Accepted for compatibility; kinit's fact gathering has no timeout of its own.
+    #[serde(default, deserialize_with = "super::args::opt_u64ish")]
+    gather_timeout: Option<u64>,
+    /// Accepted for compatibility; kinit has no local fact files.
+    fact_path: Option<String>,
+}
+
+const SCRIPT: &str = r#"LC_ALL=C; export LC_ALL
+echo "hostname=$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
+echo "fqdn=$(hostname -f 2>/dev/null)"
+echo "kernel=$(uname -r)"
+echo "kernel_version=$(uname -v)"
+echo "machine=$(uname -m)"
+echo "system=$(uname -s)"
+echo "nproc=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)"
+echo "user_id=$(id -un)"
+echo "user_uid=$(id -u)"
+echo "user_gid=$(id -g)"
+echo "user_dir=$HOME"
+echo "epoch=$(date +%s)"
+echo "tz=$(date +%Z)"
+[ -d /run/systemd/system ] && echo service_mgr=systemd
+for m in apt-get dnf yum zypper apk pacman; do
+  command -v $m >/dev/null 2>&1 && { echo "pkg_mgr=$m"; break; }
+done
+awk '/^(MemTotal|MemFree|SwapTotal|SwapFree):/ { sub(":", "", $1); print "mem_" $1 "=" $2 }' /proc/meminfo 2>/dev/null
+echo '[os-release]'; cat /etc/os-release 2>/dev/null
+echo '[route]'; cat /proc/net/route 2>/dev/null
+echo '[ipv4]'; ip -o -4 addr show 2>/dev/null
+echo '[ipv6]'; ip -o -6 addr show 2>/dev/null
+echo '[mac]'; for i in /sys/class/net/*; do echo "${i##*/} $(cat $i/address 2>/dev/null) $(cat $i/operstate 2>/dev/null)"; done
+"#;
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    let _ = (&p.gather_subset, p.gather_timeout, &p.fact_path);
+    let out = ctx.run(SCRIPT).await?;
+    if !out.success() {
+        return Ok(ModuleResult::failed(format!(
+            "fact gathering failed: {}",
+            out.stderr_str().trim()
+        )));
+    }
+    let mut facts = parse(&out.stdout_str());
+    if !p.filter.is_empty() {
+        let mut b = globset::GlobSetBuilder::new();
+        for f in &p.filter {
+            b.add(globset::Glob::new(f).map_err(|e| ModuleError::BadArgs {
+                module: "setup",
+                detail: format!("`filter` `{f}` is not a valid glob: {e}"),
+            })?);
+        }
+        let set = b.build().map_err(|e| ModuleError::BadArgs {
+            module: "setup",
+            detail: e.to_string(),
+        })?;
+        facts.retain(|k, _| set.is_match(k));
+    }
+    Ok(ModuleResult::ok().with("ansible_facts", Value::Object(facts)))
+}
+
+/// Turn the script's output into `ansible_*` facts (pure, unit tested).
+pub fn parse(text: &str) -> Map<String, Value> {
+    let mut section = "";
+    let mut kv = BTreeMap::<String, String>::new();
+    let mut os = BTreeMap::<String, String>::new();
+    let (mut route, mut v4, mut v6, mut mac) = (vec![], vec![], vec![], vec![]);
+    for line in text.lines() {
+        if line.starts_with('[') && line.ends_with(']') {
+            section = &line[1..line.len() - 1];
+            continue;
+        }
+        match section {
+            "" => {
+                if let Some((k, v)) = line.split_once('=') {
+                    kv.insert(k.into(), v.into());
+                }
+            }
+            "os-release" => {
+                if let Some((k, v)) = line.split_once('=') {
+                    os.insert(k.into(), v.trim_matches('"').trim_matches('\'').into());
+                }
+            }
+            "route" => route.push(line),
+            "ipv4" => v4.push(line),
+            "ipv6" => v6.push(line),
+            _ => mac.push(line),
+        }
+    }
+    let get = |k: &str| kv.get(k).cloned().unwrap_or_default();
+    let mb = |k: &str| {
+        kv.get(k)
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(|kb| kb / 1024)
+    };
+    let mut f = Map::new();
+    let mut put = |k: &str, v: Value| {
+        f.insert(format!("ansible_{k}"), v);
+    };
+    let hostname = get("hostname");
+    let fqdn = Some(get("fqdn"))
+        .filter(|s| !s.is_empty())
+        .unwrap_or(hostname.clone());
+    put(
+        "hostname",
+        json!(hostname.split('.').next().unwrap_or_default()),
+    );
+    put("nodename", json!(hostname));
+    put(
+        "domain",
+        json!(fqdn.split_once('.').map(|x| x.1).unwrap_or("")),
+    );
+    put("fqdn", json!(fqdn));
+    put("kernel", json!(get("kernel")));
+    put("kernel_version", json!(get("kernel_version")));
+    put("machine", json!(get("machine")));
+    put("architecture", json!(get("machine")));
+    put("system", json!(get("system")));
+    let vcpus = get("nproc").parse::<u64>().unwrap_or(1);
+    put("processor_vcpus", json!(vcpus));
+    put("processor_nproc", json!(vcpus));
+    put("memtotal_mb", json!(mb("mem_MemTotal")));
+    put("memfree_mb", json!(mb("mem_MemFree")));
+    put("swaptotal_mb", json!(mb("mem_SwapTotal")));
+    put("swapfree_mb", json!(mb("mem_SwapFree")));
+    put("user_id", json!(get("user_id")));
+    put("user_uid", json!(get("user_uid").parse::<u64>().ok()));
+    put("user_gid", json!(get("user_gid").parse::<u64>().ok()));
+    put("user_dir", json!(get("user_dir")));
+    put("date_time", json!({"epoch": get("epoch"), "tz": get("tz")}));
+    put("pkg_mgr", json!(get("pkg_mgr").trim_end_matches("-get")));
+    put(
+        "service_mgr",
+        json!(kv.get("service_mgr").map_or("service", |s| s.as_str())),
+    );
+    put("python", Value::Null);
+
+    let id = os.get("ID").cloned().unwrap_or_default();
+    let like = os.get("ID_LIKE").cloned().unwrap_or_default();
+    let (distribution, family) = distribution(&id, &like, os.get("NAME"));
+    let version = os.get("VERSION_ID").cloned().unwrap_or_default();
+    put("distribution", json!(distribution));
+    put("os_family", json!(family));
+    put(
+        "distribution_major_version",
+        json!(version.split('.').next().unwrap_or_default()),
+    );
+    put("distribution_version", json!(version));
+    put(
+        "distribution_release",
+        json!(os.get("VERSION_CODENAME").cloned().unwrap_or_default()),
+    );
+
+    // Interfaces: names, MACs, state, IPv4/IPv6 addresses; the default route's interface.
+    let mut ifaces = Map::new();
+    for l in &mac {
+        let mut w = l.split_whitespace();
+        let (Some(name), m, state) = (w.next(), w.next(), w.next()) else {
+            continue;
+        };
+        ifaces.insert(
+            name.to_string(),
+            json!({"device": name, "macaddress": m.unwrap_or(""), "active": state != Some("down")}),
+        );
+    }
+    let mut all4 = Vec::new();
+    for l in &v4 {
+        // `2: eth0    inet 10.0.0.5/24 brd 10.0.0.255 scope global eth0 ...`
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let (Some(dev), Some(cidr)) = (w.get(1), w.get(3)) else {
+            continue;
+        };
+        let Ok(net) = cidr.parse::<ipnet::Ipv4Net>() else {
+            continue;
+        };
+        let entry = json!({
+            "address": net.addr().to_string(),
+            "netmask": net.netmask().to_string(),
+            "network": net.network().to_string(),
+            "prefix": net.prefix_len().to_string(),
+            "broadcast": net.broadcast().to_string(),
+        });
+        if !net.addr().is_loopback() {
+            all4.push(json!(net.addr().to_string()));
+        }
+        let iface = ifaces
+            .entry(dev.to_string())
+            .or_insert_with(|| json!({"device": dev}));
+        if iface.get("ipv4").is_none() {
+            iface["ipv4"] = entry;
+        }
+    }
+    let mut all6 = Vec::new();
+    for l in &v6 {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if let Some(addr) = w.get(3).and_then(|c| c.split('/').next())
+            && !addr.starts_with("::1")
+        {
+            all6.push(json!(addr));
+        }
+    }
+    let mut default4 = json!({});
+    for l in route.iter().skip(1) {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.get(1) == Some(&"00000000")
+            && let (Some(dev), Some(gw)) = (w.first(), w.get(2))
+        {
+            let gw = u32::from_str_radix(gw, 16).unwrap_or(0).to_le_bytes();
+            let mut d = ifaces
+                .get(*dev)
+                .and_then(|i| i.get("ipv4").cloned())
+                .unwrap_or_else(|| json!({}));
+            d["interface"] = json!(dev);
+            d["gateway"] = json!(std::net::Ipv4Addr::from(gw).to_string());
+            if let Some(m) = ifaces.get(*dev).and_then(|i| i.get("macaddress")) {
+                d["macaddress"] = m.clone();
+            }
+            default4 = d;
+            break;
+        }
+    }
+    put(
+        "interfaces",
+        json!(ifaces.keys().cloned().collect::<Vec<_>>()),
+    );
+    for (name, v) in ifaces {
+        put(&name.replace(['-', '.', ':'], "_"), v);
+    }
+    put("all_ipv4_addresses", json!(all4));
+    put("all_ipv6_addresses", json!(all6));
+    put("default_ipv4", default4);
+    f
+}
+
+/// Ansible's `distribution` and `os_family` for an os-release `ID`/`ID_LIKE`.
+fn distribution(id: &str, like: &str, name: Option<&String>) -> (String, String) {
+    let dist = match id {
+        "debian" => "Debian",
+        "ubuntu" => "Ubuntu",
+        "centos" => "CentOS",
+        "rhel" => "RedHat",
+        "fedora" => "Fedora",
+        "rocky" => "Rocky",
+        "almalinux" => "AlmaLinux",
+        "ol" => "OracleLinux",
+        "amzn" => "Amazon",
+        "opensuse-leap" | "opensuse-tumbleweed" | "opensuse" => "openSUSE Leap",
+        "sles" => "SLES",
+        "alpine" => "Alpine",
+        "arch" => "Archlinux",
+        "" => return ("Unknown".into(), "Unknown".into()),
+        other => {
+            return (
+                name.cloned().unwrap_or_else(|| other.to_string()),
+                family(like),
+            );
+        }
+    };
+    let fam = match id {
+        "debian" | "ubuntu" => "Debian",
+        "alpine" => "Alpine",
+        "arch" => "Archlinux",
+        "opensuse-leap" | "opensuse-tumbleweed" | "opensuse" | "sles" => "Suse",
+        _ => "RedHat",
+    };
+    (dist.into(), fam.into())
+}
+
+fn family(like: &str) -> String {
+    let words: Vec<&str> = like.split_whitespace().collect();
+    let has = |w: &str| words.contains(&w);
+    if has("debian") || has("ubuntu") {
+        "Debian"
+    } else if has("rhel") || has("fedora") || has("centos") {
+        "RedHat"
+    } else if has("suse") {
+        "Suse"
+    } else {
+        "Unknown"
+    }
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_rocky_host() {
+        let text = "hostname=node1\nfqdn=node1.k8s.local\nmachine=x86_64\nnproc=4\n\
+            mem_MemTotal=8046932\npkg_mgr=dnf\nservice_mgr=systemd\n[os-release]\n\
+            ID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\nVERSION_ID=\"9.3\"\n[route]\n\
+            Iface\tDestination\tGateway\neth0\t00000000\tFE00000A\t0003\neth0\t0000000A\t00000000\n\
+            [ipv4]\n1: lo    inet 127.0.0.1/8 scope host lo\n\
+            2: eth0    inet 10.0.0.1/24 brd 10.0.0.255 scope global eth0\n\
+            [mac]\neth0 52:54:00:aa:bb:cc up\nlo 00:00:00:00:00:00 unknown\n";
+        let f = parse(text);
+        assert_eq!(f["ansible_distribution"], "Rocky");
+        assert_eq!(f["ansible_os_family"], "RedHat");
+        assert_eq!(f["ansible_distribution_major_version"], "9");
+        assert_eq!(f["ansible_fqdn"], "node1.k8s.local");
+        assert_eq!(f["ansible_domain"], "k8s.local");
+        assert_eq!(f["ansible_memtotal_mb"], 7858);
+        assert_eq!(f["ansible_pkg_mgr"], "dnf");
+        assert_eq!(f["ansible_default_ipv4"]["address"], "10.0.0.1");
+        assert_eq!(f["ansible_default_ipv4"]["gateway"], "10.0.0.254");
+        assert_eq!(f["ansible_default_ipv4"]["macaddress"], "52:54:00:aa:bb:cc");
+        assert_eq!(f["ansible_all_ipv4_addresses"], json!(["10.0.0.1"]));
+        assert_eq!(f["ansible_eth0"]["ipv4"]["netmask"], "255.255.255.0");
+    }
+}
