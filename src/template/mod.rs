@@ -1,20 +1,73 @@
 //! Templating: a minijinja environment with Ansible's filters, tests and lookups, and the
 //! rules for rendering task arguments (a string that is exactly one `{{ expr }}` keeps the
 //! expression's native type, as in Ansible).
+//!
+//! Variables are templated lazily: a variable whose value contains `{{ ... }}` is rendered
+//! when a template reads it, in the same scope, recursively, and a cycle is an error naming
+//! the variables involved. A `Scope` holds one set of variables (one host, one task) and
+//! caches what it rendered; `Templar::render_str` and friends build a throw-away scope.
+//!
+//! Ansible conventions kept on purpose: backslashes inside string literals of `{{ }}` are
+//! literal (`regex_replace('(\d)', '\1')`), lists and dicts print as Python does
+//! (`['a', 1]`), `None` prints as nothing. Undefined values may be chained
+//! (`a.b.c | default(1)`, `a.b is defined`) but printing, evaluating or passing one to
+//! `render_value` is an error naming the expression.
 
+mod filters;
+mod lookup;
+mod predicates;
+mod pyrepr;
+mod pyyaml;
+mod render;
+mod scope;
+
+#[cfg(test)]
+mod cases;
+
+use std::sync::Arc;
+
+use minijinja::{ErrorKind, UndefinedBehavior};
 use serde_json::Value;
+
+pub use scope::HostVarsSource;
 
 use crate::vars::VarMap;
 
+/// The value of the `omit` variable; the executor drops module arguments equal to it
+/// (`strip_omit`).
+pub const OMIT: &str = "__omit_place_holder__kinit";
+
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {
+    /// A template that could not be parsed or evaluated.
     #[error("{detail}")]
     Render { detail: String },
+    /// A template used a variable (or attribute) that is not defined; `detail` names it.
+    #[error("{detail}")]
+    Undefined { detail: String },
+}
+
+impl TemplateError {
+    fn from_jinja(e: minijinja::Error) -> Self {
+        let mut detail = match e.detail() {
+            Some(d) => d.to_string(),
+            None => e.kind().to_string(),
+        };
+        if e.kind() == ErrorKind::SyntaxError {
+            detail = format!("template syntax error: {detail}");
+        }
+        if e.kind() == ErrorKind::UndefinedError {
+            TemplateError::Undefined { detail }
+        } else {
+            TemplateError::Render { detail }
+        }
+    }
 }
 
 /// The templating engine shared by every host and task of a run.
+#[derive(Clone)]
 pub struct Templar {
-    env: minijinja::Environment<'static>,
+    env: Arc<minijinja::Environment<'static>>,
 }
 
 impl Default for Templar {
@@ -26,84 +79,131 @@ impl Default for Templar {
 impl Templar {
     pub fn new() -> Self {
         let mut env = minijinja::Environment::new();
-        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        // Chainable so that `a.b | default(..)` and `a.b is defined` work as in Ansible;
+        // printing or returning an undefined value is still an error (see `render`).
+        env.set_undefined_behavior(UndefinedBehavior::Chainable);
         env.set_keep_trailing_newline(true);
-        Self { env }
+        env.set_formatter(render::python_formatter);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_global("omit", OMIT);
+        env.add_function("lookup", lookup::lookup);
+        env.add_function("query", lookup::query);
+        env.add_function("q", lookup::query);
+        filters::register(&mut env);
+        Self { env: Arc::new(env) }
+    }
+
+    /// A scope over `vars` (cheap to clone: the map is shared).
+    pub fn scope(&self, vars: Arc<VarMap>) -> Scope {
+        self.scope_with_hostvars(vars, None)
+    }
+
+    /// A scope whose `hostvars` come from `hostvars` (unless `vars` defines `hostvars`).
+    pub fn scope_with_hostvars(
+        &self,
+        vars: Arc<VarMap>,
+        hostvars: Option<Arc<dyn HostVarsSource>>,
+    ) -> Scope {
+        let lazy = scope::LazyVars::new(self.env.clone(), vars, hostvars);
+        Scope {
+            env: self.env.clone(),
+            ctx: minijinja::Value::from_dyn_object(lazy),
+        }
     }
 
     /// Render template text with `vars` as the context.
     pub fn render_str(&self, source: &str, vars: &VarMap) -> Result<String, TemplateError> {
-        if !source.contains("{{") && !source.contains("{%") {
+        if !scope::is_template(source) {
             return Ok(source.to_string());
         }
-        self.env
-            .render_str(source, vars)
-            .map_err(|e| TemplateError::Render {
-                detail: e.to_string(),
-            })
+        self.scope(Arc::new(vars.clone())).render_str(source)
     }
 
     /// Evaluate a bare expression (`when:`, `that:`, `failed_when:`) to a value.
     pub fn eval(&self, expr: &str, vars: &VarMap) -> Result<Value, TemplateError> {
-        let compiled = self
-            .env
-            .compile_expression(expr)
-            .map_err(|e| TemplateError::Render {
-                detail: e.to_string(),
-            })?;
-        let v = compiled.eval(vars).map_err(|e| TemplateError::Render {
-            detail: e.to_string(),
-        })?;
-        serde_json::to_value(&v).map_err(|e| TemplateError::Render {
-            detail: e.to_string(),
-        })
+        self.scope(Arc::new(vars.clone())).eval(expr)
     }
 
     /// Evaluate a condition to a boolean (Jinja truthiness).
     pub fn eval_bool(&self, expr: &str, vars: &VarMap) -> Result<bool, TemplateError> {
-        let compiled = self
-            .env
-            .compile_expression(expr)
-            .map_err(|e| TemplateError::Render {
-                detail: e.to_string(),
-            })?;
-        compiled
-            .eval(vars)
-            .map(|v| v.is_true())
-            .map_err(|e| TemplateError::Render {
-                detail: e.to_string(),
-            })
+        self.scope(Arc::new(vars.clone())).eval_bool(expr)
     }
 
     /// Render every string inside `value`; a string that is exactly `{{ expr }}` becomes the
     /// expression's value with its type (list, dict, number).
     pub fn render_value(&self, value: &Value, vars: &VarMap) -> Result<Value, TemplateError> {
-        Ok(match value {
-            Value::String(s) => {
-                let t = s.trim();
-                if let Some(inner) = t.strip_prefix("{{").and_then(|r| r.strip_suffix("}}"))
-                    && !inner.contains("{{")
-                    && !inner.contains("}}")
-                {
-                    self.eval(inner.trim(), vars)?
-                } else {
-                    Value::String(self.render_str(s, vars)?)
-                }
+        self.scope(Arc::new(vars.clone())).render_value(value)
+    }
+}
+
+/// One set of variables to render against, with its lazily templated variables cached.
+/// Make a new scope when the variables change (after `set_fact`, per loop item, ...).
+#[derive(Clone)]
+pub struct Scope {
+    env: Arc<minijinja::Environment<'static>>,
+    ctx: minijinja::Value,
+}
+
+impl Scope {
+    pub fn render_str(&self, source: &str) -> Result<String, TemplateError> {
+        if !scope::is_template(source) {
+            return Ok(source.to_string());
+        }
+        render::render(&self.env, source, &self.ctx).map_err(TemplateError::from_jinja)
+    }
+
+    pub fn eval(&self, expr: &str) -> Result<Value, TemplateError> {
+        let v = render::eval(&self.env, expr, &self.ctx).map_err(TemplateError::from_jinja)?;
+        to_json(&v)
+    }
+
+    /// A condition: an undefined variable is an error, `None` is false.
+    pub fn eval_bool(&self, expr: &str) -> Result<bool, TemplateError> {
+        let v = render::eval(&self.env, expr, &self.ctx).map_err(TemplateError::from_jinja)?;
+        Ok(v.is_true())
+    }
+
+    /// A variable of this scope, templated; `None` when it is not defined.
+    pub fn get(&self, name: &str) -> Result<Option<Value>, TemplateError> {
+        let v = self.ctx.get_attr(name).map_err(TemplateError::from_jinja)?;
+        if v.is_undefined() {
+            return Ok(None);
+        }
+        let is_ident = name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit());
+        if v.kind() == minijinja::value::ValueKind::Invalid && is_ident {
+            // Evaluating the name surfaces the error the lazy rendering stored.
+            render::eval(&self.env, name, &self.ctx).map_err(TemplateError::from_jinja)?;
+        }
+        to_json(&v).map(Some)
+    }
+
+    pub fn render_value(&self, value: &Value) -> Result<Value, TemplateError> {
+        let v =
+            scope::json_to_value(&self.env, value, &self.ctx).map_err(TemplateError::from_jinja)?;
+        to_json(&v)
+    }
+}
+
+fn to_json(v: &minijinja::Value) -> Result<Value, TemplateError> {
+    serde_json::to_value(v).map_err(|e| TemplateError::Render {
+        detail: format!("the result cannot be represented as data: {e}"),
+    })
+}
+
+/// Remove module arguments whose value is `omit` (in dicts, recursively, and in dicts
+/// inside lists), as Ansible does before calling a module.
+pub fn strip_omit(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| v.as_str() != Some(OMIT));
+            map.values_mut().for_each(strip_omit);
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| {
+            if v.is_object() {
+                strip_omit(v);
             }
-            Value::Array(items) => Value::Array(
-                items
-                    .iter()
-                    .map(|v| self.render_value(v, vars))
-                    .collect::<Result<_, _>>()?,
-            ),
-            Value::Object(map) => {
-                let mut out = serde_json::Map::new();
-                for (k, v) in map {
-                    out.insert(self.render_str(k, vars)?, self.render_value(v, vars)?);
-                }
-                Value::Object(out)
-            }
-            other => other.clone(),
-        })
+        }),
+        _ => {}
     }
 }

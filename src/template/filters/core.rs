@@ -1,0 +1,213 @@
+//! Type conversions and small helpers: `bool`, `int`, `float`, `string`, `ternary`,
+//! `mandatory`, `type_debug`, `to_uuid`, `quote`, `extract`, with Ansible's (Python's) rules.
+
+use minijinja::value::{Kwargs, ValueKind};
+use minijinja::{Error, ErrorKind, State, Value};
+use sha1::{Digest, Sha1};
+
+use crate::template::pyrepr;
+
+/// Ansible's `bool`: `yes`/`on`/`1`/`true` (any case) and 1 are true, everything else false.
+pub fn to_bool(value: Value) -> bool {
+    match value.kind() {
+        ValueKind::Bool => value.is_true(),
+        ValueKind::Number => f64::try_from(value).is_ok_and(|f| f == 1.0),
+        ValueKind::String => matches!(
+            value
+                .as_str()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+                .as_str(),
+            "yes" | "on" | "1" | "true" | "y" | "t"
+        ),
+        _ => false,
+    }
+}
+
+/// Jinja2's `int`: parse (in `base`), else truncate a float, else `default`.
+pub fn to_int(value: Value, default: Option<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let base: u32 = kwargs.get::<Option<u32>>("base")?.unwrap_or(10);
+    let default = match kwargs.get::<Option<Value>>("default")? {
+        Some(d) => d,
+        None => default.unwrap_or(Value::from(0)),
+    };
+    kwargs.assert_all_used()?;
+    if value.kind() == ValueKind::Bool {
+        return Ok(Value::from(i64::from(value.is_true())));
+    }
+    if value.is_integer() {
+        return Ok(value);
+    }
+    if let Some(s) = value.as_str() {
+        if let Some(n) = parse_int(s, base) {
+            return Ok(Value::from(n));
+        }
+        return Ok(parse_float(s).map_or(default, |f| Value::from(f.trunc() as i64)));
+    }
+    if value.kind() == ValueKind::Number {
+        return Ok(f64::try_from(value).map_or(default, |f| Value::from(f.trunc() as i64)));
+    }
+    Ok(default)
+}
+
+/// Python's `int(s, base)`: surrounding whitespace, a sign, `_` between digits and a
+/// `0x`/`0o`/`0b` prefix matching the base are accepted.
+fn parse_int(s: &str, base: u32) -> Option<i64> {
+    let t = s.trim();
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let lower = t.to_ascii_lowercase();
+    let digits = match base {
+        16 => lower.strip_prefix("0x").unwrap_or(&lower),
+        8 => lower.strip_prefix("0o").unwrap_or(&lower),
+        2 => lower.strip_prefix("0b").unwrap_or(&lower),
+        _ => &lower,
+    };
+    if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') {
+        return None;
+    }
+    let n = i64::from_str_radix(&digits.replace('_', ""), base).ok()?;
+    Some(if neg { -n } else { n })
+}
+
+/// Python's `float(s)`.
+fn parse_float(s: &str) -> Option<f64> {
+    let t = s.trim().to_ascii_lowercase();
+    match t.as_str() {
+        "inf" | "+inf" | "infinity" => Some(f64::INFINITY),
+        "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
+        "nan" => Some(f64::NAN),
+        _ if t.chars().all(|c| c.is_ascii_digit() || "+-.e_".contains(c)) => {
+            t.replace('_', "").parse().ok()
+        }
+        _ => None,
+    }
+}
+
+/// Jinja2's `float`.
+pub fn to_float(value: Value, default: Option<Value>) -> Value {
+    let default = default.unwrap_or(Value::from(0.0));
+    match value.kind() {
+        ValueKind::Bool => Value::from(if value.is_true() { 1.0 } else { 0.0 }),
+        ValueKind::Number => f64::try_from(value).map_or(default, Value::from),
+        ValueKind::String => {
+            parse_float(value.as_str().unwrap_or_default()).map_or(default, Value::from)
+        }
+        _ => default,
+    }
+}
+
+/// `string`: Python's `str()`.
+pub fn to_string(value: Value) -> Result<String, Error> {
+    pyrepr::to_str(&value)
+}
+
+/// `cond | ternary(a, b[, none_value])`.
+pub fn ternary(value: Value, yes: Value, no: Value, none: Option<Value>) -> Value {
+    match none {
+        Some(n) if value.is_none() => n,
+        _ if value.is_true() => yes,
+        _ => no,
+    }
+}
+
+/// `mandatory`: fail on an undefined value.
+pub fn mandatory(value: Value, msg: Option<String>) -> Result<Value, Error> {
+    if value.is_undefined() {
+        let msg = msg.unwrap_or_else(|| "mandatory variable not defined".into());
+        return Err(Error::new(ErrorKind::UndefinedError, msg));
+    }
+    Ok(value)
+}
+
+/// `type_debug`: the Python type name.
+pub fn type_debug(value: Value) -> &'static str {
+    match value.kind() {
+        ValueKind::Undefined => "AnsibleUndefined",
+        ValueKind::None => "NoneType",
+        ValueKind::Bool => "bool",
+        ValueKind::Number if value.is_integer() => "int",
+        ValueKind::Number => "float",
+        ValueKind::String => "str",
+        ValueKind::Bytes => "bytes",
+        ValueKind::Seq | ValueKind::Iterable => "list",
+        ValueKind::Map => "dict",
+        _ => "object",
+    }
+}
+
+/// The namespace Ansible's `to_uuid` uses by default.
+const ANSIBLE_UUID_NAMESPACE: &str = "361E6D51-FAEC-444A-9079-341386DA8E2E";
+
+/// `to_uuid`: a name-based (version 5) UUID.
+pub fn to_uuid(value: Value, namespace: Option<String>) -> Result<String, Error> {
+    let ns = namespace.unwrap_or_else(|| ANSIBLE_UUID_NAMESPACE.into());
+    let ns_bytes = hex::decode(ns.replace('-', ""))
+        .ok()
+        .filter(|b| b.len() == 16);
+    let Some(ns_bytes) = ns_bytes else {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("to_uuid: `{ns}` is not a UUID"),
+        ));
+    };
+    let mut h = Sha1::new();
+    h.update(&ns_bytes);
+    h.update(pyrepr::to_str(&value)?.as_bytes());
+    let mut b: [u8; 16] = h.finalize()[..16].try_into().expect("sha1 is 20 bytes");
+    b[6] = (b[6] & 0x0f) | 0x50;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let x = hex::encode(b);
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &x[..8],
+        &x[8..12],
+        &x[12..16],
+        &x[16..20],
+        &x[20..]
+    ))
+}
+
+/// `quote`: Python's `shlex.quote`.
+pub fn quote(value: Value) -> Result<String, Error> {
+    let s = pyrepr::to_str(&value)?;
+    if s.is_empty() {
+        return Ok("''".into());
+    }
+    let safe = s
+        .chars()
+        .all(|c| c.is_alphanumeric() || c == '_' || "@%+=:,./-".contains(c));
+    if safe {
+        return Ok(s);
+    }
+    Ok(format!("'{}'", s.replace('\'', "'\"'\"'")))
+}
+
+/// `key | extract(container[, morekeys])`: `container[key]`, then deeper keys.
+pub fn extract(
+    state: &State<'_, '_>,
+    key: Value,
+    container: Value,
+    more: Option<Value>,
+) -> Result<Value, Error> {
+    let mut v = container.get_item(&key)?;
+    if let Some(more) = more {
+        let keys: Vec<Value> = match more.kind() {
+            ValueKind::Seq => more.try_iter()?.collect(),
+            _ => vec![more],
+        };
+        for k in keys {
+            v = v.get_item(&k)?;
+        }
+    }
+    if v.is_undefined() && state.undefined_behavior() == minijinja::UndefinedBehavior::Strict {
+        return Err(Error::new(
+            ErrorKind::UndefinedError,
+            format!("extract: `{key}` is not in the container"),
+        ));
+    }
+    Ok(v)
+}

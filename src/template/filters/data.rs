@@ -1,0 +1,340 @@
+//! Filters over lists and dicts: `combine`, `dict2items`/`items2dict`, `flatten`,
+//! `unique`/`union`/`difference`/`intersect`/`symmetric_difference`, `product`, `zip`.
+//! They work on JSON copies of their inputs, which is what Ansible's Python does too.
+
+use minijinja::value::{Kwargs, Rest};
+use minijinja::{Error, ErrorKind, Value};
+use serde_json::{Map, Value as Json};
+
+pub(crate) fn json(v: &Value) -> Result<Json, Error> {
+    serde_json::to_value(v).map_err(|e| invalid(format!("cannot convert value: {e}")))
+}
+
+fn invalid(msg: String) -> Error {
+    Error::new(ErrorKind::InvalidOperation, msg)
+}
+
+fn type_name(j: &Json) -> &'static str {
+    match j {
+        Json::Null => "NoneType",
+        Json::Bool(_) => "bool",
+        Json::Number(n) if n.is_f64() => "float",
+        Json::Number(_) => "int",
+        Json::String(_) => "str",
+        Json::Array(_) => "list",
+        Json::Object(_) => "dict",
+    }
+}
+
+fn list(filter: &str, v: &Value) -> Result<Vec<Json>, Error> {
+    match json(v)? {
+        Json::Array(a) => Ok(a),
+        Json::Object(m) => Ok(m.keys().cloned().map(Json::String).collect()),
+        Json::String(s) => Ok(s.chars().map(|c| Json::String(c.to_string())).collect()),
+        other => Err(invalid(format!(
+            "{filter} expects a list, got {}",
+            type_name(&other)
+        ))),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum ListMerge {
+    Replace,
+    Keep,
+    Append,
+    Prepend,
+    AppendRp,
+    PrependRp,
+}
+
+fn merge(base: &mut Map<String, Json>, over: &Map<String, Json>, recursive: bool, lm: ListMerge) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(Json::Object(b)), Json::Object(o)) if recursive => merge(b, o, recursive, lm),
+            (Some(Json::Array(b)), Json::Array(o)) => {
+                let merged = match lm {
+                    ListMerge::Replace => o.clone(),
+                    ListMerge::Keep => b.clone(),
+                    ListMerge::Append => [b.as_slice(), o.as_slice()].concat(),
+                    ListMerge::Prepend => [o.as_slice(), b.as_slice()].concat(),
+                    ListMerge::AppendRp => {
+                        let mut out: Vec<Json> =
+                            b.iter().filter(|x| !o.contains(x)).cloned().collect();
+                        out.extend(o.iter().cloned());
+                        out
+                    }
+                    ListMerge::PrependRp => {
+                        let mut out = o.clone();
+                        out.extend(b.iter().filter(|x| !o.contains(x)).cloned());
+                        out
+                    }
+                };
+                *b = merged;
+            }
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// `combine(*dicts, recursive=False, list_merge='replace')`; the input may be a list of dicts.
+pub fn combine(value: Value, others: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let recursive = kwargs.get::<Option<bool>>("recursive")?.unwrap_or(false);
+    let lm = match kwargs.get::<Option<String>>("list_merge")?.as_deref() {
+        None | Some("replace") => ListMerge::Replace,
+        Some("keep") => ListMerge::Keep,
+        Some("append") => ListMerge::Append,
+        Some("prepend") => ListMerge::Prepend,
+        Some("append_rp") => ListMerge::AppendRp,
+        Some("prepend_rp") => ListMerge::PrependRp,
+        Some(other) => {
+            return Err(invalid(format!(
+                "combine: list_merge `{other}` is not one of replace, keep, append, prepend, \
+                 append_rp, prepend_rp"
+            )));
+        }
+    };
+    kwargs.assert_all_used()?;
+    let mut dicts = Vec::new();
+    for v in std::iter::once(&value).chain(others.iter()) {
+        match json(v)? {
+            Json::Object(m) => dicts.push(m),
+            Json::Array(items) => {
+                for item in items {
+                    match item {
+                        Json::Object(m) => dicts.push(m),
+                        other => {
+                            return Err(invalid(format!(
+                                "combine expects dictionaries, got {}",
+                                type_name(&other)
+                            )));
+                        }
+                    }
+                }
+            }
+            other => {
+                return Err(invalid(format!(
+                    "combine expects dictionaries, got {}",
+                    type_name(&other)
+                )));
+            }
+        }
+    }
+    let mut out = Map::new();
+    for d in &dicts {
+        merge(&mut out, d, recursive, lm);
+    }
+    Ok(Value::from_serialize(Json::Object(out)))
+}
+
+pub fn dict2items(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let key = kwargs
+        .get::<Option<String>>("key_name")?
+        .unwrap_or("key".into());
+    let val = kwargs
+        .get::<Option<String>>("value_name")?
+        .unwrap_or("value".into());
+    kwargs.assert_all_used()?;
+    let Json::Object(m) = json(&value)? else {
+        return Err(invalid(format!(
+            "dict2items requires a dictionary, got {} instead",
+            type_name(&json(&value)?)
+        )));
+    };
+    let items: Vec<Json> = m
+        .into_iter()
+        .map(|(k, v)| {
+            let mut o = Map::new();
+            o.insert(key.clone(), Json::String(k));
+            o.insert(val.clone(), v);
+            Json::Object(o)
+        })
+        .collect();
+    Ok(Value::from_serialize(items))
+}
+
+pub fn items2dict(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let key = kwargs
+        .get::<Option<String>>("key_name")?
+        .unwrap_or("key".into());
+    let val = kwargs
+        .get::<Option<String>>("value_name")?
+        .unwrap_or("value".into());
+    kwargs.assert_all_used()?;
+    let mut out = Map::new();
+    for item in list("items2dict", &value)? {
+        let Json::Object(o) = &item else {
+            return Err(invalid(format!(
+                "items2dict requires a list of dictionaries, found {}",
+                type_name(&item)
+            )));
+        };
+        let k = o
+            .get(&key)
+            .ok_or_else(|| invalid(format!("items2dict: an item has no `{key}` key: {item}")))?;
+        let k = match k {
+            Json::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out.insert(k, o.get(&val).cloned().unwrap_or(Json::Null));
+    }
+    Ok(Value::from_serialize(Json::Object(out)))
+}
+
+fn flatten_into(out: &mut Vec<Json>, items: Vec<Json>, levels: Option<i64>, skip_nulls: bool) {
+    for item in items {
+        let is_null = matches!(&item, Json::Null)
+            || matches!(&item, Json::String(s) if s == "None" || s == "null");
+        match item {
+            _ if skip_nulls && is_null => {}
+            Json::Array(inner) => match levels {
+                None => flatten_into(out, inner, None, skip_nulls),
+                Some(l) if l >= 1 => flatten_into(out, inner, Some(l - 1), skip_nulls),
+                Some(_) => out.push(Json::Array(inner)),
+            },
+            other => out.push(other),
+        }
+    }
+}
+
+/// `flatten(levels=None, skip_nulls=True)`.
+pub fn flatten(value: Value, levels: Option<i64>, kwargs: Kwargs) -> Result<Value, Error> {
+    let levels = kwargs.get::<Option<i64>>("levels")?.or(levels);
+    let skip_nulls = kwargs.get::<Option<bool>>("skip_nulls")?.unwrap_or(true);
+    kwargs.assert_all_used()?;
+    let mut out = Vec::new();
+    flatten_into(&mut out, list("flatten", &value)?, levels, skip_nulls);
+    Ok(Value::from_serialize(out))
+}
+
+fn dedup(items: Vec<Json>) -> Vec<Json> {
+    let mut out: Vec<Json> = Vec::with_capacity(items.len());
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+pub fn unique(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let attribute = kwargs.get::<Option<String>>("attribute")?;
+    let _case_sensitive = kwargs.get::<Option<bool>>("case_sensitive")?;
+    kwargs.assert_all_used()?;
+    let items = list("unique", &value)?;
+    let Some(attr) = attribute else {
+        return Ok(Value::from_serialize(dedup(items)));
+    };
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for item in items {
+        let key = item.get(&attr).cloned().unwrap_or(Json::Null);
+        if !seen.contains(&key) {
+            seen.push(key);
+            out.push(item);
+        }
+    }
+    Ok(Value::from_serialize(out))
+}
+
+/// The set operations go through Python `set`s when the items are hashable, so their
+/// order is the set's: ascending for integers (what CPython gives for small ones), and
+/// unspecified for strings, where kinit keeps first-seen order.
+fn set_order(mut items: Vec<Json>) -> Value {
+    if items.iter().all(|x| x.as_i64().is_some()) {
+        items.sort_by_key(|x| x.as_i64());
+    }
+    Value::from_serialize(items)
+}
+
+pub fn union(a: Value, b: Value) -> Result<Value, Error> {
+    let mut items = list("union", &a)?;
+    items.extend(list("union", &b)?);
+    Ok(set_order(dedup(items)))
+}
+
+pub fn intersect(a: Value, b: Value) -> Result<Value, Error> {
+    let other = list("intersect", &b)?;
+    let items = dedup(list("intersect", &a)?);
+    Ok(set_order(
+        items.into_iter().filter(|x| other.contains(x)).collect(),
+    ))
+}
+
+pub fn difference(a: Value, b: Value) -> Result<Value, Error> {
+    let other = list("difference", &b)?;
+    let items = dedup(list("difference", &a)?);
+    Ok(set_order(
+        items.into_iter().filter(|x| !other.contains(x)).collect(),
+    ))
+}
+
+pub fn symmetric_difference(a: Value, b: Value) -> Result<Value, Error> {
+    let (la, lb) = (
+        list("symmetric_difference", &a)?,
+        list("symmetric_difference", &b)?,
+    );
+    let both: Vec<Json> = dedup([la.clone(), lb.clone()].concat());
+    Ok(set_order(
+        both.into_iter()
+            .filter(|x| !(la.contains(x) && lb.contains(x)))
+            .collect(),
+    ))
+}
+
+/// `product(*lists)`: the cartesian product, as a list of lists.
+pub fn product(value: Value, others: Rest<Value>) -> Result<Value, Error> {
+    let mut acc: Vec<Vec<Json>> = vec![Vec::new()];
+    for v in std::iter::once(&value).chain(others.iter()) {
+        let items = list("product", v)?;
+        acc = acc
+            .into_iter()
+            .flat_map(|prefix| {
+                items.iter().map(move |i| {
+                    let mut p = prefix.clone();
+                    p.push(i.clone());
+                    p
+                })
+            })
+            .collect();
+    }
+    Ok(Value::from_serialize(acc))
+}
+
+/// `zip(*lists)`: lists of the n-th items, as long as the shortest input.
+pub fn zip(value: Value, others: Rest<Value>) -> Result<Value, Error> {
+    let lists: Vec<Vec<Json>> = std::iter::once(&value)
+        .chain(others.iter())
+        .map(|v| list("zip", v))
+        .collect::<Result<_, _>>()?;
+    let n = lists.iter().map(Vec::len).min().unwrap_or(0);
+    let out: Vec<Vec<Json>> = (0..n)
+        .map(|i| lists.iter().map(|l| l[i].clone()).collect())
+        .collect();
+    Ok(Value::from_serialize(out))
+}
+
+/// `zip_longest(*lists, fillvalue=None)`.
+pub fn zip_longest(value: Value, others: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let fill = match kwargs.get::<Option<Value>>("fillvalue")? {
+        Some(v) => json(&v)?,
+        None => Json::Null,
+    };
+    kwargs.assert_all_used()?;
+    let lists: Vec<Vec<Json>> = std::iter::once(&value)
+        .chain(others.iter())
+        .map(|v| list("zip_longest", v))
+        .collect::<Result<_, _>>()?;
+    let n = lists.iter().map(Vec::len).max().unwrap_or(0);
+    let out: Vec<Vec<Json>> = (0..n)
+        .map(|i| {
+            lists
+                .iter()
+                .map(|l| l.get(i).cloned().unwrap_or_else(|| fill.clone()))
+                .collect()
+        })
+        .collect();
+    Ok(Value::from_serialize(out))
+}

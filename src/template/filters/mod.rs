@@ -1,0 +1,222 @@
+//! Registration of kinit's filters and tests in the minijinja environment, each under its
+//! short name and its fully qualified collection name (`ansible.builtin.to_json`,
+//! `ansible.utils.ipaddr`, ...), as playbooks use both.
+
+pub mod core;
+pub mod data;
+pub mod ipaddr;
+pub mod serial;
+pub mod text;
+
+use minijinja::Environment;
+
+use super::predicates as p;
+
+/// Add `name` and `<prefix>.name` for each filter.
+macro_rules! filters {
+    ($env:expr, $prefix:literal, { $($name:literal => $f:expr),* $(,)? }) => {
+        $(
+            $env.add_filter($name, $f);
+            $env.add_filter(concat!($prefix, ".", $name), $f);
+        )*
+    };
+}
+
+macro_rules! tests {
+    ($env:expr, $prefix:literal, { $($name:literal => $f:expr),* $(,)? }) => {
+        $(
+            $env.add_test($name, $f);
+            $env.add_test(concat!($prefix, ".", $name), $f);
+        )*
+    };
+}
+
+pub fn register(env: &mut Environment<'static>) {
+    filters!(env, "ansible.builtin", {
+        "bool" => core::to_bool,
+        "int" => core::to_int,
+        "float" => core::to_float,
+        "string" => core::to_string,
+        "ternary" => core::ternary,
+        "mandatory" => core::mandatory,
+        "type_debug" => core::type_debug,
+        "to_uuid" => core::to_uuid,
+        "quote" => core::quote,
+        "extract" => core::extract,
+        "regex_replace" => text::regex_replace,
+        "regex_search" => text::regex_search,
+        "regex_findall" => text::regex_findall,
+        "regex_escape" => text::regex_escape,
+        "b64encode" => text::b64encode,
+        "b64decode" => text::b64decode,
+        "basename" => text::basename,
+        "dirname" => text::dirname,
+        "hash" => text::hash,
+        "checksum" => text::sha1,
+        "sha1" => text::sha1,
+        "md5" => text::md5,
+        "combine" => data::combine,
+        "dict2items" => data::dict2items,
+        "items2dict" => data::items2dict,
+        "flatten" => data::flatten,
+        "unique" => data::unique,
+        "union" => data::union,
+        "intersect" => data::intersect,
+        "difference" => data::difference,
+        "symmetric_difference" => data::symmetric_difference,
+        "product" => data::product,
+        "zip" => data::zip,
+        "zip_longest" => data::zip_longest,
+        "to_json" => serial::to_json,
+        "to_nice_json" => serial::to_nice_json,
+        "from_json" => serial::from_json,
+        "to_yaml" => serial::to_yaml,
+        "to_nice_yaml" => serial::to_nice_yaml,
+        "from_yaml" => serial::from_yaml,
+        "from_yaml_all" => serial::from_yaml_all,
+    });
+    // Jinja2 built-ins that playbooks also spell with the collection prefix.
+    for name in [
+        "default",
+        "d",
+        "lower",
+        "upper",
+        "trim",
+        "join",
+        "split",
+        "replace",
+        "first",
+        "last",
+        "length",
+        "count",
+        "map",
+        "select",
+        "reject",
+        "selectattr",
+        "rejectattr",
+        "list",
+        "dict",
+        "sort",
+        "min",
+        "max",
+        "sum",
+        "abs",
+        "round",
+        "capitalize",
+        "title",
+        "items",
+        "unique",
+        "reverse",
+        "batch",
+        "slice",
+        "dictsort",
+        "indent",
+        "format",
+        "tojson",
+        "urlencode",
+        "wordcount",
+        "center",
+        "groupby",
+    ] {
+        let full = format!("ansible.builtin.{name}");
+        let short = name.to_string();
+        env.add_filter(
+            full,
+            move |state: &minijinja::State<'_, '_>,
+                  value: minijinja::Value,
+                  args: minijinja::value::Rest<minijinja::Value>| {
+                let mut all = vec![value];
+                all.extend(args.iter().cloned());
+                state.apply_filter(&short, &all)
+            },
+        );
+    }
+    env.add_filter("d", minijinja::filters::default);
+    filters!(env, "ansible.utils", {
+        "ipaddr" => ipaddr::ipaddr,
+        "ipv4" => ipaddr::ipv4,
+        "ipv6" => ipaddr::ipv6,
+        "ipwrap" => |v: minijinja::Value| ipaddr::ipaddr(v, Some("wrap".into())),
+        "nthhost" => ipaddr::nthhost,
+        "ipmath" => ipaddr::ipmath,
+        "next_nth_usable" => ipaddr::next_nth_usable,
+        "previous_nth_usable" => ipaddr::previous_nth_usable,
+        "network_in_usable" => ipaddr::network_in_usable,
+        "network_in_network" => ipaddr::network_in_network,
+        "ipsubnet" => ipaddr::ipsubnet,
+    });
+    // The filters lived in ansible.netcommon before ansible.utils.
+    for (name, f) in [
+        ("ansible.netcommon.ipaddr", ipaddr::ipaddr as fn(_, _) -> _),
+        ("ansible.netcommon.ipv4", ipaddr::ipv4),
+        ("ansible.netcommon.ipv6", ipaddr::ipv6),
+    ] {
+        env.add_filter(name, f);
+    }
+    tests!(env, "ansible.builtin", {
+        "match" => p::is_match,
+        "search" => p::is_search,
+        "regex" => p::is_regex,
+        "success" => p::success,
+        "succeeded" => p::success,
+        "failed" => p::failed,
+        "failure" => p::failed,
+        "changed" => p::changed,
+        "change" => p::changed,
+        "skipped" => p::skipped,
+        "skip" => p::skipped,
+        "finished" => p::finished,
+        "unreachable" => p::unreachable,
+        "reachable" => p::reachable,
+        "version" => p::version,
+        "version_compare" => p::version,
+        "subset" => p::subset,
+        "issubset" => p::subset,
+        "superset" => p::superset,
+        "issuperset" => p::superset,
+        "contains" => p::contains,
+        "truthy" => p::truthy,
+        "falsy" => p::falsy,
+        "exists" => p::path_exists,
+        "file" => p::path_file,
+        "directory" => p::path_directory,
+        "link" => p::path_link,
+        "abs" => p::path_abs,
+        "is_abs" => p::path_abs,
+    });
+    for name in [
+        "defined",
+        "undefined",
+        "none",
+        "string",
+        "number",
+        "mapping",
+        "sequence",
+        "iterable",
+        "boolean",
+        "integer",
+        "float",
+        "even",
+        "odd",
+        "in",
+        "eq",
+        "ne",
+        "lt",
+        "gt",
+        "le",
+        "ge",
+    ] {
+        let full = format!("ansible.builtin.{name}");
+        let short = name.to_string();
+        env.add_test(
+            full,
+            move |state: &minijinja::State<'_, '_>,
+                  value: minijinja::Value,
+                  args: minijinja::value::Rest<minijinja::Value>| {
+                let mut all = vec![value];
+                all.extend(args.iter().cloned());
+                state.perform_test(&short, &all)
+            },
+        );
+    }
+}

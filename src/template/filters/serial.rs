@@ -1,0 +1,158 @@
+//! JSON and YAML in and out: `to_json`/`to_nice_json` write what Python's `json.dumps`
+//! writes (`", "` separators, non-ASCII escaped, floats as Python prints them), `to_yaml`/
+//! `to_nice_yaml` what PyYAML writes (see `pyyaml`), `from_json`/`from_yaml` parse.
+
+use minijinja::value::Kwargs;
+use minijinja::{Error, ErrorKind, Value};
+use serde_json::Value as Json;
+
+use super::data::json;
+use crate::template::{pyrepr, pyyaml};
+
+fn invalid(msg: String) -> Error {
+    Error::new(ErrorKind::InvalidOperation, msg)
+}
+
+/// Python's `json.dumps` with `ensure_ascii=True`.
+pub fn dumps(v: &Json, indent: Option<usize>, sort_keys: bool) -> String {
+    let mut out = String::new();
+    write_json(&mut out, v, indent, sort_keys, 0);
+    out
+}
+
+fn write_json(out: &mut String, v: &Json, indent: Option<usize>, sort: bool, level: usize) {
+    let newline = |out: &mut String, level: usize| {
+        if let Some(n) = indent {
+            out.push('\n');
+            out.push_str(&" ".repeat(n * level));
+        }
+    };
+    let item_sep = if indent.is_some() { "," } else { ", " };
+    match v {
+        Json::Null => out.push_str("null"),
+        Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Json::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() => out.push_str(&match pyrepr::float(f).as_str() {
+                "inf" => "Infinity".to_string(),
+                "-inf" => "-Infinity".to_string(),
+                "nan" => "NaN".to_string(),
+                s => s.to_string(),
+            }),
+            _ => out.push_str(&n.to_string()),
+        },
+        Json::String(s) => write_json_str(out, s),
+        Json::Array(a) if a.is_empty() => out.push_str("[]"),
+        Json::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(item_sep);
+                }
+                newline(out, level + 1);
+                write_json(out, x, indent, sort, level + 1);
+            }
+            newline(out, level);
+            out.push(']');
+        }
+        Json::Object(m) if m.is_empty() => out.push_str("{}"),
+        Json::Object(m) => {
+            out.push('{');
+            let mut keys: Vec<&String> = m.keys().collect();
+            if sort {
+                keys.sort();
+            }
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(item_sep);
+                }
+                newline(out, level + 1);
+                write_json_str(out, k);
+                out.push_str(": ");
+                write_json(out, &m[k], indent, sort, level + 1);
+            }
+            newline(out, level);
+            out.push('}');
+        }
+    }
+}
+
+fn write_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                let mut buf = [0u16; 2];
+                for unit in c.encode_utf16(&mut buf) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// `to_json(indent=None, sort_keys=False)`.
+pub fn to_json(value: Value, kwargs: Kwargs) -> Result<String, Error> {
+    let indent = kwargs.get::<Option<usize>>("indent")?;
+    let sort = kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(false);
+    kwargs.assert_all_used()?;
+    Ok(dumps(&json(&value)?, indent, sort))
+}
+
+/// `to_nice_json(indent=4, sort_keys=True)`.
+pub fn to_nice_json(value: Value, kwargs: Kwargs) -> Result<String, Error> {
+    let indent = kwargs.get::<Option<usize>>("indent")?.unwrap_or(4);
+    let sort = kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(true);
+    kwargs.assert_all_used()?;
+    Ok(dumps(&json(&value)?, Some(indent), sort))
+}
+
+pub fn from_json(value: Value) -> Result<Value, Error> {
+    let s = pyrepr::to_str(&value)?;
+    let j: Json =
+        serde_json::from_str(&s).map_err(|e| invalid(format!("from_json: invalid JSON: {e}")))?;
+    Ok(Value::from_serialize(j))
+}
+
+/// `to_yaml(indent=2)`: PyYAML's default style (leaf collections in flow style).
+pub fn to_yaml(value: Value, kwargs: Kwargs) -> Result<String, Error> {
+    let indent = kwargs.get::<Option<usize>>("indent")?.unwrap_or(2);
+    let _ = kwargs.get::<Option<bool>>("sort_keys")?;
+    kwargs.assert_all_used()?;
+    Ok(pyyaml::dump(&json(&value)?, indent.clamp(2, 9), true))
+}
+
+/// `to_nice_yaml(indent=4)`: block style throughout.
+pub fn to_nice_yaml(value: Value, kwargs: Kwargs) -> Result<String, Error> {
+    let indent = kwargs.get::<Option<usize>>("indent")?.unwrap_or(4);
+    let _ = kwargs.get::<Option<bool>>("sort_keys")?;
+    kwargs.assert_all_used()?;
+    Ok(pyyaml::dump(&json(&value)?, indent.clamp(2, 9), false))
+}
+
+pub fn from_yaml(value: Value) -> Result<Value, Error> {
+    let s = pyrepr::to_str(&value)?;
+    let j: Json =
+        serde_yaml::from_str(&s).map_err(|e| invalid(format!("from_yaml: invalid YAML: {e}")))?;
+    Ok(Value::from_serialize(j))
+}
+
+pub fn from_yaml_all(value: Value) -> Result<Value, Error> {
+    use serde::Deserialize;
+    let s = pyrepr::to_str(&value)?;
+    let mut docs = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(&s) {
+        let j = Json::deserialize(doc)
+            .map_err(|e| invalid(format!("from_yaml_all: invalid YAML: {e}")))?;
+        docs.push(j);
+    }
+    Ok(Value::from_serialize(docs))
+}

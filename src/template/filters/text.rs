@@ -1,0 +1,265 @@
+//! String filters: Python-flavoured regular expressions (`regex_replace`, `regex_search`,
+//! `regex_findall`, `regex_escape`), base64, path parts and digests.
+
+use base64::Engine;
+use minijinja::value::{Kwargs, Rest};
+use minijinja::{Error, ErrorKind, Value};
+use regex::{Regex, RegexBuilder};
+
+use crate::template::pyrepr;
+
+fn text(value: &Value) -> Result<String, Error> {
+    pyrepr::to_str(value)
+}
+
+fn invalid(msg: String) -> Error {
+    Error::new(ErrorKind::InvalidOperation, msg)
+}
+
+/// Compile a Python `re` pattern with the filter's `ignorecase`/`multiline` flags.
+fn compile(pattern: &str, ignorecase: bool, multiline: bool) -> Result<Regex, Error> {
+    // Python's `\Z` is Rust's `\z`; the rest of the common syntax is shared.
+    let translated = pattern.replace(r"\Z", r"\z");
+    RegexBuilder::new(&translated)
+        .case_insensitive(ignorecase)
+        .multi_line(multiline)
+        .build()
+        .map_err(|e| invalid(format!("invalid regular expression `{pattern}`: {e}")))
+}
+
+fn flags(kwargs: &Kwargs) -> Result<(bool, bool), Error> {
+    Ok((
+        kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false),
+        kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false),
+    ))
+}
+
+/// A Python `re.sub` replacement (`\1`, `\g<1>`, `\g<name>`, `\n`) in Rust's `${1}` syntax.
+fn replacement(py: &str) -> String {
+    let mut out = String::with_capacity(py.len());
+    let mut chars = py.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '$' => out.push_str("$$"),
+            '\\' => match chars.peek().copied() {
+                Some(d) if d.is_ascii_digit() => {
+                    let mut n = String::new();
+                    while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                        n.push(d);
+                        chars.next();
+                        if n.len() == 2 {
+                            break;
+                        }
+                    }
+                    out.push_str(&format!("${{{n}}}"));
+                }
+                Some('g') => {
+                    chars.next();
+                    let mut name = String::new();
+                    if chars.peek() == Some(&'<') {
+                        chars.next();
+                        for ch in chars.by_ref() {
+                            if ch == '>' {
+                                break;
+                            }
+                            name.push(ch);
+                        }
+                        out.push_str(&format!("${{{name}}}"));
+                    } else {
+                        out.push_str("\\g");
+                    }
+                }
+                Some('n') => {
+                    chars.next();
+                    out.push('\n');
+                }
+                Some('t') => {
+                    chars.next();
+                    out.push('\t');
+                }
+                Some('\\') => {
+                    chars.next();
+                    out.push('\\');
+                }
+                _ => out.push('\\'),
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `regex_replace(pattern, replacement='', ignorecase, multiline, count, mandatory_count)`.
+pub fn regex_replace(
+    value: Value,
+    pattern: Option<String>,
+    repl: Option<String>,
+    kwargs: Kwargs,
+) -> Result<String, Error> {
+    let (ic, ml) = flags(&kwargs)?;
+    let count = kwargs.get::<Option<usize>>("count")?.unwrap_or(0);
+    let mandatory = kwargs.get::<Option<usize>>("mandatory_count")?.unwrap_or(0);
+    kwargs.assert_all_used()?;
+    let s = text(&value)?;
+    let re = compile(pattern.as_deref().unwrap_or(""), ic, ml)?;
+    let found = re.find_iter(&s).count();
+    if mandatory > 0 && found < mandatory {
+        return Err(invalid(format!(
+            "regex_replace: expected at least {mandatory} match(es), found {found}"
+        )));
+    }
+    let rep = replacement(repl.as_deref().unwrap_or(""));
+    Ok(re.replacen(&s, count, rep.as_str()).into_owned())
+}
+
+/// `regex_search(pattern, '\\1', '\\g<name>'...)`: the match (or the named groups as a
+/// list), `None` when nothing matches.
+pub fn regex_search(
+    value: Value,
+    pattern: String,
+    groups: Rest<String>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let (ic, ml) = flags(&kwargs)?;
+    kwargs.assert_all_used()?;
+    let s = text(&value)?;
+    let re = compile(&pattern, ic, ml)?;
+    let Some(caps) = re.captures(&s) else {
+        return Ok(Value::from(()));
+    };
+    if groups.is_empty() {
+        return Ok(Value::from(caps.get(0).map_or("", |m| m.as_str())));
+    }
+    let mut out = Vec::new();
+    for g in groups.iter() {
+        let m = if let Some(n) = g.strip_prefix("\\g<").and_then(|r| r.strip_suffix('>')) {
+            match n.parse::<usize>() {
+                Ok(i) => caps.get(i),
+                Err(_) => caps.name(n),
+            }
+        } else if let Some(n) = g.strip_prefix('\\').and_then(|n| n.parse::<usize>().ok()) {
+            caps.get(n)
+        } else {
+            return Err(invalid(format!(
+                "regex_search: unknown group argument `{g}`"
+            )));
+        };
+        out.push(m.map_or(Value::from(()), |m| Value::from(m.as_str())));
+    }
+    Ok(Value::from(out))
+}
+
+/// `regex_findall(pattern)`: every match; the group when there is one, a list of groups
+/// when there are several (Python's `re.findall`).
+pub fn regex_findall(value: Value, pattern: String, kwargs: Kwargs) -> Result<Value, Error> {
+    let (ic, ml) = flags(&kwargs)?;
+    kwargs.assert_all_used()?;
+    let s = text(&value)?;
+    let re = compile(&pattern, ic, ml)?;
+    let groups = re.captures_len() - 1;
+    let out: Vec<Value> = re
+        .captures_iter(&s)
+        .map(|c| {
+            let get = |i: usize| Value::from(c.get(i).map_or("", |m| m.as_str()));
+            match groups {
+                0 => get(0),
+                1 => get(1),
+                n => Value::from((1..=n).map(get).collect::<Vec<_>>()),
+            }
+        })
+        .collect();
+    Ok(Value::from(out))
+}
+
+/// `regex_escape`: Python's `re.escape`.
+pub fn regex_escape(value: Value) -> Result<String, Error> {
+    let s = text(&value)?;
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "()[]{}?*+-|^$\\.&~# \t\n\r\x0b\x0c".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+pub fn b64encode(value: Value) -> Result<String, Error> {
+    Ok(base64::engine::general_purpose::STANDARD.encode(text(&value)?.as_bytes()))
+}
+
+pub fn b64decode(value: Value) -> Result<String, Error> {
+    let s = text(&value)?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(s.trim())
+        .map_err(|e| invalid(format!("b64decode: `{s}` is not base64: {e}")))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// `basename`: Python's `os.path.basename`.
+pub fn basename(value: Value) -> Result<String, Error> {
+    let s = text(&value)?;
+    Ok(s.rsplit('/').next().unwrap_or_default().to_string())
+}
+
+/// `dirname`: Python's `os.path.dirname` (trailing slashes of the head dropped).
+pub fn dirname(value: Value) -> Result<String, Error> {
+    let s = text(&value)?;
+    let head = match s.rfind('/') {
+        Some(i) => &s[..=i],
+        None => "",
+    };
+    if !head.is_empty() && head.chars().any(|c| c != '/') {
+        return Ok(head.trim_end_matches('/').to_string());
+    }
+    Ok(head.to_string())
+}
+
+/// A hex digest of `data` with a named algorithm.
+pub fn digest(algorithm: &str, data: &[u8]) -> Result<String, Error> {
+    use sha2::Digest;
+    Ok(match algorithm {
+        "md5" => hex::encode(md5::Md5::digest(data)),
+        "sha1" => hex::encode(sha1::Sha1::digest(data)),
+        "sha224" => hex::encode(sha2::Sha224::digest(data)),
+        "sha256" => hex::encode(sha2::Sha256::digest(data)),
+        "sha384" => hex::encode(sha2::Sha384::digest(data)),
+        "sha512" => hex::encode(sha2::Sha512::digest(data)),
+        other => {
+            return Err(invalid(format!(
+                "hash: unknown algorithm `{other}`, expected md5, sha1, sha224, sha256, sha384 \
+                 or sha512"
+            )));
+        }
+    })
+}
+
+/// `hash(algorithm='sha1')`.
+pub fn hash(value: Value, algorithm: Option<String>) -> Result<String, Error> {
+    digest(
+        algorithm.as_deref().unwrap_or("sha1"),
+        text(&value)?.as_bytes(),
+    )
+}
+
+/// `checksum` and `sha1`.
+pub fn sha1(value: Value) -> Result<String, Error> {
+    digest("sha1", text(&value)?.as_bytes())
+}
+
+pub fn md5(value: Value) -> Result<String, Error> {
+    digest("md5", text(&value)?.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replacement;
+
+    #[test]
+    fn python_replacements_translate() {
+        assert_eq!(replacement(r"<\1>"), "<${1}>");
+        assert_eq!(replacement(r"\g<name>-\g<2>"), "${name}-${2}");
+        assert_eq!(replacement("$1"), "$$1");
+        assert_eq!(replacement(r"a\\b"), r"a\b");
+    }
+}

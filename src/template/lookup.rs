@@ -1,0 +1,361 @@
+//! `lookup()` and `query()`/`q()`: `env`, `file`, `template`, `pipe`, `vars`, `fileglob`,
+//! `first_found`, `lines`, `items`/`list` and `dict`, run on the controller. Relative paths
+//! are searched in the `ansible_search_path` variable (each entry, then its `files/` or
+//! `templates/` folder), then the current folder, as Ansible does for roles and playbooks.
+
+use std::path::{Path, PathBuf};
+
+use minijinja::value::{Kwargs, Rest, ValueKind};
+use minijinja::{Error, ErrorKind, State, Value};
+
+use super::pyrepr;
+use super::scope::SELF_KEY;
+
+fn invalid(msg: String) -> Error {
+    Error::new(ErrorKind::InvalidOperation, msg)
+}
+
+fn strip_fqcn(name: &str) -> &str {
+    name.strip_prefix("ansible.builtin.").unwrap_or(name)
+}
+
+/// `lookup(name, *terms, wantlist=False, errors='strict', ...)`.
+pub fn lookup(
+    state: &State<'_, '_>,
+    name: String,
+    terms: Rest<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let wantlist = kwargs.get::<Option<bool>>("wantlist")?.unwrap_or(false);
+    let ran = run_guarded(state, &name, &terms, &kwargs)?;
+    let Some(ran) = ran else {
+        return Ok(Value::from(()));
+    };
+    if wantlist {
+        return Ok(Value::from(ran));
+    }
+    if ran.iter().all(|v| v.kind() == ValueKind::String) {
+        let joined: Vec<&str> = ran.iter().filter_map(Value::as_str).collect();
+        return Ok(Value::from(joined.join(",")));
+    }
+    if ran.len() == 1 {
+        return Ok(ran.into_iter().next().unwrap_or_default());
+    }
+    Ok(Value::from(ran))
+}
+
+/// `query(name, *terms)`: always a list.
+pub fn query(
+    state: &State<'_, '_>,
+    name: String,
+    terms: Rest<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let _ = kwargs.get::<Option<bool>>("wantlist")?;
+    Ok(run_guarded(state, &name, &terms, &kwargs)?.map_or(Value::from(()), Value::from))
+}
+
+/// Run a lookup honouring `errors=strict|warn|ignore` (`None` for a swallowed error).
+fn run_guarded(
+    state: &State<'_, '_>,
+    name: &str,
+    terms: &[Value],
+    kwargs: &Kwargs,
+) -> Result<Option<Vec<Value>>, Error> {
+    let errors = kwargs.get::<Option<String>>("errors")?;
+    let result = run(state, strip_fqcn(name), terms, kwargs);
+    match (result, errors.as_deref()) {
+        (Ok(v), _) => {
+            kwargs.assert_all_used()?;
+            Ok(Some(v))
+        }
+        (Err(_), Some("ignore" | "warn")) => Ok(None),
+        (Err(e), _) => Err(invalid(format!(
+            "lookup `{name}` failed: {}",
+            super::scope::describe(&e)
+        ))),
+    }
+}
+
+fn term_strings(terms: &[Value]) -> Result<Vec<String>, Error> {
+    let mut out = Vec::new();
+    for t in terms {
+        if t.kind() == ValueKind::Seq {
+            for item in t.try_iter()? {
+                out.push(pyrepr::to_str(&item)?);
+            }
+        } else {
+            out.push(pyrepr::to_str(t)?);
+        }
+    }
+    Ok(out)
+}
+
+fn run(
+    state: &State<'_, '_>,
+    name: &str,
+    terms: &[Value],
+    kwargs: &Kwargs,
+) -> Result<Vec<Value>, Error> {
+    match name {
+        "env" => {
+            let default = kwargs.get::<Option<Value>>("default")?;
+            term_strings(terms)?
+                .into_iter()
+                .map(|t| match std::env::var(&t) {
+                    Ok(v) => Ok(Value::from(v)),
+                    Err(_) => Ok(default.clone().unwrap_or(Value::from(""))),
+                })
+                .collect()
+        }
+        "file" => {
+            let rstrip = kwargs.get::<Option<bool>>("rstrip")?.unwrap_or(true);
+            let lstrip = kwargs.get::<Option<bool>>("lstrip")?.unwrap_or(false);
+            term_strings(terms)?
+                .into_iter()
+                .map(|t| {
+                    let path = find(state, &t, "files")?;
+                    let mut s = read(&path)?;
+                    if rstrip {
+                        s.truncate(s.trim_end().len());
+                    }
+                    if lstrip {
+                        s = s.trim_start().to_string();
+                    }
+                    Ok(Value::from(s))
+                })
+                .collect()
+        }
+        "template" => {
+            let extra = kwargs.get::<Option<Value>>("template_vars")?;
+            let _ = kwargs.get::<Option<bool>>("convert_data")?;
+            term_strings(terms)?
+                .into_iter()
+                .map(|t| {
+                    let path = find(state, &t, "templates")?;
+                    let source = read(&path)?;
+                    render_template(state, &source, extra.as_ref()).map(Value::from)
+                })
+                .collect()
+        }
+        "pipe" => term_strings(terms)?
+            .into_iter()
+            .map(|cmd| {
+                let out = run_command(&cmd)?;
+                Ok(Value::from(out.trim_end().to_string()))
+            })
+            .collect(),
+        "lines" => {
+            let mut out = Vec::new();
+            for cmd in term_strings(terms)? {
+                out.extend(run_command(&cmd)?.lines().map(Value::from));
+            }
+            Ok(out)
+        }
+        "vars" => {
+            let default = kwargs.get::<Option<Value>>("default")?;
+            term_strings(terms)?
+                .into_iter()
+                .map(|t| match state.lookup(&t).filter(|v| !v.is_undefined()) {
+                    Some(v) => Ok(v),
+                    None => default.clone().ok_or_else(|| {
+                        Error::new(ErrorKind::UndefinedError, format!("`{t}` is undefined"))
+                    }),
+                })
+                .collect()
+        }
+        "items" | "list" | "flattened" => {
+            let mut out = Vec::new();
+            for t in terms {
+                if t.kind() == ValueKind::Seq && name != "list" {
+                    out.extend(t.try_iter()?);
+                } else {
+                    out.push(t.clone());
+                }
+            }
+            Ok(out)
+        }
+        "dict" => {
+            let mut out = Vec::new();
+            for t in terms {
+                for k in t.try_iter()? {
+                    let v = t.get_item(&k)?;
+                    out.push(Value::from_iter([("key", k), ("value", v)]));
+                }
+            }
+            Ok(out)
+        }
+        "fileglob" => {
+            let mut out = Vec::new();
+            for pattern in term_strings(terms)? {
+                out.extend(fileglob(state, &pattern)?.into_iter().map(Value::from));
+            }
+            Ok(out)
+        }
+        "first_found" => {
+            let skip = kwargs.get::<Option<bool>>("skip")?.unwrap_or(false);
+            let mut candidates = Vec::new();
+            for t in terms {
+                if t.kind() == ValueKind::Map {
+                    let files = t.get_attr("files")?;
+                    let paths = t.get_attr("paths")?;
+                    let files = term_strings(std::slice::from_ref(&files))?;
+                    let paths = if paths.is_undefined() {
+                        vec![String::new()]
+                    } else {
+                        term_strings(std::slice::from_ref(&paths))?
+                    };
+                    for p in &paths {
+                        for f in &files {
+                            candidates.push(if p.is_empty() {
+                                f.clone()
+                            } else {
+                                format!("{p}/{f}")
+                            });
+                        }
+                    }
+                } else {
+                    candidates.extend(term_strings(std::slice::from_ref(t))?);
+                }
+            }
+            for c in &candidates {
+                if let Ok(p) = find(state, c, "files") {
+                    return Ok(vec![Value::from(p.display().to_string())]);
+                }
+            }
+            if skip {
+                return Ok(Vec::new());
+            }
+            Err(invalid(format!(
+                "no file was found among {}",
+                candidates.join(", ")
+            )))
+        }
+        "unvault" | "password" => Err(invalid(format!(
+            "the `{name}` lookup is not supported by kinit"
+        ))),
+        other => Err(invalid(format!(
+            "unknown lookup `{other}`, expected env, file, template, pipe, vars, fileglob, \
+             first_found, lines, items, list or dict"
+        ))),
+    }
+}
+
+/// The folders relative paths are searched in.
+fn search_path(state: &State<'_, '_>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(v) = state.lookup("ansible_search_path")
+        && let Ok(items) = v.try_iter()
+    {
+        for item in items {
+            if let Some(s) = item.as_str() {
+                out.push(PathBuf::from(s));
+            }
+        }
+    }
+    out
+}
+
+fn find(state: &State<'_, '_>, name: &str, subdir: &str) -> Result<PathBuf, Error> {
+    let p = Path::new(name);
+    if p.is_absolute() {
+        return if p.exists() {
+            Ok(p.to_path_buf())
+        } else {
+            Err(invalid(format!("could not find `{name}`")))
+        };
+    }
+    let bases = search_path(state);
+    for base in &bases {
+        for candidate in [base.join(subdir).join(name), base.join(name)] {
+            if candidate.exists() {
+                return Ok(candidate);
+            }
+        }
+    }
+    if p.exists() {
+        return Ok(p.to_path_buf());
+    }
+    let searched: Vec<String> = bases.iter().map(|b| b.display().to_string()).collect();
+    Err(invalid(format!(
+        "could not find `{name}` (searched {}and the current folder)",
+        if searched.is_empty() {
+            String::new()
+        } else {
+            format!("{}, ", searched.join(", "))
+        }
+    )))
+}
+
+fn read(path: &Path) -> Result<String, Error> {
+    std::fs::read_to_string(path)
+        .map_err(|e| invalid(format!("cannot read `{}`: {e}", path.display())))
+}
+
+fn run_command(cmd: &str) -> Result<String, Error> {
+    let out = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .map_err(|e| invalid(format!("cannot run `{cmd}`: {e}")))?;
+    if !out.status.success() {
+        return Err(invalid(format!(
+            "`{cmd}` exited with {}",
+            out.status.code().unwrap_or(-1)
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Render a template file's text with the current variables (plus `template_vars`).
+fn render_template(
+    state: &State<'_, '_>,
+    source: &str,
+    extra: Option<&Value>,
+) -> Result<String, Error> {
+    let scope = state.lookup(SELF_KEY).unwrap_or_default();
+    let ctx = match extra {
+        Some(extra) if extra.kind() == ValueKind::Map => {
+            minijinja::context! { ..extra.clone(), ..scope }
+        }
+        _ => scope,
+    };
+    super::render::render(state.env(), source, &ctx)
+}
+
+fn fileglob(state: &State<'_, '_>, pattern: &str) -> Result<Vec<String>, Error> {
+    let p = Path::new(pattern);
+    let (dir, file_pat) = match (p.parent(), p.file_name().and_then(|f| f.to_str())) {
+        (Some(d), Some(f)) => (d.to_path_buf(), f.to_string()),
+        _ => return Ok(Vec::new()),
+    };
+    let dirs: Vec<PathBuf> = if dir.is_absolute() {
+        vec![dir]
+    } else {
+        let mut v: Vec<PathBuf> = search_path(state)
+            .into_iter()
+            .flat_map(|b| [b.join("files").join(&dir), b.join(&dir)])
+            .collect();
+        v.push(dir);
+        v
+    };
+    let glob = globset::Glob::new(&file_pat)
+        .map_err(|e| invalid(format!("invalid glob `{pattern}`: {e}")))?
+        .compile_matcher();
+    for d in dirs {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut found: Vec<String> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .filter(|p| p.file_name().is_some_and(|f| glob.is_match(f)))
+            .map(|p| p.display().to_string())
+            .collect();
+        if !found.is_empty() {
+            found.sort();
+            return Ok(found);
+        }
+    }
+    Ok(Vec::new())
+}

@@ -1,0 +1,294 @@
+//! Ansible's Jinja tests: `match`/`search`/`regex`, task result tests (`success`, `failed`,
+//! `changed`, `skipped`, `finished`), `version` comparison, set tests and controller path
+//! tests. The builtin ones (`defined`, `none`, ...) come from minijinja.
+
+use std::cmp::Ordering;
+
+use minijinja::value::{Kwargs, ValueKind};
+use minijinja::{Error, ErrorKind, Value};
+use regex::RegexBuilder;
+
+use super::pyrepr;
+
+fn invalid(msg: String) -> Error {
+    Error::new(ErrorKind::InvalidOperation, msg)
+}
+
+fn regex_test(
+    value: &Value,
+    pattern: &str,
+    kwargs: &Kwargs,
+    anchored: bool,
+) -> Result<bool, Error> {
+    let ic = kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false);
+    let ml = kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false);
+    let source = if anchored {
+        format!(r"\A(?:{pattern})")
+    } else {
+        pattern.to_string()
+    };
+    let re = RegexBuilder::new(&source)
+        .case_insensitive(ic)
+        .multi_line(ml)
+        .build()
+        .map_err(|e| invalid(format!("invalid regular expression `{pattern}`: {e}")))?;
+    Ok(re.is_match(&pyrepr::to_str(value)?))
+}
+
+/// `is match(pattern)`: Python's `re.match` (anchored at the start).
+pub fn is_match(value: Value, pattern: String, kwargs: Kwargs) -> Result<bool, Error> {
+    let r = regex_test(&value, &pattern, &kwargs, true);
+    kwargs.assert_all_used()?;
+    r
+}
+
+pub fn is_search(value: Value, pattern: String, kwargs: Kwargs) -> Result<bool, Error> {
+    let r = regex_test(&value, &pattern, &kwargs, false);
+    kwargs.assert_all_used()?;
+    r
+}
+
+/// `is regex(pattern, match_type='search')`.
+pub fn is_regex(value: Value, pattern: String, kwargs: Kwargs) -> Result<bool, Error> {
+    let kind = kwargs.get::<Option<String>>("match_type")?;
+    let anchored = match kind.as_deref() {
+        None | Some("search") => false,
+        Some("match") => true,
+        Some("fullmatch") => {
+            let r = regex_test(&value, &format!("(?:{pattern})\\z"), &kwargs, true);
+            kwargs.assert_all_used()?;
+            return r;
+        }
+        Some(other) => return Err(invalid(format!("regex: unknown match_type `{other}`"))),
+    };
+    let r = regex_test(&value, &pattern, &kwargs, anchored);
+    kwargs.assert_all_used()?;
+    r
+}
+
+fn result_flag(test: &str, value: &Value, key: &str, default: bool) -> Result<bool, Error> {
+    if value.kind() != ValueKind::Map {
+        return Err(invalid(format!(
+            "the `{test}` test expects a dictionary (a registered task result)"
+        )));
+    }
+    let v = value.get_attr(key)?;
+    Ok(if v.is_undefined() {
+        default
+    } else {
+        super::filters::core::to_bool(v)
+    })
+}
+
+pub fn failed(value: Value) -> Result<bool, Error> {
+    result_flag("failed", &value, "failed", false)
+}
+
+pub fn success(value: Value) -> Result<bool, Error> {
+    Ok(!result_flag("success", &value, "failed", false)?)
+}
+
+/// `is changed`: the result's `changed`, or without one, whether any loop result changed.
+pub fn changed(value: Value) -> Result<bool, Error> {
+    if !value.get_attr("changed")?.is_undefined() {
+        return result_flag("changed", &value, "changed", false);
+    }
+    let results = value.get_attr("results")?;
+    if results.kind() == ValueKind::Seq {
+        for r in results.try_iter()? {
+            if r.kind() == ValueKind::Map && result_flag("changed", &r, "changed", false)? {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+pub fn skipped(value: Value) -> Result<bool, Error> {
+    result_flag("skipped", &value, "skipped", false)
+}
+
+pub fn finished(value: Value) -> Result<bool, Error> {
+    result_flag("finished", &value, "finished", true)
+}
+
+pub fn unreachable(value: Value) -> Result<bool, Error> {
+    result_flag("unreachable", &value, "unreachable", false)
+}
+
+pub fn reachable(value: Value) -> Result<bool, Error> {
+    Ok(!unreachable(value)?)
+}
+
+/// One piece of a version: numbers compare numerically and sort before words.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Part {
+    Num(u64),
+    Word(String),
+}
+
+/// Python's `LooseVersion` components: runs of digits and of letters.
+fn loose(v: &str) -> Vec<Part> {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let flush = |cur: &mut String, parts: &mut Vec<Part>| {
+        if !cur.is_empty() {
+            parts.push(match cur.parse::<u64>() {
+                Ok(n) => Part::Num(n),
+                Err(_) => Part::Word(cur.to_lowercase()),
+            });
+            cur.clear();
+        }
+    };
+    for c in v.chars() {
+        let same_kind = cur
+            .chars()
+            .next()
+            .is_none_or(|p| p.is_ascii_digit() == c.is_ascii_digit());
+        if c.is_ascii_alphanumeric() {
+            if !same_kind {
+                flush(&mut cur, &mut parts);
+            }
+            cur.push(c);
+        } else {
+            flush(&mut cur, &mut parts);
+        }
+    }
+    flush(&mut cur, &mut parts);
+    parts
+}
+
+/// Semantic versioning 2.0 order (pre-releases before the release, build ignored).
+fn semver_cmp(a: &str, b: &str) -> Result<Ordering, Error> {
+    fn parse(v: &str) -> Option<(Vec<u64>, Option<Vec<String>>)> {
+        let v = v.trim().trim_start_matches('v');
+        let v = v.split('+').next()?;
+        let (core, pre) = match v.split_once('-') {
+            Some((c, p)) => (c, Some(p.split('.').map(str::to_string).collect())),
+            None => (v, None),
+        };
+        let nums: Option<Vec<u64>> = core.split('.').map(|n| n.parse().ok()).collect();
+        let nums = nums.filter(|n| n.len() == 3)?;
+        Some((nums, pre))
+    }
+    let (Some(pa), Some(pb)) = (parse(a), parse(b)) else {
+        return Err(invalid(format!("`{a}` or `{b}` is not a semantic version")));
+    };
+    Ok(pa.0.cmp(&pb.0).then_with(|| match (&pa.1, &pb.1) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Greater,
+        (Some(_), None) => Ordering::Less,
+        (Some(x), Some(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                let o = match (p.parse::<u64>(), q.parse::<u64>()) {
+                    (Ok(m), Ok(n)) => m.cmp(&n),
+                    (Ok(_), Err(_)) => Ordering::Less,
+                    (Err(_), Ok(_)) => Ordering::Greater,
+                    _ => p.cmp(q),
+                };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+    }))
+}
+
+/// `is version(other, operator='eq', strict=False, version_type='loose')`.
+pub fn version(
+    value: Value,
+    other: Value,
+    op: Option<String>,
+    kwargs: Kwargs,
+) -> Result<bool, Error> {
+    let op = match kwargs.get::<Option<String>>("operator")? {
+        Some(o) => Some(o),
+        None => op,
+    };
+    let strict = kwargs.get::<Option<bool>>("strict")?.unwrap_or(false);
+    let vtype = kwargs.get::<Option<String>>("version_type")?;
+    kwargs.assert_all_used()?;
+    let (a, b) = (pyrepr::to_str(&value)?, pyrepr::to_str(&other)?);
+    if a.is_empty() {
+        return Err(invalid("version value cannot be empty".into()));
+    }
+    let ord = match vtype.as_deref() {
+        Some("semver" | "semantic") => semver_cmp(&a, &b)?,
+        Some("strict") => strict_cmp(&a, &b)?,
+        None if strict => strict_cmp(&a, &b)?,
+        None | Some("loose" | "pep440") => loose(&a).cmp(&loose(&b)),
+        Some(other) => {
+            return Err(invalid(format!(
+                "version: unknown version_type `{other}`, expected loose, strict, semver, \
+                 semantic or pep440"
+            )));
+        }
+    };
+    Ok(match op.as_deref().unwrap_or("eq") {
+        "==" | "=" | "eq" => ord == Ordering::Equal,
+        "!=" | "<>" | "ne" => ord != Ordering::Equal,
+        "<" | "lt" => ord == Ordering::Less,
+        "<=" | "le" => ord != Ordering::Greater,
+        ">" | "gt" => ord == Ordering::Greater,
+        ">=" | "ge" => ord != Ordering::Less,
+        other => return Err(invalid(format!("version: invalid operator `{other}`"))),
+    })
+}
+
+fn strict_cmp(a: &str, b: &str) -> Result<Ordering, Error> {
+    let ok = |v: &str| {
+        let head = v.split(['a', 'b']).next().unwrap_or(v);
+        let n = head.split('.').count();
+        (2..=3).contains(&n) && head.split('.').all(|p| p.parse::<u64>().is_ok())
+    };
+    if !ok(a) || !ok(b) {
+        return Err(invalid(format!("`{a}` or `{b}` is not a strict version")));
+    }
+    Ok(loose(a).cmp(&loose(b)))
+}
+
+fn items(v: &Value) -> Result<Vec<Value>, Error> {
+    Ok(v.try_iter()?.collect())
+}
+
+pub fn subset(a: Value, b: Value) -> Result<bool, Error> {
+    let big = items(&b)?;
+    Ok(items(&a)?.iter().all(|x| big.contains(x)))
+}
+
+pub fn superset(a: Value, b: Value) -> Result<bool, Error> {
+    subset(b, a)
+}
+
+pub fn contains(seq: Value, item: Value) -> Result<bool, Error> {
+    Ok(items(&seq)?.contains(&item))
+}
+
+pub fn truthy(v: Value) -> bool {
+    v.is_true()
+}
+
+pub fn falsy(v: Value) -> bool {
+    !v.is_true()
+}
+
+pub fn path_exists(v: Value) -> Result<bool, Error> {
+    Ok(std::path::Path::new(&pyrepr::to_str(&v)?).exists())
+}
+
+pub fn path_file(v: Value) -> Result<bool, Error> {
+    Ok(std::path::Path::new(&pyrepr::to_str(&v)?).is_file())
+}
+
+pub fn path_directory(v: Value) -> Result<bool, Error> {
+    Ok(std::path::Path::new(&pyrepr::to_str(&v)?).is_dir())
+}
+
+pub fn path_link(v: Value) -> Result<bool, Error> {
+    Ok(std::path::Path::new(&pyrepr::to_str(&v)?).is_symlink())
+}
+
+pub fn path_abs(v: Value) -> Result<bool, Error> {
+    Ok(pyrepr::to_str(&v)?.starts_with('/'))
+}

@@ -1,0 +1,283 @@
+//! The variables a template sees, as a minijinja object that templates lazily: a variable
+//! whose value holds `{{ ... }}` is rendered when a template first reads it (with the same
+//! variables, recursively, each variable once per scope), and a variable that reaches itself
+//! again is reported as a cycle instead of overflowing the stack. `hostvars[h]` is another
+//! scope over host `h`'s variables.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
+use minijinja::value::{Enumerator, Object, ObjectRepr};
+use minijinja::{Environment, Error, ErrorKind, Value};
+use serde_json::Value as Json;
+
+use crate::vars::VarMap;
+
+/// Where `hostvars` gets each host's variables from (the executor's per-host state, or an
+/// `Inventory`). The variables are returned unrendered; the scope templates them.
+pub trait HostVarsSource: Send + Sync {
+    /// Every host name, in inventory order.
+    fn host_names(&self) -> Vec<String>;
+    /// The variables of `host`, or `None` when there is no such host.
+    fn vars_of(&self, host: &str) -> Option<Arc<VarMap>>;
+}
+
+impl HostVarsSource for crate::inventory::Inventory {
+    fn host_names(&self) -> Vec<String> {
+        self.hosts.keys().cloned().collect()
+    }
+
+    fn vars_of(&self, host: &str) -> Option<Arc<VarMap>> {
+        if !self.has_host(host) {
+            return None;
+        }
+        let mut vars = self.host_vars(host);
+        crate::vars::overlay(&mut vars, &self.magic_vars(host));
+        Some(Arc::new(vars))
+    }
+}
+
+/// A variable scope object (see the module doc).
+pub(crate) struct LazyVars {
+    pub env: Arc<Environment<'static>>,
+    pub vars: Arc<VarMap>,
+    pub hostvars: Option<Arc<dyn HostVarsSource>>,
+    /// Rendered variables, so each is templated once per scope.
+    cache: Mutex<HashMap<String, Value>>,
+    /// Variables being rendered right now per thread, outermost first (for cycle reports).
+    resolving: Mutex<Vec<(ThreadId, String)>>,
+}
+
+/// The key under which a scope hands itself to `lookup('template')` (never enumerated).
+pub(crate) const SELF_KEY: &str = "__kinit_scope__";
+
+impl std::fmt::Debug for LazyVars {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyVars")
+            .field("vars", &self.vars.len())
+            .finish()
+    }
+}
+
+impl LazyVars {
+    pub fn new(
+        env: Arc<Environment<'static>>,
+        vars: Arc<VarMap>,
+        hostvars: Option<Arc<dyn HostVarsSource>>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            env,
+            vars,
+            hostvars,
+            cache: Mutex::default(),
+            resolving: Mutex::default(),
+        })
+    }
+
+    /// The value of variable `name`, rendered; `None` when it is not defined.
+    fn resolve(self: &Arc<Self>, name: &str) -> Option<Value> {
+        if let Some(v) = self.cache.lock().unwrap().get(name) {
+            return Some(v.clone());
+        }
+        let raw = self.vars.get(name)?;
+        {
+            let me = std::thread::current().id();
+            let mut stack = self.resolving.lock().unwrap();
+            let mine: Vec<&str> = stack
+                .iter()
+                .filter(|(t, _)| *t == me)
+                .map(|(_, n)| n.as_str())
+                .collect();
+            if let Some(pos) = mine.iter().position(|n| *n == name) {
+                let mut chain: Vec<&str> = mine[pos..].to_vec();
+                chain.push(name);
+                let msg = format!(
+                    "recursive loop detected in template: variable `{name}` refers to itself \
+                     through {}",
+                    chain.join(" -> ")
+                );
+                return Some(Value::from(Error::new(ErrorKind::InvalidOperation, msg)));
+            }
+            stack.push((me, name.to_string()));
+        }
+        let ctx = Value::from_dyn_object(self.clone());
+        let result = json_to_value(&self.env, raw, &ctx);
+        {
+            let me = std::thread::current().id();
+            let mut stack = self.resolving.lock().unwrap();
+            if let Some(pos) = stack.iter().rposition(|(t, _)| *t == me) {
+                stack.remove(pos);
+            }
+        }
+        let value = match result {
+            Ok(v) => v,
+            Err(e) => {
+                let msg = format!("while templating variable `{name}`: {}", describe(&e));
+                return Some(Value::from(Error::new(e.kind(), msg)));
+            }
+        };
+        self.cache
+            .lock()
+            .unwrap()
+            .insert(name.to_string(), value.clone());
+        Some(value)
+    }
+}
+
+/// An error's text without minijinja's `(in template:line)` suffix noise duplicated.
+pub(crate) fn describe(e: &Error) -> String {
+    match e.detail() {
+        Some(d) => d.to_string(),
+        None => e.kind().to_string(),
+    }
+}
+
+impl Object for LazyVars {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
+    }
+
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        let name = key.as_str()?;
+        if let Some(v) = self.resolve(name) {
+            return Some(v);
+        }
+        match name {
+            "hostvars" => self.hostvars.as_ref().map(|src| {
+                Value::from_object(HostVars {
+                    env: self.env.clone(),
+                    source: src.clone(),
+                })
+            }),
+            SELF_KEY => Some(Value::from_dyn_object(self.clone())),
+            _ => None,
+        }
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        let keys: Vec<Value> = self.vars.keys().map(|k| Value::from(k.as_str())).collect();
+        Enumerator::Values(keys)
+    }
+}
+
+/// `hostvars`: host name to that host's lazily templated variables.
+#[derive(Clone)]
+struct HostVars {
+    env: Arc<Environment<'static>>,
+    source: Arc<dyn HostVarsSource>,
+}
+
+impl std::fmt::Debug for HostVars {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("hostvars")
+    }
+}
+
+impl Object for HostVars {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
+    }
+
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        let host = key.as_str()?;
+        let vars = self.source.vars_of(host)?;
+        Some(Value::from_dyn_object(LazyVars::new(
+            self.env.clone(),
+            vars,
+            Some(self.source.clone()),
+        )))
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        let names: Vec<Value> = self
+            .source
+            .host_names()
+            .into_iter()
+            .map(Value::from)
+            .collect();
+        Enumerator::Values(names)
+    }
+}
+
+/// Whether a string needs templating at all.
+pub(crate) fn is_template(s: &str) -> bool {
+    s.contains("{{") || s.contains("{%") || s.contains("{#")
+}
+
+/// The expression inside a string that is exactly one `{{ expr }}`, which keeps its type.
+/// Braces of dict literals inside the expression are balanced, as Jinja's lexer does.
+pub(crate) fn single_expression(s: &str) -> Option<&str> {
+    if !s.starts_with("{{") || !s.ends_with("}}") {
+        return None;
+    }
+    let bytes = s.as_bytes();
+    let (mut depth, mut quote, mut i) = (0usize, None::<u8>, 2usize);
+    while i < bytes.len() {
+        let c = bytes[i];
+        match quote {
+            Some(_) if c == b'\\' => i += 1,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                b'\'' | b'"' => quote = Some(c),
+                b'{' | b'[' | b'(' => depth += 1,
+                b'}' if depth == 0 => {
+                    if bytes.get(i + 1) != Some(&b'}') || i + 2 != bytes.len() {
+                        return None;
+                    }
+                    let inner = &s[2..i];
+                    let inner = inner.strip_prefix('-').unwrap_or(inner);
+                    let inner = inner.strip_suffix('-').unwrap_or(inner);
+                    return Some(inner.trim());
+                }
+                b'}' | b']' | b')' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A JSON value as a template value, templating every string in it against `ctx`.
+pub(crate) fn json_to_value(
+    env: &Environment<'static>,
+    raw: &Json,
+    ctx: &Value,
+) -> Result<Value, Error> {
+    Ok(match raw {
+        Json::String(s) if is_template(s) => render_native(env, s, ctx)?,
+        Json::Array(items) => Value::from(
+            items
+                .iter()
+                .map(|v| json_to_value(env, v, ctx))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Json::Object(map) => {
+            let mut out = indexmap::IndexMap::with_capacity(map.len());
+            for (k, v) in map {
+                let key = if is_template(k) {
+                    Value::from(super::render::render(env, k, ctx)?)
+                } else {
+                    Value::from(k.as_str())
+                };
+                out.insert(key, json_to_value(env, v, ctx)?);
+            }
+            Value::from_iter(out)
+        }
+        other => Value::from_serialize(other),
+    })
+}
+
+/// Render `s`; a lone `{{ expr }}` yields the expression's value with its type.
+pub(crate) fn render_native(
+    env: &Environment<'static>,
+    s: &str,
+    ctx: &Value,
+) -> Result<Value, Error> {
+    match single_expression(s) {
+        Some(expr) => super::render::eval(env, expr, ctx),
+        None => super::render::render(env, s, ctx).map(Value::from),
+    }
+}
