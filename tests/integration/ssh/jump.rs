@@ -62,3 +62,15 @@ async fn guests_through_the_hypervisor_one_connection_each() {
     assert_eq!(lab.guests[1].accepted_logins(), 1);
     assert_eq!(lab.hosts[0].accepted_logins(), 2);
 }
+
+/// The module suite through the hypervisor jump host, as modules reach libvirt guests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn module_suite_through_a_jump_host() {
+    let lab = SshLab::jump_topology(1);
+    let conn = kinit::transport::Connection::open(&lab.guest_target(0))
+        .await
+        .expect("ssh connect through the jump host");
+    crate::modules::suite(&conn).await;
+    conn.close().await;
+    assert_eq!(lab.guests[0].accepted_logins(), 1);
+}

@@ -3,6 +3,7 @@
 
 mod basics;
 mod jump;
+mod playbook;
 mod scale;
 mod speed;
 mod trust;
