@@ -119,6 +119,12 @@ pub enum TransportError {
     },
     #[error("`{host}`: checksum mismatch after transfer of `{path}`")]
     Checksum { host: String, path: String },
+    #[error("`{host}`: invalid {kind} settings: {detail}")]
+    Config {
+        host: String,
+        kind: &'static str,
+        detail: String,
+    },
     #[error("`{host}`: cancelled")]
     Cancelled { host: String },
     #[error("`{host}`: the {kind} transport is not available in this build: {reason}")]

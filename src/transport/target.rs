@@ -52,8 +52,19 @@ pub struct WinRmOptions {
     /// `false` only when the user opted out (`ansible_winrm_server_cert_validation=ignore`).
     pub cert_validation: bool,
     pub ca_file: Option<PathBuf>,
+    /// WS-Man `OperationTimeout`: how long one Receive long-polls before the server answers
+    /// `w:TimedOut` (kinit then polls again; it is not a command timeout).
     pub operation_timeout: Duration,
     pub path: String,
+    /// Allow Basic auth over plain HTTP (password and commands in clear text). Off unless the
+    /// user opts in; Windows refuses it too unless `AllowUnencrypted=true`.
+    pub allow_basic_over_http: bool,
+    /// Extra tries for a request that failed before reaching the shell (connection errors,
+    /// bare HTTP 5xx), each on a fresh, re-authenticated connection.
+    pub http_retries: u32,
+    /// Shell idle timeout asked of the server: a shell kinit could not delete (killed process)
+    /// expires after this long instead of Windows' two hours.
+    pub idle_timeout: Duration,
 }
 
 impl Default for WinRmOptions {
@@ -65,6 +76,9 @@ impl Default for WinRmOptions {
             ca_file: None,
             operation_timeout: Duration::from_secs(20),
             path: "/wsman".into(),
+            allow_basic_over_http: false,
+            http_retries: 2,
+            idle_timeout: Duration::from_secs(900),
         }
     }
 }

@@ -8,3 +8,5 @@ mod plan;
 mod readme;
 mod ssh;
 mod support;
+mod winrm;
+mod winrm_server;
