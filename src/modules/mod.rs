@@ -15,29 +15,37 @@ pub mod args;
 pub mod filewrite;
 pub mod http;
 pub mod mode;
+pub mod pkg;
 pub mod posix;
 pub mod pwsh;
+pub mod svc;
 pub mod textedit;
 
+pub mod apt;
 pub mod blockinfile;
 pub mod command;
 pub mod copy;
+pub mod dnf;
 pub mod fetch;
 pub mod file;
 pub mod get_url;
 pub mod lineinfile;
 pub mod modprobe;
+pub mod package;
 pub mod ping;
 pub mod raw;
 pub mod script;
+pub mod service;
 pub mod setup;
 pub mod shell;
 pub mod slurp;
 pub mod stat;
 pub mod sysctl;
+pub mod systemd;
 pub mod template;
 pub mod unarchive;
 pub mod uri;
+pub mod user;
 pub mod wait_for;
 
 use std::future::Future;
@@ -250,25 +258,32 @@ pub(crate) use typed_module;
 
 /// The registry: every module kinit has, by short name. One line per module.
 static MODULES: &[(&str, &dyn Module)] = &[
+    ("apt", &apt::Apt),
     ("blockinfile", &blockinfile::BlockInFile),
     ("command", &command::Command),
     ("copy", &copy::Copy),
+    ("dnf", &dnf::Dnf),
     ("fetch", &fetch::Fetch),
     ("file", &file::File),
     ("get_url", &get_url::GetUrl),
     ("lineinfile", &lineinfile::LineInFile),
     ("modprobe", &modprobe::Modprobe),
+    ("package", &package::Package),
     ("ping", &ping::Ping),
     ("raw", &raw::Raw),
     ("script", &script::Script),
+    ("service", &service::Service),
     ("setup", &setup::Setup),
     ("shell", &shell::Shell),
     ("slurp", &slurp::Slurp),
     ("stat", &stat::Stat),
     ("sysctl", &sysctl::Sysctl),
+    ("systemd", &systemd::Systemd),
+    ("systemd_service", &systemd::Systemd),
     ("template", &template::Template),
     ("unarchive", &unarchive::Unarchive),
     ("uri", &uri::Uri),
+    ("user", &user::User),
     ("wait_for", &wait_for::WaitFor),
 ];
 

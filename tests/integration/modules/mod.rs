@@ -208,6 +208,9 @@ pub async fn suite(conn: &Connection) {
         system::setup,
         system::sysctl,
         system::modprobe,
+        system::user,
+        system::packages,
+        system::service,
     );
 }
 
@@ -262,5 +265,8 @@ mod local {
         system::setup,
         system::sysctl,
         system::modprobe,
+        system::user,
+        system::packages,
+        system::service,
     );
 }

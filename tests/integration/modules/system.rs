@@ -123,3 +123,199 @@ pub async fn modprobe(fx: &Fixture<'_>) {
         .unwrap_err();
     assert!(err.to_string().contains("not a kernel module name"));
 }
+
+/// A name unique to this test process (accounts, packages and init scripts are global).
+fn unique(prefix: &str) -> String {
+    format!("{prefix}{}", std::process::id())
+}
+
+pub async fn user(fx: &Fixture<'_>) {
+    let name = unique("kinitu");
+    if !is_root(fx).await {
+        // Unprivileged login: only the decision can be checked, and the failure is clear.
+        let c = fx.check("user", json!({"name": name})).await;
+        assert!(c.changed);
+        let r = fx.run("user", json!({"name": name})).await;
+        assert!(r.failed && r.msg.unwrap().contains("useradd"));
+        let r = fx.run("user", json!({"name": "root"})).await;
+        assert!(!r.changed && !r.failed, "{r:?}");
+        return;
+    }
+    let probe = format!("getent passwd {name} | cut -d: -f6,7; id -Gn {name} 2>&1");
+    let home = fx.path("home");
+    fx.converges(
+        "user",
+        json!({"name": name, "shell": "/bin/sh", "home": home, "comment": "kinit test", "groups": ["daemon"]}),
+        &probe,
+    )
+    .await;
+    assert_eq!(
+        fx.sh(&probe).await,
+        format!("{home}:/bin/sh\n{name} daemon\n")
+    );
+    assert_eq!(
+        fx.sh(&format!("test -d {home} && echo made")).await,
+        "made\n"
+    );
+    // Only the differing option changes; append keeps existing groups.
+    fx.converges("user", json!({"name": name, "shell": "/bin/bash"}), &probe)
+        .await;
+    fx.converges(
+        "user",
+        json!({"name": name, "groups": "bin", "append": true}),
+        &probe,
+    )
+    .await;
+    assert!(fx.sh(&probe).await.contains(&format!("{name} daemon bin")));
+    // A password hash is set once and then left alone.
+    let hash = "$6$salt$IxDD3jeSOb5eB1CX5LBsqZFVkJdido3OUILO5Ifz5iwMuTS4XMS130MTSuDDl3aCI6WouIL9AjRbLCelDCy.g.";
+    fx.converges(
+        "user",
+        json!({"name": name, "password": hash}),
+        &format!("getent shadow {name} | cut -d: -f2"),
+    )
+    .await;
+    fx.converges(
+        "user",
+        json!({"name": name, "state": "absent", "remove": true}),
+        &format!("getent passwd {name} || echo gone"),
+    )
+    .await;
+}
+
+pub async fn packages(fx: &Fixture<'_>) {
+    // `dpkg` is installed on every Debian host: present is ok, absent would remove it (check
+    // mode only!), and `package` finds apt by itself.
+    if fx.sh("command -v dpkg-query").await.is_empty() {
+        return; // not a Debian-family host
+    }
+    let r = fx.run("apt", json!({"name": "dpkg"})).await;
+    assert!(!r.changed && !r.failed, "{r:?}");
+    let c = fx
+        .check("apt", json!({"name": "dpkg", "state": "absent"}))
+        .await;
+    assert!(c.changed);
+    assert_eq!(
+        c.data["commands"],
+        json!(["DEBIAN_FRONTEND=noninteractive apt-get remove -y -q dpkg"])
+    );
+    let r = fx
+        .run("package", json!({"name": ["dpkg"], "state": "present"}))
+        .await;
+    assert!(!r.changed);
+    assert_eq!(r.data["manager"], "apt");
+
+    // A package that is not installed: check mode says it would install it, nothing happens.
+    let missing = unique("kinit-nosuch-");
+    let c = fx.check("package", json!({"name": missing})).await;
+    assert!(c.changed);
+    assert_eq!(
+        c.data["commands"],
+        json!([format!(
+            "DEBIAN_FRONTEND=noninteractive apt-get install -y -q {missing}"
+        )])
+    );
+    assert!(
+        fx.sh(&format!("dpkg-query -W {missing} 2>&1"))
+            .await
+            .contains("no packages found")
+    );
+
+    // A real install and removal, without a network: a tiny .deb built on the host.
+    if !is_root(fx).await {
+        return;
+    }
+    let pkg = unique("kinit-test-pkg-");
+    let deb = fx.path(&format!("{pkg}.deb"));
+    let build = fx.path("debroot");
+    fx.sh(&format!(
+        "mkdir -p {build}/DEBIAN {build}/usr/share/{pkg} && echo hi > {build}/usr/share/{pkg}/f && \
+         printf 'Package: {pkg}\\nVersion: 1.0\\nArchitecture: all\\nMaintainer: kinit <kinit@example.invalid>\\nDescription: kinit module test\\n' > {build}/DEBIAN/control && \
+         dpkg-deb --build {build} {deb} >/dev/null"
+    ))
+    .await;
+    let probe = format!("dpkg-query -W -f='${{Status}}' {pkg} 2>&1");
+    fx.converges("apt", json!({"deb": deb}), &probe).await;
+    assert_eq!(fx.sh(&probe).await, "install ok installed");
+    fx.converges(
+        "apt",
+        json!({"name": pkg, "state": "absent", "purge": true}),
+        &probe,
+    )
+    .await;
+    assert!(!fx.sh(&probe).await.contains("install ok installed"));
+}
+
+pub async fn service(fx: &Fixture<'_>) {
+    let systemd = !fx
+        .sh("test -d /run/systemd/system && echo yes")
+        .await
+        .is_empty();
+    let name = unique("kinit-svc-");
+    let r = fx
+        .check("service", json!({"name": name, "state": "started"}))
+        .await;
+    assert!(
+        r.failed && r.msg.unwrap().contains("could not find"),
+        "unknown services fail"
+    );
+    if systemd || !is_root(fx).await {
+        // This machine has no systemd; on a systemd host this case would start real units.
+        return;
+    }
+    // A real SysV init script: `service` runs it, `update-rc.d` enables it.
+    let dir = &fx.remote;
+    let script = format!(
+        "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n# Required-Start:\n# Required-Stop:\n\
+         # Default-Start: 2 3 4 5\n# Default-Stop: 0 1 6\n# Short-Description: kinit test\n### END INIT INFO\n\
+         P={dir}/svc.pid\ncase \"$1\" in\n\
+         start) [ -f $P ] && kill -0 $(cat $P) 2>/dev/null && exit 0; sleep 300 </dev/null >/dev/null 2>&1 & echo $! > $P; echo start >> {dir}/svc.log ;;\n\
+         stop) [ -f $P ] && kill $(cat $P) 2>/dev/null; rm -f $P; echo stop >> {dir}/svc.log ;;\n\
+         restart) $0 stop; $0 start ;;\n\
+         reload|force-reload) echo reload >> {dir}/svc.log ;;\n\
+         status) [ -f $P ] && kill -0 $(cat $P) 2>/dev/null && exit 0; exit 3 ;;\n\
+         esac\nexit 0\n"
+    );
+    let init = format!("/etc/init.d/{name}");
+    fx.conn
+        .exec(&kinit::transport::ExecRequest {
+            script: format!("cat > {init} && chmod 755 {init}"),
+            stdin: Some(script.into_bytes()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let log =
+        format!("cat {dir}/svc.log 2>/dev/null; service {name} status >/dev/null && echo running");
+    fx.converges("service", json!({"name": name, "state": "started"}), &log)
+        .await;
+    assert!(fx.sh(&log).await.ends_with("start\nrunning\n"));
+    let r = fx
+        .run("service", json!({"name": name, "state": "reloaded"}))
+        .await;
+    assert!(r.changed);
+    let r = fx
+        .run(
+            "systemd",
+            json!({"name": name, "state": "restarted", "daemon_reload": true}),
+        )
+        .await;
+    assert!(r.changed && !r.failed, "{r:?}");
+    assert_eq!(r.data["init"], "sysv");
+    assert_eq!(
+        fx.sh(&format!("cat {dir}/svc.log")).await,
+        "start\nreload\nstop\nstart\n"
+    );
+    fx.converges("systemd", json!({"name": name, "state": "stopped"}), &log)
+        .await;
+    let links =
+        format!("ls /etc/rc2.d/ | grep -c {name}; ls /etc/rc2.d/S??{name} 2>/dev/null | wc -l");
+    fx.converges("service", json!({"name": name, "enabled": true}), &links)
+        .await;
+    fx.converges("service", json!({"name": name, "enabled": false}), &links)
+        .await;
+    fx.sh(&format!(
+        "update-rc.d -f {name} remove >/dev/null 2>&1; rm -f {init}"
+    ))
+    .await;
+}

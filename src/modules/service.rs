@@ -1,0 +1,45 @@
+//! `service`: start, stop, restart, reload, enable or disable a service, with systemd when
+//! the host runs it and SysV init scripts (`service`, `update-rc.d`/`chkconfig`) otherwise.
+
+use serde::Deserialize;
+
+use super::args::{opt_boolish, opt_stringish};
+use super::svc::{self, SvcState, Want};
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+
+typed_module!(Service, "service", Params, run);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// The service (unit or init script name).
+    name: String,
+    /// `started`, `stopped`, `restarted` or `reloaded`.
+    state: Option<SvcState>,
+    /// Start at boot.
+    #[serde(default, deserialize_with = "opt_boolish")]
+    enabled: Option<bool>,
+    /// Accepted for compatibility: kinit detects the init system itself.
+    #[serde(default, rename = "use")]
+    use_: Option<String>,
+    /// Accepted for compatibility; ignored.
+    #[serde(default, deserialize_with = "opt_stringish")]
+    sleep: Option<String>,
+}
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    let _ = (&p.use_, &p.sleep);
+    if p.state.is_none() && p.enabled.is_none() {
+        return Err(ModuleError::BadArgs {
+            module: "service",
+            detail: "one of `state` or `enabled` is required".into(),
+        });
+    }
+    let want = Want {
+        name: p.name,
+        state: p.state,
+        enabled: p.enabled,
+        ..Want::default()
+    };
+    svc::ensure(ctx, &want).await
+}

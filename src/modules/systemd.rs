@@ -1,0 +1,65 @@
+//! `systemd` (also `systemd_service`): a systemd unit's state, enablement and mask, with
+//! `daemon_reload`. On a host that does not run systemd it falls back to the unit's SysV init
+//! script for `state`/`enabled` (as `service` does) and says that `masked`/`daemon_reload`
+//! were ignored.
+
+use serde::Deserialize;
+
+use super::args::{boolish, opt_boolish};
+use super::svc::{self, SvcState, Want};
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+
+typed_module!(Systemd, "systemd", Params, run);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// The unit (`.service` may be left out).
+    #[serde(alias = "service", alias = "unit")]
+    name: Option<String>,
+    /// `started`, `stopped`, `restarted` or `reloaded`.
+    state: Option<SvcState>,
+    /// Start at boot.
+    #[serde(default, deserialize_with = "opt_boolish")]
+    enabled: Option<bool>,
+    /// Mask (`yes`) or unmask (`no`) the unit.
+    #[serde(default, deserialize_with = "opt_boolish")]
+    masked: Option<bool>,
+    /// Run `systemctl daemon-reload` before anything else.
+    #[serde(default, alias = "daemon-reload", deserialize_with = "boolish")]
+    daemon_reload: bool,
+    /// Accepted for compatibility; kinit always waits for the job.
+    #[serde(default, deserialize_with = "boolish")]
+    no_block: bool,
+}
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    let _ = p.no_block;
+    let Some(name) = p.name else {
+        if !p.daemon_reload {
+            return Err(ModuleError::BadArgs {
+                module: "systemd",
+                detail: "`name` is required unless only `daemon_reload` is asked for".into(),
+            });
+        }
+        if ctx.check_mode {
+            return Ok(ModuleResult::ok());
+        }
+        let out = ctx
+            .run("if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi")
+            .await?;
+        return Ok(if out.success() {
+            ModuleResult::ok()
+        } else {
+            ModuleResult::failed(format!("daemon-reload failed: {}", out.stderr_str().trim()))
+        });
+    };
+    let want = Want {
+        name,
+        state: p.state,
+        enabled: p.enabled,
+        daemon_reload: p.daemon_reload,
+        masked: p.masked,
+    };
+    svc::ensure(ctx, &want).await
+}
