@@ -23,6 +23,8 @@ mod scope;
 
 #[cfg(test)]
 mod cases;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

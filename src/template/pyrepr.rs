@@ -3,10 +3,14 @@
 //! returns.
 
 use minijinja::value::ValueKind;
-use minijinja::{Error, Value};
+use minijinja::{Error, ErrorKind, Value};
 
-/// `str(value)`: strings unchanged, everything else as `repr`.
+/// `str(value)`: strings unchanged, everything else as `repr`. An undefined value is an
+/// error, as Ansible's undefined refuses to become text.
 pub fn to_str(value: &Value) -> Result<String, Error> {
+    if value.is_undefined() {
+        return Err(Error::new(ErrorKind::UndefinedError, "undefined value"));
+    }
     if let Some(s) = value.as_str() {
         return Ok(s.to_string());
     }

@@ -112,6 +112,13 @@ impl LazyVars {
         }
         let value = match result {
             Ok(v) => v,
+            // The innermost variable is the one to report; outer ones only repeat it.
+            Err(e) if describe(&e).starts_with("while templating") => {
+                return Some(Value::from(e));
+            }
+            Err(e) if describe(&e).starts_with("recursive loop") => {
+                return Some(Value::from(e));
+            }
             Err(e) => {
                 let msg = format!("while templating variable `{name}`: {}", describe(&e));
                 return Some(Value::from(Error::new(e.kind(), msg)));

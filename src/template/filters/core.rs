@@ -7,6 +7,19 @@ use sha1::{Digest, Sha1};
 
 use crate::template::pyrepr;
 
+fn reject_undefined(value: &Value) -> Result<(), Error> {
+    if value.is_undefined() {
+        return Err(Error::new(ErrorKind::UndefinedError, "undefined value"));
+    }
+    Ok(())
+}
+
+/// The `bool` filter: `to_bool` of a defined value.
+pub fn bool_filter(value: Value) -> Result<bool, Error> {
+    reject_undefined(&value)?;
+    Ok(to_bool(value))
+}
+
 /// Ansible's `bool`: `yes`/`on`/`1`/`true` (any case) and 1 are true, everything else false.
 pub fn to_bool(value: Value) -> bool {
     match value.kind() {
@@ -33,6 +46,7 @@ pub fn to_int(value: Value, default: Option<Value>, kwargs: Kwargs) -> Result<Va
         None => default.unwrap_or(Value::from(0)),
     };
     kwargs.assert_all_used()?;
+    reject_undefined(&value)?;
     if value.kind() == ValueKind::Bool {
         return Ok(Value::from(i64::from(value.is_true())));
     }
@@ -88,16 +102,17 @@ fn parse_float(s: &str) -> Option<f64> {
 }
 
 /// Jinja2's `float`.
-pub fn to_float(value: Value, default: Option<Value>) -> Value {
+pub fn to_float(value: Value, default: Option<Value>) -> Result<Value, Error> {
+    reject_undefined(&value)?;
     let default = default.unwrap_or(Value::from(0.0));
-    match value.kind() {
+    Ok(match value.kind() {
         ValueKind::Bool => Value::from(if value.is_true() { 1.0 } else { 0.0 }),
         ValueKind::Number => f64::try_from(value).map_or(default, Value::from),
         ValueKind::String => {
             parse_float(value.as_str().unwrap_or_default()).map_or(default, Value::from)
         }
         _ => default,
-    }
+    })
 }
 
 /// `string`: Python's `str()`.

@@ -7,6 +7,9 @@ use minijinja::{Error, ErrorKind, Value};
 use serde_json::{Map, Value as Json};
 
 pub(crate) fn json(v: &Value) -> Result<Json, Error> {
+    if v.is_undefined() {
+        return Err(Error::new(ErrorKind::UndefinedError, "undefined value"));
+    }
     serde_json::to_value(v).map_err(|e| invalid(format!("cannot convert value: {e}")))
 }
 

@@ -33,7 +33,7 @@ macro_rules! tests {
 
 pub fn register(env: &mut Environment<'static>) {
     filters!(env, "ansible.builtin", {
-        "bool" => core::to_bool,
+        "bool" => core::bool_filter,
         "int" => core::to_int,
         "float" => core::to_float,
         "string" => core::to_string,

@@ -1,0 +1,246 @@
+//! Behaviour of the templating engine beyond single filters: lazy variables and their
+//! cycles, `hostvars`, `omit`, native types, lookups that touch files, error messages.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::inventory::Inventory;
+
+fn vars(v: Value) -> VarMap {
+    match v {
+        Value::Object(m) => m,
+        other => panic!("not a mapping: {other}"),
+    }
+}
+
+fn render(v: Value, template: &str) -> Result<Value, TemplateError> {
+    Templar::new().render_value(&Value::String(template.into()), &vars(v))
+}
+
+#[test]
+fn variables_referencing_variables_render_lazily() {
+    let v = json!({
+        "a": "{{ b }}-{{ c.d }}", "b": "{{ n * 2 }}", "n": 21,
+        "c": {"d": "{{ n }}"}, "list": ["{{ n }}", "x{{ n }}"], "unused": "{{ nope }}",
+    });
+    assert_eq!(render(v.clone(), "{{ a }}").unwrap(), json!("42-21"));
+    assert_eq!(render(v.clone(), "{{ b }}").unwrap(), json!(42));
+    assert_eq!(render(v.clone(), "{{ list }}").unwrap(), json!([21, "x21"]));
+    // A broken variable that is never read does no harm.
+    assert_eq!(render(v, "{{ n }}").unwrap(), json!(21));
+}
+
+#[test]
+fn cycles_are_reported_with_their_path() {
+    let v = json!({"a": "{{ b }}", "b": "x{{ c }}", "c": "{{ a }}", "self": "{{ self }}"});
+    let err = render(v.clone(), "{{ a }}").unwrap_err().to_string();
+    assert!(err.contains("recursive loop"), "{err}");
+    assert!(err.contains("a -> b -> c -> a"), "{err}");
+    assert_eq!(err.matches("while templating").count(), 0, "{err}");
+    let err = render(v, "{{ self }}").unwrap_err().to_string();
+    assert!(err.contains("self -> self"), "{err}");
+}
+
+#[test]
+fn undefined_errors_name_the_variable() {
+    let v = json!({"a": "{{ missing_thing }}", "d": {"k": 1}});
+    let err = render(v.clone(), "{{ a }}").unwrap_err();
+    assert!(matches!(err, TemplateError::Undefined { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("`missing_thing`") && msg.contains("`a`"),
+        "{msg}"
+    );
+    let err = render(v.clone(), "text {{ d.nope }} more")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`d.nope`"), "{err}");
+    let err = Templar::new()
+        .eval_bool("nope_var", &vars(v.clone()))
+        .unwrap_err();
+    assert!(err.to_string().contains("`nope_var`"), "{err}");
+    assert!(
+        Templar::new()
+            .eval_bool("d.k == 1", &vars(v.clone()))
+            .unwrap()
+    );
+    for t in [
+        "{{ nope | int }}",
+        "{{ nope | regex_replace('a') }}",
+        "{{ nope | to_json }}",
+    ] {
+        let err = render(v.clone(), t).unwrap_err().to_string();
+        assert!(
+            err.contains("nope") && err.contains("undefined"),
+            "{t}: {err}"
+        );
+    }
+}
+
+#[test]
+fn hostvars_are_templated_in_their_host() {
+    let mut inv = Inventory::default();
+    let mut h1 = VarMap::new();
+    h1.insert("ip".into(), json!("10.0.0.{{ n }}"));
+    h1.insert("n".into(), json!(1));
+    inv.add_host("h1", Some("web"), h1);
+    inv.add_host("h2", Some("web"), VarMap::new());
+    let t = Templar::new();
+    let mut own = VarMap::new();
+    own.insert("n".into(), json!(99));
+    own.insert("groups".into(), Value::Object(inv.groups_map()));
+    let scope = t.scope_with_hostvars(Arc::new(own), Some(Arc::new(inv)));
+    assert_eq!(scope.eval("hostvars['h1'].ip").unwrap(), json!("10.0.0.1"));
+    assert_eq!(
+        scope.eval("hostvars.h1.inventory_hostname").unwrap(),
+        json!("h1")
+    );
+    assert_eq!(
+        scope
+            .eval("groups.web | map('extract', hostvars, 'inventory_hostname') | list")
+            .unwrap(),
+        json!(["h1", "h2"])
+    );
+    assert_eq!(
+        scope.eval("hostvars['h2'].ip | default('none')").unwrap(),
+        json!("none")
+    );
+    assert!(scope.eval("hostvars['nohost'] is defined").unwrap() == json!(false));
+}
+
+#[test]
+fn omit_marks_arguments_to_drop() {
+    let v = json!({"mode": null});
+    let mut args = Templar::new()
+        .render_value(
+            &json!({"path": "/x", "mode": "{{ mode | default(omit, true) }}",
+                "nested": [{"k": "{{ omit }}", "keep": 1}]}),
+            &vars(v),
+        )
+        .unwrap();
+    strip_omit(&mut args);
+    assert_eq!(args, json!({"path": "/x", "nested": [{"keep": 1}]}));
+}
+
+#[test]
+fn file_and_template_lookups_use_the_search_path() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("files")).unwrap();
+    std::fs::create_dir_all(dir.path().join("templates")).unwrap();
+    std::fs::write(dir.path().join("files/motd"), "hello\n\n").unwrap();
+    std::fs::write(dir.path().join("templates/t.j2"), "n={{ n }} m={{ m }}\n").unwrap();
+    let v = json!({"ansible_search_path": [dir.path().display().to_string()], "n": 1, "m": "{{ n + 1 }}"});
+    assert_eq!(
+        render(v.clone(), "{{ lookup('file', 'motd') }}").unwrap(),
+        json!("hello")
+    );
+    assert_eq!(
+        render(v.clone(), "{{ lookup('template', 't.j2') }}").unwrap(),
+        json!("n=1 m=2\n")
+    );
+    assert_eq!(
+        render(
+            v.clone(),
+            "{{ lookup('template', 't.j2', template_vars={'n': 5}) }}"
+        )
+        .unwrap(),
+        json!("n=5 m=2\n")
+    );
+    assert_eq!(
+        render(
+            v.clone(),
+            "{{ lookup('first_found', ['nope', 'motd']) | basename }}"
+        )
+        .unwrap(),
+        json!("motd")
+    );
+    let err = render(v.clone(), "{{ lookup('file', 'absent') }}")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`absent`"), "{err}");
+    assert_eq!(
+        render(v, "{{ lookup('file', 'absent', errors='ignore') }}").unwrap(),
+        Value::Null
+    );
+}
+
+#[test]
+fn ipaddr_filters_do_address_math() {
+    let v = json!({"cidr": "192.168.1.10/24", "net": "10.0.0.0/24", "v6": "fd00::5/64"});
+    let cases = [
+        (
+            "{{ cidr | ansible.utils.ipaddr('address') }}",
+            json!("192.168.1.10"),
+        ),
+        ("{{ cidr | ipaddr('network') }}", json!("192.168.1.0")),
+        ("{{ cidr | ipaddr('prefix') }}", json!(24)),
+        ("{{ cidr | ipaddr('netmask') }}", json!("255.255.255.0")),
+        ("{{ cidr | ipaddr('broadcast') }}", json!("192.168.1.255")),
+        ("{{ cidr | ipaddr('subnet') }}", json!("192.168.1.0/24")),
+        ("{{ cidr | ipaddr('host') }}", json!("192.168.1.10/24")),
+        ("{{ net | ipaddr('net') }}", json!("10.0.0.0/24")),
+        ("{{ net | ipaddr('address') }}", json!(false)),
+        ("{{ net | ipaddr('size') }}", json!(256)),
+        ("{{ net | ipaddr(5) }}", json!("10.0.0.5/24")),
+        ("{{ net | ipaddr('-1') }}", json!("10.0.0.255/24")),
+        ("{{ net | ipaddr('first_usable') }}", json!("10.0.0.1")),
+        ("{{ net | ipaddr('last_usable') }}", json!("10.0.0.254")),
+        (
+            "{{ net | ansible.utils.nthhost(253) }}",
+            json!("10.0.0.253"),
+        ),
+        ("{{ net | nthhost(-2) }}", json!("10.0.0.254")),
+        (
+            "{{ '10.0.0.5' | ansible.utils.ipmath(3) }}",
+            json!("10.0.0.8"),
+        ),
+        ("{{ '10.0.0.5' | ipmath(-6) }}", json!("9.255.255.255")),
+        ("{{ 'not-an-ip' | ipaddr }}", json!(false)),
+        (
+            "{{ ['10.0.0.1', 'x', 'fd00::1'] | ipaddr }}",
+            json!(["10.0.0.1", "fd00::1"]),
+        ),
+        (
+            "{{ ['10.0.0.1', 'fd00::1'] | ansible.utils.ipv4 }}",
+            json!(["10.0.0.1"]),
+        ),
+        ("{{ v6 | ipv6('address') }}", json!("fd00::5")),
+        ("{{ v6 | ipaddr('wrap') }}", json!("[fd00::5]/64")),
+        ("{{ net | network_in_usable('10.0.0.7') }}", json!(true)),
+        ("{{ net | ipsubnet(26, 1) }}", json!("10.0.0.64/26")),
+        ("{{ '10.0.0.0/16' | ipsubnet(24) }}", json!(256)),
+        ("{{ cidr | ipaddr('private') }}", json!(true)),
+    ];
+    for (t, want) in cases {
+        assert_eq!(render(v.clone(), t).unwrap(), want, "{t}");
+    }
+}
+
+#[test]
+fn scopes_render_task_arguments_with_native_types() {
+    let t = Templar::new();
+    let scope = t.scope(Arc::new(vars(
+        json!({"port": "{{ 8000 + 80 }}", "names": ["a", "b"]}),
+    )));
+    let args = json!({"port": "{{ port }}", "msg": "port {{ port }}", "list": "{{ names }}",
+        "keep": 3, "{{ 'dyn' ~ 'key' }}": true});
+    assert_eq!(
+        scope.render_value(&args).unwrap(),
+        json!({"port": 8080, "msg": "port 8080", "list": ["a", "b"], "keep": 3, "dynkey": true})
+    );
+    assert_eq!(scope.get("port").unwrap(), Some(json!(8080)));
+    assert_eq!(scope.get("absent").unwrap(), None);
+    assert_eq!(scope.render_str("no template").unwrap(), "no template");
+}
+
+#[test]
+fn syntax_errors_say_so() {
+    let err = render(json!({}), "{{ x + }}").unwrap_err().to_string();
+    assert!(err.starts_with("template syntax error"), "{err}");
+    let err = render(json!({}), "{{ 'a' | no_such_filter }}")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no_such_filter"), "{err}");
+}
