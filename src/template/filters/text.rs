@@ -219,7 +219,7 @@ pub fn dirname(value: Value) -> Result<String, Error> {
 pub fn digest(algorithm: &str, data: &[u8]) -> Result<String, Error> {
     use sha2::Digest;
     Ok(match algorithm {
-        "md5" => hex::encode(md5::Md5::digest(data)),
+        "md5" => hex::encode(<md5::Md5 as md5::Digest>::digest(data)),
         "sha1" => hex::encode(sha1::Sha1::digest(data)),
         "sha224" => hex::encode(sha2::Sha224::digest(data)),
         "sha256" => hex::encode(sha2::Sha256::digest(data)),
