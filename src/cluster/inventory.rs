@@ -2,9 +2,10 @@
 //!
 //! Connection variables follow Ansible's names. Hypervisors use `ansible_connection: local`
 //! (the default local hypervisor) or `ssh`. Guests are reached through their hypervisor:
-//! `kinit_jump_host` names it (the transport opens the guest connection through that host's
-//! SSH connection); it is absent when the hypervisor is the local machine, whose guest
-//! network is directly reachable. Windows guests use WinRM over HTTPS.
+//! `kinit_jump_host` is that hypervisor's SSH address as `user@host:port` (what the inventory
+//! layer turns into a jump host) and `kinit_hypervisor` its inventory name; the jump is absent
+//! when the hypervisor is the local machine, whose guest network is directly reachable.
+//! Windows guests use WinRM over HTTPS.
 
 use serde_json::{Value, json};
 
@@ -109,8 +110,9 @@ impl Cluster {
             v.insert("ansible_shell_type".into(), json!("powershell"));
         }
         let hv = self.hypervisors.iter().find(|h| h.name == n.hypervisor);
-        if hv.is_some_and(|h| h.connection == Connection::Ssh) {
-            v.insert("kinit_jump_host".into(), json!(n.hypervisor));
+        if let Some(h) = hv.filter(|h| h.connection == Connection::Ssh) {
+            let jump = format!("{}@{}:{}", h.ssh_user, h.ansible_host, h.ssh_port);
+            v.insert("kinit_jump_host".into(), json!(jump));
         }
         v.insert("kinit_hypervisor".into(), json!(n.hypervisor));
         v.insert("kinit_role".into(), json!(n.role));

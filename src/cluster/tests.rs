@@ -117,7 +117,8 @@ fn inventory_has_groups_connection_vars_and_jump_hosts() {
     let win = vars("compute-01");
     assert_eq!(win["ansible_connection"], "winrm");
     assert_eq!(win["ansible_port"], 5986);
-    assert_eq!(win["kinit_jump_host"], "hypervisor-02");
+    assert_eq!(win["kinit_jump_host"], "root@tyto:22");
+    assert_eq!(win["kinit_hypervisor"], "hypervisor-02");
     assert_eq!(win["ansible_host"], "10.0.0.2");
     let ctl = vars("controller-01");
     assert_eq!(ctl["ansible_connection"], "ssh");
@@ -135,4 +136,72 @@ fn expansion_is_deterministic() {
         ..SpecInputs::default()
     };
     assert_eq!(cluster(inputs), cluster(inputs));
+}
+
+#[test]
+fn inventory_snapshot() {
+    let c = cluster(SpecInputs {
+        spec: "k8s-libvirt-1-1-2",
+        hypervisor_hosts: Some("localhost,tyto"),
+        cluster_nodes_spec: Some("[[when_group=compute_nodes,os=windows]]"),
+        ..SpecInputs::default()
+    });
+    let inv = c.to_inventory();
+    let groups: serde_json::Map<String, serde_json::Value> = inv
+        .groups
+        .values()
+        .map(|g| (g.name.clone(), json!({"hosts": g.hosts, "vars": g.vars})))
+        .collect();
+    let hosts: serde_json::Map<String, serde_json::Value> = inv
+        .hosts
+        .values()
+        .map(|h| (h.name.clone(), serde_json::Value::Object(h.vars.clone())))
+        .collect();
+    insta::assert_json_snapshot!(json!({"groups": groups, "hosts": hosts}));
+}
+
+/// The inventory layer turns every host of a cluster inventory into a connection target, and
+/// a guest on a remote hypervisor is reached through that hypervisor.
+#[test]
+fn every_cluster_host_resolves_to_a_connection_target() {
+    use crate::inventory::{ConnectionDefaults, resolve_target};
+    use crate::transport::ConnectionKind;
+
+    let c = cluster(SpecInputs {
+        spec: "k8s-libvirt-1-1-2",
+        hypervisor_hosts_spec: Some(
+            "[[ansible_host=localhost],[ansible_host=tyto,ssh_user=kinit,ssh_port=2222]]",
+        ),
+        cluster_nodes_spec: Some("[[when_group=compute_nodes,os=windows]]"),
+        ..SpecInputs::default()
+    });
+    let inv = c.to_inventory();
+    for name in inv.hosts.keys() {
+        let vars = inv.host_vars(name);
+        let resolved = resolve_target(name, &vars, &ConnectionDefaults::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let t = resolved.target;
+        match name.as_str() {
+            "hypervisor-01" => assert_eq!(t.connection, ConnectionKind::Local),
+            "hypervisor-02" => {
+                assert_eq!((t.address.as_str(), t.port), ("tyto", Some(2222)));
+                assert_eq!(t.user.as_deref(), Some("kinit"));
+            }
+            "compute-01" => {
+                assert_eq!(t.connection, ConnectionKind::WinRm);
+                assert_eq!(t.address, "10.0.0.2");
+                assert_eq!(t.jump.len(), 1);
+                let j = &t.jump[0];
+                assert_eq!(
+                    (j.address.as_str(), j.port, j.user.as_deref()),
+                    ("tyto", 2222, Some("kinit"))
+                );
+            }
+            "controller-01" | "service" => {
+                assert_eq!(t.connection, ConnectionKind::Ssh);
+                assert!(t.jump.is_empty(), "{name} is on the local hypervisor");
+            }
+            other => panic!("unexpected host {other}"),
+        }
+    }
 }
