@@ -1,7 +1,10 @@
 //! One command on a new exec channel: open, exec, send stdin, collect stdout/stderr and the
 //! exit status. Two round trips per command (open, then exec through exit).
 
+use std::time::{Duration, Instant};
+
 use russh::ChannelMsg;
+use russh::client::Msg;
 use tokio::sync::Semaphore;
 
 use super::session::Connected;
@@ -14,21 +17,18 @@ pub(super) async fn run(
     req: &ExecRequest,
 ) -> Result<ExecOutput, TransportError> {
     let _permit = channels.acquire().await.map_err(|_| closed(host))?;
+    let started = Instant::now();
     let work = async {
-        let mut ch = conn
-            .handle
-            .channel_open_session()
-            .await
-            .map_err(|e| lost(host, "opening a channel", e))?;
+        let mut ch = open_session(host, conn).await?;
         let input = stdin_bytes(req);
         if input.is_empty() {
             // stdin from /dev/null instead of a separate EOF message: one packet less, and
             // the same semantics as the persistent shell.
-            ch.exec(false, format!("{{ {}\n}} </dev/null", quote::sh_wrap(req)))
+            ch.exec(false, format!("{{ {}\n}} </dev/null", command_text(req)))
                 .await
                 .map_err(|e| lost(host, "starting a command", e))?;
         } else {
-            ch.exec(false, quote::sh_wrap(req))
+            ch.exec(false, command_text(req))
                 .await
                 .map_err(|e| lost(host, "starting a command", e))?;
             ch.data(&input[..])
@@ -38,16 +38,79 @@ pub(super) async fn run(
         }
         collect(host, &mut ch).await
     };
-    match req.timeout {
-        Some(t) => tokio::time::timeout(t, work)
+    let out = match req.timeout {
+        Some(t) => tokio::time::timeout(t + CLIENT_GRACE, work)
             .await
-            .map_err(|_| TransportError::Timeout {
-                host: host.to_string(),
-                what: "command".into(),
-                after: t,
-            })?,
+            .map_err(|_| timed_out(host, t))?,
         None => work.await,
+    }?;
+    check_timeout(host, req, started, out)
+}
+
+/// How long after a command's timeout the client gives up on hearing back (the remote
+/// `timeout` normally ends the command first).
+pub(super) const CLIENT_GRACE: Duration = Duration::from_secs(5);
+
+/// The remote command text: `sh_wrap`, and under a timeout, GNU `timeout` so the host itself
+/// kills the command (and its process group) instead of leaving it running when the
+/// client gives up.
+pub(super) fn command_text(req: &ExecRequest) -> String {
+    let text = quote::sh_wrap(req);
+    match req.timeout {
+        Some(t) => format!(
+            "timeout -s KILL {:.3} sh -c {}",
+            t.as_secs_f64(),
+            quote::sh(&text)
+        ),
+        None => text,
     }
+}
+
+/// A command killed by its remote `timeout` (status 137 at or after the deadline) is a
+/// timeout, not an exit status.
+pub(super) fn check_timeout(
+    host: &str,
+    req: &ExecRequest,
+    started: Instant,
+    out: ExecOutput,
+) -> Result<ExecOutput, TransportError> {
+    match req.timeout {
+        Some(t) if out.rc == 137 && started.elapsed() >= t => Err(timed_out(host, t)),
+        _ => Ok(out),
+    }
+}
+
+pub(super) fn timed_out(host: &str, after: Duration) -> TransportError {
+    TransportError::Timeout {
+        host: host.to_string(),
+        what: "command".into(),
+        after,
+    }
+}
+
+/// Open a session channel. sshd frees a finished session's slot a moment after the client
+/// sees it close, so a refusal at the `MaxSessions` limit is retried briefly.
+pub(super) async fn open_session(
+    host: &str,
+    conn: &Connected,
+) -> Result<russh::Channel<Msg>, TransportError> {
+    let mut delay = Duration::from_millis(5);
+    for _ in 0..12 {
+        match conn.handle.channel_open_session().await {
+            Err(russh::Error::ChannelOpenFailure(
+                russh::ChannelOpenFailure::ConnectFailed
+                | russh::ChannelOpenFailure::ResourceShortage,
+            )) => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(200));
+            }
+            other => return other.map_err(|e| lost(host, "opening a channel", e)),
+        }
+    }
+    conn.handle
+        .channel_open_session()
+        .await
+        .map_err(|e| lost(host, "opening a channel", e))
 }
 
 /// The become password line (sudo reads it first), then the caller's stdin.
@@ -94,7 +157,7 @@ async fn collect(
     }
 }
 
-fn signal_number(sig: &russh::Sig) -> i32 {
+pub(super) fn signal_number(sig: &russh::Sig) -> i32 {
     use russh::Sig;
     match sig {
         Sig::HUP => 1,

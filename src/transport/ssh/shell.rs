@@ -23,7 +23,10 @@ use russh::ChannelMsg;
 use russh::client::Msg;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
-use super::exec::{closed, lost, stdin_bytes};
+use super::exec::{
+    CLIENT_GRACE, check_timeout, closed, command_text, lost, open_session, signal_number,
+    stdin_bytes, timed_out,
+};
 use super::session::Connected;
 use crate::transport::{ExecOutput, ExecRequest, TransportError, quote};
 
@@ -78,7 +81,7 @@ impl ShellPool {
                     self.open.fetch_sub(1, Ordering::SeqCst);
                     return None;
                 };
-                match start(conn, permit).await {
+                match start(host, conn, permit).await {
                     Ok(s) => s,
                     Err(_) => {
                         self.open.fetch_sub(1, Ordering::SeqCst);
@@ -90,27 +93,34 @@ impl ShellPool {
         };
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let token = format!("KINIT{}{n}", self.seed);
+        let started = std::time::Instant::now();
         let run = shell.run(host, &token, req);
         let result = match req.timeout {
-            Some(t) => match tokio::time::timeout(t, run).await {
+            Some(t) => match tokio::time::timeout(t + CLIENT_GRACE, run).await {
                 Ok(r) => r,
-                Err(_) => Err(TransportError::Timeout {
-                    host: host.to_string(),
-                    what: "command".into(),
-                    after: t,
-                }),
+                Err(_) => Err(timed_out(host, t)),
             },
             None => run.await,
         };
-        match &result {
-            Ok(_) => self.idle.lock().await.push(shell),
+        match result {
+            // A remote `timeout` kill leaves the shell itself healthy.
+            Ok((out, true)) => {
+                self.idle.lock().await.push(shell);
+                Some(check_timeout(host, req, started, out))
+            }
+            // The command ended the shell itself (`kill $$`, `exec`): its result stands,
+            // the shell is gone.
+            Ok((out, false)) => {
+                self.open.fetch_sub(1, Ordering::SeqCst);
+                Some(Ok(out))
+            }
             // A shell in an unknown state is never reused.
-            Err(_) => {
+            Err(e) => {
                 let _ = shell.ch.close().await;
                 self.open.fetch_sub(1, Ordering::SeqCst);
+                Some(Err(e))
             }
         }
-        Some(result)
     }
 
     pub async fn close(&self) {
@@ -121,10 +131,16 @@ impl ShellPool {
     }
 }
 
-async fn start(conn: &Connected, permit: OwnedSemaphorePermit) -> Result<Shell, russh::Error> {
-    let ch = conn.handle.channel_open_session().await?;
+async fn start(
+    host: &str,
+    conn: &Connected,
+    permit: OwnedSemaphorePermit,
+) -> Result<Shell, TransportError> {
+    let ch = open_session(host, conn).await?;
     // `exec` so the login shell is replaced by a plain POSIX sh reading commands from stdin.
-    ch.exec(false, "exec /bin/sh").await?;
+    ch.exec(false, "exec /bin/sh")
+        .await
+        .map_err(|e| lost(host, "starting the shell", e))?;
     Ok(Shell {
         ch,
         _permit: permit,
@@ -137,8 +153,8 @@ impl Shell {
         host: &str,
         token: &str,
         req: &ExecRequest,
-    ) -> Result<ExecOutput, TransportError> {
-        let script = quote::sh(&quote::sh_wrap(req));
+    ) -> Result<(ExecOutput, bool), TransportError> {
+        let script = quote::sh(&command_text(req));
         let marks = format!("printf '\\n%s:%d\\n' {token} $?; printf '\\n%s\\n' {token} >&2\n");
         let input = stdin_bytes(req);
         let text = if input.is_empty() {
@@ -163,6 +179,7 @@ impl Shell {
         let mut err = Vec::new();
         let mut rc = None;
         let mut err_done = false;
+        let mut shell_status = None;
         while rc.is_none() || !err_done {
             match self.ch.wait().await {
                 Some(ChannelMsg::Data { data }) => {
@@ -178,15 +195,37 @@ impl Shell {
                         err_done = true;
                     }
                 }
-                Some(ChannelMsg::Eof | ChannelMsg::Close) | None => return Err(closed(host)),
+                Some(ChannelMsg::ExitStatus { exit_status }) => {
+                    shell_status = Some(exit_status as i32);
+                }
+                Some(ChannelMsg::ExitSignal { signal_name, .. }) => {
+                    shell_status = Some(128 + signal_number(&signal_name));
+                }
+                // The exit status may follow EOF; Close is final.
+                Some(ChannelMsg::Close) | None => {
+                    // The shell ended mid-command; like `sh -c`, the command's status is the
+                    // shell's.
+                    return match shell_status {
+                        Some(rc) => Ok((
+                            ExecOutput {
+                                rc,
+                                stdout: out,
+                                stderr: err,
+                            },
+                            false,
+                        )),
+                        None => Err(closed(host)),
+                    };
+                }
                 Some(_) => {}
             }
         }
-        Ok(ExecOutput {
+        let out = ExecOutput {
             rc: rc.unwrap_or_default(),
             stdout: out,
             stderr: err,
-        })
+        };
+        Ok((out, true))
     }
 }
 

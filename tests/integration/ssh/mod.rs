@@ -5,5 +5,6 @@ mod basics;
 mod jump;
 mod playbook;
 mod scale;
+mod shell;
 mod speed;
 mod trust;
