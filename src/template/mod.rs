@@ -134,6 +134,9 @@ impl Templar {
     /// Render every string inside `value`; a string that is exactly `{{ expr }}` becomes the
     /// expression's value with its type (list, dict, number).
     pub fn render_value(&self, value: &Value, vars: &VarMap) -> Result<Value, TemplateError> {
+        if !has_template(value) {
+            return Ok(value.clone());
+        }
         self.scope(Arc::new(vars.clone())).render_value(value)
     }
 }
@@ -184,6 +187,18 @@ impl Scope {
         let v =
             scope::json_to_value(&self.env, value, &self.ctx).map_err(TemplateError::from_jinja)?;
         to_json(&v)
+    }
+}
+
+/// Whether any string (or key) inside `value` needs templating.
+fn has_template(value: &Value) -> bool {
+    match value {
+        Value::String(s) => scope::is_template(s),
+        Value::Array(items) => items.iter().any(has_template),
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| scope::is_template(k) || has_template(v)),
+        _ => false,
     }
 }
 

@@ -108,6 +108,10 @@ fn hostvars_are_templated_in_their_host() {
         json!("none")
     );
     assert!(scope.eval("hostvars['nohost'] is defined").unwrap() == json!(false));
+    assert_eq!(
+        scope.eval("nothing.at.all is defined").unwrap(),
+        json!(false)
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! real servers (sshd hosts, the WinRM test server, libvirt's test driver) started by the
 //! tests themselves. Each area has its own module; `support` holds the shared builder.
 
+mod ansible_diff;
 mod fixtures;
 mod modules;
 mod plan;
