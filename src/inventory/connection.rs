@@ -180,6 +180,10 @@ fn resolve_winrm(
     if let Some(p) = r.string("ansible_winrm_path")? {
         w.path = p;
     }
+    // kinit's own opt-in: Basic over plain HTTP sends the password in clear text.
+    if let Some(b) = r.boolean("kinit_winrm_allow_basic_over_http")? {
+        w.allow_basic_over_http = b;
+    }
     Ok(())
 }
 
@@ -337,9 +341,11 @@ mod tests {
             "ansible_winrm_transport": "basic", "ansible_winrm_server_cert_validation": "ignore",
             "ansible_winrm_operation_timeout_sec": 40, "ansible_winrm_path": "/custom",
             "ansible_winrm_ca_trust_path": "/ca.pem",
+            "kinit_winrm_allow_basic_over_http": true,
         }))
         .unwrap();
         let w = &r.target.winrm;
+        assert!(w.allow_basic_over_http);
         assert_eq!(r.target.connection, ConnectionKind::WinRm);
         assert_eq!(w.scheme, WinRmScheme::Http);
         assert_eq!(w.auth, WinRmAuth::Basic);
@@ -350,6 +356,7 @@ mod tests {
         let https = resolve(json!({"ansible_connection": "winrm"})).unwrap();
         assert_eq!(https.target.winrm.scheme, WinRmScheme::Https);
         assert!(https.target.winrm.cert_validation);
+        assert!(!https.target.winrm.allow_basic_over_http);
         let local = resolve(json!({"ansible_connection": "local"})).unwrap();
         assert_eq!(local.target.connection, ConnectionKind::Local);
         let smart = resolve(json!({"ansible_connection": "paramiko"})).unwrap();
