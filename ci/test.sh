@@ -12,6 +12,7 @@ APT_PACKAGES=(
   sudo                            # become over SSH (test users get sudo rules)
   iproute2                        # network namespaces for per-host addresses
   libvirt-dev libvirt-clients pkg-config   # the virt crate and libvirt's test driver
+  genisoimage                     # seed and config ISOs (virt_config_iso; isoinfo reads them back)
   python3-venv                    # ansible-core and pywinrm for differential tests
   curl zip unzip xz-utils         # get_url/uri/unarchive module tests (HTTP client, archives)
 )

@@ -94,7 +94,9 @@ impl Hypervisor {
                 let Some(dom) = absent(c.lookup_domain_by_name(&n))? else {
                     return Ok(None);
                 };
-                let xml = dom.xml_desc(0)?;
+                // The persistent definition: a running guest's live XML is the old one
+                // until it reboots.
+                let xml = dom.xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)?;
                 Ok(Some((xml, state_of(&dom)?, dom.autostart()?)))
             })
             .await?;

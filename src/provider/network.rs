@@ -126,9 +126,10 @@ pub struct Dhcp {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DhcpRange {
-    #[serde(rename = "@start")]
+    // The aliases let the same type be a module parameter (`start:`/`end:`).
+    #[serde(rename = "@start", alias = "start")]
     pub start: Ipv4Addr,
-    #[serde(rename = "@end")]
+    #[serde(rename = "@end", alias = "end")]
     pub end: Ipv4Addr,
 }
 

@@ -4,6 +4,7 @@
 
 mod ansible_diff;
 mod fixtures;
+mod libvirt;
 mod modules;
 mod plan;
 mod readme;

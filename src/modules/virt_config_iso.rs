@@ -1,0 +1,148 @@
+//! `virt_config_iso`: an ISO image on the hypervisor carrying a guest's first-boot
+//! configuration: a cloud-init NoCloud seed (`cidata`) for a Linux guest, or the Windows
+//! config ISO (`autounattend.xml` and its first-logon scripts).
+//!
+//! Runs on the task's host (the hypervisor) through its connection: the files travel on
+//! stdin as a tar archive and `genisoimage` (or `xorriso -as mkisofs`) builds the image.
+//! Idempotent by the fingerprint stored in the image's application id (see
+//! `provider::iso`). Nothing of the contents (the Windows password) is returned or logged.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::virt::{bad_args, one_of};
+use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, params};
+use crate::provider::ProviderError;
+use crate::provider::cloud_init::CloudInit;
+use crate::provider::iso::IsoImage;
+use crate::provider::windows_config::{CONFIG_LABEL, WindowsConfig};
+use crate::transport::quote;
+
+const NAME: &str = "virt_config_iso";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IsoState {
+    #[default]
+    Present,
+    Absent,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Where the ISO goes on the hypervisor.
+    pub path: String,
+    /// `present` (default) or `absent`.
+    #[serde(default)]
+    pub state: IsoState,
+    /// A Linux guest's cloud-init seed.
+    #[serde(default)]
+    pub cloud_init: Option<CloudInit>,
+    /// A Windows guest's answer file settings.
+    #[serde(default)]
+    pub windows: Option<WindowsConfig>,
+}
+
+impl Params {
+    fn image(&self) -> Result<IsoImage, ProviderError> {
+        let (volume_id, files) = match (&self.cloud_init, &self.windows) {
+            (Some(c), _) => ("cidata".to_string(), c.seed()?.files()),
+            (_, Some(w)) => (CONFIG_LABEL.to_string(), w.files()?),
+            _ => (String::new(), Vec::new()),
+        };
+        Ok(IsoImage {
+            path: self.path.clone(),
+            volume_id,
+            files,
+        })
+    }
+}
+
+pub struct VirtConfigIso;
+
+impl Module for VirtConfigIso {
+    fn validate(&self, args: &Value) -> Result<(), ModuleError> {
+        let p: Params = params(NAME, args)?;
+        if !p.path.starts_with('/') {
+            return Err(ModuleError::BadArgs {
+                module: NAME,
+                detail: format!(
+                    "`path` `{}`: expected an absolute path on the hypervisor",
+                    p.path
+                ),
+            });
+        }
+        one_of(
+            NAME,
+            args,
+            &["cloud_init", "windows"],
+            p.state == IsoState::Present,
+        )?;
+        p.image()
+            .and_then(|i| i.tar())
+            .map_err(|e| bad_args(NAME, e))?;
+        Ok(())
+    }
+
+    fn run<'a>(
+        &'a self,
+        ctx: &'a ModuleCtx<'a>,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ModuleResult, ModuleError>> {
+        Box::pin(async move {
+            self.validate(&args)?;
+            let p: Params = params(NAME, &args)?;
+            let base = ModuleResult::default().with("path", p.path.clone());
+            if p.state == IsoState::Absent {
+                let path = quote::sh(&p.path);
+                let probe = ctx
+                    .run(format!("[ -e {path} ] && echo present || true"))
+                    .await?;
+                if probe.stdout_str().trim() != "present" {
+                    return Ok(base);
+                }
+                if !ctx.check_mode {
+                    let out = ctx.run(format!("rm -f {path}")).await?;
+                    if !out.success() {
+                        return Ok(ModuleResult::failed(format!(
+                            "cannot remove `{}`: {}",
+                            p.path,
+                            out.stderr_str().trim()
+                        ))
+                        .with("path", p.path.clone()));
+                    }
+                }
+                return Ok(ModuleResult {
+                    changed: true,
+                    ..base
+                });
+            }
+
+            let image = p.image().map_err(|e| bad_args(NAME, e))?;
+            let fingerprint = image.fingerprint();
+            let probe = ctx.run(image.probe_script()).await?;
+            if image.is_current(&probe.stdout_str()) {
+                return Ok(base.with("fingerprint", fingerprint));
+            }
+            if !ctx.check_mode {
+                let tar = image.tar().map_err(|e| bad_args(NAME, e))?;
+                let out = ctx.run_with_stdin(image.build_script(), Some(tar)).await?;
+                if !out.success() {
+                    return Ok(ModuleResult::failed(format!(
+                        "cannot build `{}` (exit {}): {}",
+                        p.path,
+                        out.rc,
+                        out.stderr_str().trim()
+                    ))
+                    .with("path", p.path.clone()));
+                }
+            }
+            Ok(ModuleResult {
+                changed: true,
+                ..base
+            }
+            .with("fingerprint", fingerprint))
+        })
+    }
+}

@@ -1,0 +1,198 @@
+//! `virt_network`: a libvirt network, defined from typed settings (a NAT network for the
+//! cluster CIDR with static DHCP and DNS entries per node), started or stopped, or removed.
+//!
+//! Idempotent: the definition's fingerprint is kept in the network's `<metadata>`; the same
+//! settings change nothing. Changed settings redefine the network under its existing uuid
+//! and, when it is running, restart it so dnsmasq serves the new entries.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::virt::{bad_args, connect, default_uri, failed};
+use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, params};
+use crate::provider::network::NatNetwork;
+
+const NAME: &str = "virt_network";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetState {
+    /// Defined, and running (the default).
+    #[default]
+    Active,
+    /// Defined; running or not as it is.
+    Present,
+    /// Defined and stopped.
+    Inactive,
+    /// Stopped and undefined.
+    Absent,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Network name (`kimgtnet0`).
+    pub name: String,
+    /// `active` (default), `present`, `inactive` or `absent`.
+    #[serde(default)]
+    pub state: NetState,
+    /// libvirt URI: `qemu:///system` (default) on a local host, `qemu+ssh://root@host/system`
+    /// for a remote one, `test:///default` in tests.
+    #[serde(default = "default_uri")]
+    pub uri: String,
+    /// Start the network when the hypervisor boots; unchanged when not given.
+    #[serde(default)]
+    pub autostart: Option<bool>,
+    /// The network's settings; needed to create it, optional to start/stop one that exists.
+    #[serde(default)]
+    pub nat: Option<NatNetwork>,
+}
+
+pub struct VirtNetwork;
+
+impl Module for VirtNetwork {
+    fn validate(&self, args: &Value) -> Result<(), ModuleError> {
+        let p: Params = params(NAME, args)?;
+        if let Some(n) = &p.nat {
+            n.network(&p.name).map_err(|e| bad_args(NAME, e))?;
+        }
+        Ok(())
+    }
+
+    fn run<'a>(
+        &'a self,
+        ctx: &'a ModuleCtx<'a>,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ModuleResult, ModuleError>> {
+        Box::pin(async move {
+            let p: Params = params(NAME, &args)?;
+            let desired = match &p.nat {
+                Some(n) => Some(
+                    n.network(&p.name)
+                        .and_then(|d| d.fingerprinted())
+                        .map_err(|e| bad_args(NAME, e))?,
+                ),
+                None => None,
+            };
+            let hv = connect(NAME, ctx, &p.uri).await?;
+            let cur = hv.network(&p.name).await.map_err(failed)?;
+            let check = ctx.check_mode;
+            let mut changed = false;
+            let mut actions: Vec<&str> = Vec::new();
+
+            if p.state == NetState::Absent {
+                if let Some(cur) = cur {
+                    changed = true;
+                    if !check {
+                        if cur.active {
+                            hv.stop_network(&p.name).await.map_err(failed)?;
+                        }
+                        hv.undefine_network(&p.name).await.map_err(failed)?;
+                    }
+                    actions.push("undefined");
+                }
+                return Ok(result(&p, changed, actions, "absent"));
+            }
+
+            let mut active = cur.as_ref().is_some_and(|c| c.active);
+            let mut autostart = cur.as_ref().is_some_and(|c| c.autostart);
+            match (&cur, desired) {
+                (None, None) => {
+                    return Err(ModuleError::BadArgs {
+                        module: NAME,
+                        detail: format!(
+                            "network `{}` does not exist on `{}`; give `nat` to define it",
+                            p.name, p.uri
+                        ),
+                    });
+                }
+                (None, Some(d)) => {
+                    changed = true;
+                    actions.push("defined");
+                    if !check {
+                        let xml = d.to_xml().map_err(failed)?;
+                        hv.define_network(&p.name, xml).await.map_err(failed)?;
+                    }
+                }
+                (Some(c), Some(mut d))
+                    if c.fingerprint.as_deref()
+                        != d.metadata.as_ref().and_then(|m| m.fingerprint()) =>
+                {
+                    changed = true;
+                    actions.push("redefined");
+                    d.uuid = Some(c.uuid.clone());
+                    // A running network keeps its old settings until restarted: stop it,
+                    // define, start again (defining while stopped also replaces the
+                    // definition at once on the test driver).
+                    let restart = c.active && p.state != NetState::Inactive;
+                    if !check {
+                        if c.active {
+                            hv.stop_network(&p.name).await.map_err(failed)?;
+                        }
+                        let xml = d.to_xml().map_err(failed)?;
+                        hv.define_network(&p.name, xml).await.map_err(failed)?;
+                        if restart {
+                            hv.start_network(&p.name).await.map_err(failed)?;
+                        }
+                    }
+                    if restart {
+                        actions.push("restarted");
+                    } else if c.active {
+                        actions.push("stopped");
+                        active = false;
+                    }
+                }
+                (Some(_), _) => {}
+            }
+
+            match p.state {
+                NetState::Active if !active => {
+                    changed = true;
+                    actions.push("started");
+                    if !check {
+                        hv.start_network(&p.name).await.map_err(failed)?;
+                    }
+                    active = true;
+                }
+                NetState::Inactive if active => {
+                    changed = true;
+                    actions.push("stopped");
+                    if !check {
+                        hv.stop_network(&p.name).await.map_err(failed)?;
+                    }
+                    active = false;
+                }
+                _ => {}
+            }
+            if let Some(want) = p.autostart
+                && want != autostart
+            {
+                changed = true;
+                actions.push(if want {
+                    "autostart on"
+                } else {
+                    "autostart off"
+                });
+                if !check {
+                    hv.set_network_autostart(&p.name, want)
+                        .await
+                        .map_err(failed)?;
+                }
+                autostart = want;
+            }
+            let state = if active { "active" } else { "inactive" };
+            Ok(result(&p, changed, actions, state).with("autostart", autostart))
+        })
+    }
+}
+
+fn result(p: &Params, changed: bool, actions: Vec<&str>, state: &str) -> ModuleResult {
+    ModuleResult {
+        changed,
+        ..ModuleResult::default()
+    }
+    .with("name", p.name.clone())
+    .with("uri", p.uri.clone())
+    .with("state", state)
+    .with("actions", actions)
+}
