@@ -97,8 +97,8 @@ pub struct VirtGuest;
 
 impl Module for VirtGuest {
     fn validate(&self, args: &Value) -> Result<(), ModuleError> {
-        let p: Params = params(NAME, args)?;
         one_of(NAME, args, &["linux", "windows"], false)?;
+        let p: Params = params(NAME, args)?;
         if let Some(d) = p.domain(VirtType::Qemu) {
             d.map_err(|e| bad_args(NAME, e))?;
         }
