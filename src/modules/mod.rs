@@ -46,13 +46,13 @@ pub mod template;
 pub mod unarchive;
 pub mod uri;
 pub mod user;
-pub mod wait_for;
 pub mod virt;
 pub mod virt_config_iso;
 pub mod virt_guest;
 pub mod virt_network;
 pub mod virt_pool;
 pub mod virt_volume;
+pub mod wait_for;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -290,12 +290,12 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("unarchive", &unarchive::Unarchive),
     ("uri", &uri::Uri),
     ("user", &user::User),
-    ("wait_for", &wait_for::WaitFor),
     ("virt_config_iso", &virt_config_iso::VirtConfigIso),
     ("virt_guest", &virt_guest::VirtGuest),
     ("virt_network", &virt_network::VirtNetwork),
     ("virt_pool", &virt_pool::VirtPool),
     ("virt_volume", &virt_volume::VirtVolume),
+    ("wait_for", &wait_for::WaitFor),
 ];
 
 /// Collection prefixes accepted in front of a short name (`ansible.builtin.copy`).
