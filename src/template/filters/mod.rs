@@ -31,7 +31,46 @@ macro_rules! tests {
     };
 }
 
+/// Jinja built-ins that must not silently turn an undefined input into `''`/`0`/`[]`, as
+/// Ansible's undefined refuses: each stays reachable as `__builtin_<name>` behind a guard.
+macro_rules! strict_builtins {
+    ($env:expr, { $($name:literal => $f:path),* $(,)? }) => {
+        $(
+            $env.add_filter(concat!("__builtin_", $name), $f);
+            $env.add_filter(
+                $name,
+                |state: &minijinja::State<'_, '_>,
+                 value: minijinja::Value,
+                 args: minijinja::value::Rest<minijinja::Value>| {
+                    if value.is_undefined() {
+                        return Err(minijinja::Error::new(
+                            minijinja::ErrorKind::UndefinedError,
+                            "undefined value",
+                        ));
+                    }
+                    let mut all = vec![value];
+                    all.extend(args.iter().cloned());
+                    state.apply_filter(concat!("__builtin_", $name), &all)
+                },
+            );
+        )*
+    };
+}
+
 pub fn register(env: &mut Environment<'static>) {
+    use minijinja::filters as b;
+    strict_builtins!(env, {
+        "lower" => b::lower, "upper" => b::upper, "title" => b::title,
+        "capitalize" => b::capitalize, "replace" => b::replace, "length" => b::length,
+        "count" => b::length, "trim" => b::trim, "join" => b::join, "split" => b::split,
+        "lines" => b::lines, "first" => b::first, "last" => b::last, "min" => b::min,
+        "max" => b::max, "sort" => b::sort, "list" => b::list, "reverse" => b::reverse,
+        "sum" => b::sum, "indent" => b::indent, "select" => b::select, "reject" => b::reject,
+        "selectattr" => b::selectattr, "rejectattr" => b::rejectattr, "map" => b::map,
+        "items" => b::items, "dictsort" => b::dictsort, "batch" => b::batch,
+        "slice" => b::slice, "round" => b::round, "abs" => b::abs, "format" => b::format,
+        "tojson" => b::tojson, "urlencode" => b::urlencode,
+    });
     filters!(env, "ansible.builtin", {
         "bool" => core::bool_filter,
         "int" => core::to_int,
