@@ -4,6 +4,7 @@
 
 mod address;
 mod expand;
+mod hypervisors;
 mod inventory;
 mod phase;
 pub mod plan;
