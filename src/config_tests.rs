@@ -77,6 +77,7 @@ const BAD_INPUTS: &[(&[&str], &str)] = &[
     (&["plan", "--spec", "k8s-libvirt-1-1-3", "--hypervisor-hosts", "nyctea,,tyto"], "`--hypervisor-hosts`: host #2 is empty; expected names such as `nyctea,tyto`"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "--hypervisor-hosts-spec", r#"[{"ssh_port":70000}]"#], "`--hypervisor-hosts-spec` entry #1: `ssh_port` is `70000`; expected a whole number from 1 to 65535"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "--hypervisor-hosts-spec", "[[hostname=nyctea]]"], "`--hypervisor-hosts-spec` entry #1: unknown key `hostname`; expected one of `host`, `ansible_host`, `ssh_hostname`, `ssh_user`, `ssh_username`, `ssh_port`"),
+    (&["plan", "--spec", "k8s-libvirt-1-1-1", "--hypervisor-hosts-spec", "[[ssh_user=a,ssh_username=b]]"], "`--hypervisor-hosts-spec` entry #1: give only one of `ssh_user` and `ssh_username`"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "--hypervisor-hosts-spec", "[[host=my host]]"], "`--hypervisor-hosts-spec` entry #1: `host` is `my host`; expected a name of letters, digits, `-`, `_` and `.`"),
     (&["plan", "--spec", "k8s-libvirt-1-1-2", "--hypervisor-hosts-spec", "[[host=a],[host=a]]"], "the name `a` is used by two hypervisors or nodes"),
     // --network-spec and --cluster-spec

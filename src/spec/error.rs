@@ -47,6 +47,10 @@ pub enum SpecError {
         "`--hypervisor-hosts`: host #{position} is empty; expected names such as `nyctea,tyto`"
     )]
     EmptyHost { position: usize },
-    #[error("hypervisor name `{name}` is used twice")]
-    DuplicateHypervisor { name: String },
+    #[error("{at}: give only one of `{a}` and `{b}`")]
+    Conflict {
+        at: String,
+        a: &'static str,
+        b: &'static str,
+    },
 }

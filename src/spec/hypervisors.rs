@@ -66,11 +66,10 @@ pub fn parse_hypervisor_hosts_spec(text: &str) -> Result<Vec<HypervisorSpec>, Sp
 fn entry(e: Entry<'_>) -> Result<HypervisorSpec, SpecError> {
     let ssh_user = match (e.string("ssh_user")?, e.string("ssh_username")?) {
         (Some(_), Some(_)) => {
-            return Err(SpecError::BadValue {
+            return Err(SpecError::Conflict {
                 at: e.at.clone(),
-                key: "ssh_username".into(),
-                value: "(also `ssh_user`)".into(),
-                expected: "only one of `ssh_user` and `ssh_username`".into(),
+                a: "ssh_user",
+                b: "ssh_username",
             });
         }
         (a, b) => a.or(b),
