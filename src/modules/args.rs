@@ -34,7 +34,7 @@ pub fn validate<T: DeserializeOwned>(
         Ok(_) => Ok(()),
         Err(ModuleError::BadArgs { detail, .. })
             if has_template(args)
-                && !detail.starts_with("unknown ")
+                && !detail.starts_with("unknown argument")
                 && !detail.starts_with("missing required argument") =>
         {
             Ok(())

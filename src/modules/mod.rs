@@ -20,6 +20,7 @@ pub mod posix;
 pub mod pwsh;
 pub mod svc;
 pub mod textedit;
+pub mod wincmd;
 
 pub mod apt;
 pub mod blockinfile;
@@ -53,6 +54,17 @@ pub mod virt_network;
 pub mod virt_pool;
 pub mod virt_volume;
 pub mod wait_for;
+pub mod win_command;
+pub mod win_copy;
+pub mod win_feature;
+pub mod win_file;
+pub mod win_get_url;
+pub mod win_ping;
+pub mod win_powershell;
+pub mod win_reboot;
+pub mod win_service;
+pub mod win_shell;
+pub mod win_stat;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -233,9 +245,16 @@ pub fn params<T: DeserializeOwned>(module: &'static str, args: &Value) -> Result
 }
 
 /// Declare a module: a unit struct whose `validate` parses `$params` and whose `run` parses
-/// them and calls `$run(ctx, params)`.
+/// them and calls `$run(ctx, params)`. POSIX modules (the default) refuse a PowerShell host
+/// with a clear message; `windows` modules run anywhere PowerShell can be started.
 macro_rules! typed_module {
     ($ty:ident, $name:literal, $params:ty, $run:path) => {
+        $crate::modules::typed_module!(@impl $ty, $name, $params, $run, true);
+    };
+    ($ty:ident, $name:literal, $params:ty, $run:path, windows) => {
+        $crate::modules::typed_module!(@impl $ty, $name, $params, $run, false);
+    };
+    (@impl $ty:ident, $name:literal, $params:ty, $run:path, $posix:expr) => {
         pub struct $ty;
         impl $crate::modules::Module for $ty {
             fn validate(
@@ -254,6 +273,11 @@ macro_rules! typed_module {
             > {
                 Box::pin(async move {
                     let p: $params = $crate::modules::args::parse($name, &args)?;
+                    if $posix {
+                        if let Some(refusal) = $crate::modules::posix_only($name, ctx) {
+                            return Ok(refusal);
+                        }
+                    }
                     $run(ctx, p).await
                 })
             }
@@ -261,6 +285,24 @@ macro_rules! typed_module {
     };
 }
 pub(crate) use typed_module;
+
+/// The refusal a POSIX module gives on a PowerShell (WinRM) host, naming the Windows module
+/// to use instead when there is one.
+pub fn posix_only(module: &str, ctx: &ModuleCtx<'_>) -> Option<ModuleResult> {
+    if ctx.conn.shell() != crate::transport::ShellKind::PowerShell {
+        return None;
+    }
+    let win = format!("win_{module}");
+    let hint = if lookup(&win).is_some() {
+        format!(", use `{win}`")
+    } else {
+        String::new()
+    };
+    Some(ModuleResult::failed(format!(
+        "module `{module}` runs POSIX shell commands, but `{}` is a Windows (PowerShell) host{hint}",
+        ctx.host
+    )))
+}
 
 /// The registry: every module kinit has, by short name. One line per module.
 static MODULES: &[(&str, &dyn Module)] = &[
@@ -296,6 +338,17 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("virt_pool", &virt_pool::VirtPool),
     ("virt_volume", &virt_volume::VirtVolume),
     ("wait_for", &wait_for::WaitFor),
+    ("win_command", &win_command::WinCommand),
+    ("win_copy", &win_copy::WinCopy),
+    ("win_feature", &win_feature::WinFeature),
+    ("win_file", &win_file::WinFile),
+    ("win_get_url", &win_get_url::WinGetUrl),
+    ("win_ping", &win_ping::WinPing),
+    ("win_powershell", &win_powershell::WinPowershell),
+    ("win_reboot", &win_reboot::WinReboot),
+    ("win_service", &win_service::WinService),
+    ("win_shell", &win_shell::WinShell),
+    ("win_stat", &win_stat::WinStat),
 ];
 
 /// Collection prefixes accepted in front of a short name (`ansible.builtin.copy`).
