@@ -143,7 +143,7 @@ impl Executor {
     fn debug(&self, args: &Value, ctx: &VarMap) -> Attempt {
         let verbosity = args.get("verbosity").and_then(Value::as_u64).unwrap_or(0);
         if u64::from(self.opts.verbose) < verbosity {
-            return ok(json!({"skipped": true, "skip_reason": "Verbosity threshold not met."}));
+            return ok(json!({"skipped": true, "skipped_reason": "Verbosity threshold not met."}));
         }
         if let Some(var) = args.get("var").and_then(Value::as_str) {
             let v = match self.templar.eval(var, ctx) {
@@ -215,15 +215,7 @@ impl Executor {
                 if k == "cacheable" {
                     continue;
                 }
-                let v = match v {
-                    Value::String(s) => match s.to_lowercase().as_str() {
-                        "true" | "yes" => json!(true),
-                        "false" | "no" => json!(false),
-                        _ => v.clone(),
-                    },
-                    other => other.clone(),
-                };
-                facts.insert(k.clone(), v);
+                facts.insert(k.clone(), v.clone());
             }
         }
         let target = match (&kw.delegate_to, kw.delegate_facts) {
@@ -387,13 +379,13 @@ impl Executor {
             cands.push(dir.join(sub).join(p));
             cands.push(dir.join(p));
         }
-        cands.push(self.playbook_dir.join(sub).join(p));
-        cands.push(self.playbook_dir.join(p));
+        cands.push(self.playbook_dir().join(sub).join(p));
+        cands.push(self.playbook_dir().join(p));
         cands
             .iter()
             .find(|c| c.is_file())
             .cloned()
-            .unwrap_or_else(|| self.playbook_dir.join(p))
+            .unwrap_or_else(|| self.playbook_dir().join(p))
     }
 
     async fn wait_for_connection(&self, args: &Value, host: &str, ctx: &VarMap) -> Attempt {

@@ -439,10 +439,11 @@ impl Executor {
         host: &str,
         ctx: &mut VarMap,
     ) -> Attempt {
-        let Some(until) = &kw.until else {
+        // `retries` without `until` repeats until the task does not fail (as in Ansible).
+        if kw.until.is_none() && kw.retries.is_none() {
             let a = self.attempt(pr, task, kw, inh, host, ctx).await;
             return self.post_process(task, kw, ctx, a);
-        };
+        }
         let num = |v: &Option<Value>, default: f64| -> f64 {
             match v {
                 Some(Value::Number(n)) => n.as_f64().unwrap_or(default),
@@ -456,6 +457,10 @@ impl Executor {
             }
         };
         let retries = num(&kw.retries, 3.0).max(0.0) as u32;
+        if retries == 0 {
+            let a = self.attempt(pr, task, kw, inh, host, ctx).await;
+            return self.post_process(task, kw, ctx, a);
+        }
         let delay = num(&kw.delay, 5.0).max(0.0);
         let mut attempt = 0u32;
         loop {
@@ -477,19 +482,25 @@ impl Executor {
                     c.entry(k.clone()).or_insert(v.clone());
                 }
             }
-            let done = match self.templar.eval_bool(until, &c) {
-                Ok(b) => b,
-                Err(e) => {
-                    return Attempt::failed(format!("error in `until` condition `{until}`: {e}"));
-                }
+            let done = match &kw.until {
+                None => !flag(&a.result, "failed"),
+                Some(until) => match self.templar.eval_bool(until, &c) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        return Attempt::failed(format!(
+                            "error in `until` condition `{until}`: {e}"
+                        ));
+                    }
+                },
             };
             if done {
                 return a;
             }
             if attempt > retries {
+                // Ansible reports the retries (not the runs) once they are exhausted.
                 if let Some(obj) = a.result.as_object_mut() {
                     obj.insert("failed".into(), json!(true));
-                    obj.entry("msg").or_insert(json!("Retries exhausted"));
+                    obj.insert("attempts".into(), json!(retries));
                 }
                 return a;
             }
@@ -546,16 +557,11 @@ impl Executor {
             return Attempt::ok(self.error_result(task, e));
         }
         if let Some(conds) = &kw.failed_when
+            && !conds.is_empty()
             && let Some(obj) = a.result.as_object_mut()
         {
-            obj.insert(
-                "failed_when_result".into(),
-                obj.get("failed").cloned().unwrap_or(json!(false)),
-            );
-            if !conds.is_empty() && flag(&Value::Object(obj.clone()), "failed") {
-                obj.entry("msg")
-                    .or_insert(json!("failed_when condition was true"));
-            }
+            let failed = obj.get("failed").cloned().unwrap_or(json!(false));
+            obj.insert("failed_when_result".into(), failed);
         }
         a
     }
@@ -620,6 +626,11 @@ fn item_status(r: &Value, kw: &Keywords) -> Status {
 }
 
 fn skipped(cond: &str) -> Value {
+    // A literal `when: false` is reported as the boolean it was written as.
+    let cond = match cond {
+        "False" => json!(false),
+        other => json!(other),
+    };
     json!({
         "changed": false,
         "skipped": true,

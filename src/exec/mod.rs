@@ -82,7 +82,8 @@ pub struct Executor {
     task_ids: AtomicUsize,
     /// `--start-at-task` was reached (or not given).
     started: AtomicBool,
-    pub(crate) playbook_dir: PathBuf,
+    /// Folder of the playbook being run (relative files resolve against it).
+    playbook_dir: Mutex<PathBuf>,
 }
 
 /// One play's run over one batch of hosts.
@@ -128,7 +129,7 @@ impl Executor {
                 events.redactor.add_value(v);
             }
         }
-        let playbook_dir = loader.base_dir();
+        let playbook_dir = Mutex::new(loader.base_dir());
         Self {
             templar: Templar::new(),
             forks: Semaphore::new(opts.forks.max(1)),
@@ -145,6 +146,10 @@ impl Executor {
         }
     }
 
+    pub(crate) fn playbook_dir(&self) -> PathBuf {
+        self.playbook_dir.lock().unwrap().clone()
+    }
+
     pub(crate) fn emit(&self, ev: Event) {
         self.events.send(ev);
     }
@@ -156,6 +161,10 @@ impl Executor {
 
     /// Run every play of `pb`. Returns whether the run was interrupted.
     pub async fn run(&self, pb: &Playbook) -> bool {
+        *self.playbook_dir.lock().unwrap() = match pb.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
         self.emit(Event::PlaybookStart {
             path: pb.path.display().to_string(),
         });
@@ -300,7 +309,7 @@ impl Executor {
                     .templar
                     .render_str(f, &ctx)
                     .unwrap_or_else(|_| f.clone());
-                let path = self.playbook_dir.join(&name);
+                let path = self.playbook_dir().join(&name);
                 match self.loader.vars_file(&path) {
                     Ok(v) => crate::vars::overlay(&mut loaded, &v),
                     Err(e) => error = Some(e.to_string()),

@@ -232,9 +232,9 @@ impl Executor {
             out.push(dir.join("templates"));
             out.push(dir.to_path_buf());
         }
-        out.push(self.playbook_dir.join("files"));
-        out.push(self.playbook_dir.join("templates"));
-        out.push(self.playbook_dir.clone());
+        out.push(self.playbook_dir().join("files"));
+        out.push(self.playbook_dir().join("templates"));
+        out.push(self.playbook_dir());
         out.dedup();
         out
     }

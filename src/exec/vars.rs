@@ -135,7 +135,7 @@ impl Executor {
             ("ansible_play_batch", json!(pr.batch)),
             ("ansible_play_name", json!(pr.play.name)),
             ("omit", json!(OMIT)),
-            ("playbook_dir", json!(self.abs(&self.playbook_dir))),
+            ("playbook_dir", json!(self.abs(&self.playbook_dir()))),
             ("ansible_check_mode", json!(self.opts.check)),
             ("ansible_diff_mode", json!(self.opts.diff)),
             ("ansible_verbosity", json!(self.opts.verbose)),

@@ -204,12 +204,15 @@ impl Executor {
         }
         let kw = effective(&task.kw, &inh.kw);
         let id = self.next_task_id();
-        self.emit(Event::TaskStart {
-            id,
-            name: task.display_name(),
-            location: task.loc.to_string(),
-            handler: inh.handler,
-        });
+        // Meta tasks steer the run and are not shown, as in ansible-playbook.
+        if task.module_name() != Some("meta") {
+            self.emit(Event::TaskStart {
+                id,
+                name: task.display_name(),
+                location: task.loc.to_string(),
+                handler: inh.handler,
+            });
+        }
         let run_once = kw.run_once == Some(true);
         let targets: &[String] = if run_once { &hosts[..1] } else { hosts };
         let hostvars = self.hostvars_for(pr, task, inh);

@@ -555,7 +555,7 @@ fn conditions(n: &Node<'_>) -> Result<Vec<String>, LoadError> {
     let one = |v: &Value| -> Result<String, LoadError> {
         match v {
             Value::String(s) => Ok(strip_braces(s)),
-            Value::Bool(b) => Ok(if *b { "true".into() } else { "false".into() }),
+            Value::Bool(b) => Ok(if *b { "True".into() } else { "False".into() }),
             Value::Number(x) => Ok(x.to_string()),
             _ => Err(invalid(n, "a condition must be a string or boolean")),
         }

@@ -106,9 +106,18 @@ async fn run(
                 task,
                 location,
                 duration,
+                module,
+                result,
                 ..
             } => {
-                stats.record(host, *status);
+                // Meta tasks steer the run; ansible-playbook leaves them out of the recap.
+                if module.as_deref() != Some("meta") {
+                    stats.record(host, *status);
+                    let changed = result.get("changed").and_then(serde_json::Value::as_bool);
+                    if *status == Status::Ignored && changed == Some(true) {
+                        stats.hosts.entry(host.clone()).or_default().changed += 1;
+                    }
+                }
                 stats.time(&format!("{task} ({location})"), *duration);
             }
             Event::Rescued { host } => stats.rescued(host),
@@ -119,6 +128,8 @@ async fn run(
         if let Some(w) = json.as_mut() {
             let line = serde_json::to_string(&ev).unwrap_or_default();
             let _ = writeln!(w, "{}", redactor.apply(&line));
+            // Flushed per event, so the log can be followed while a run is going.
+            let _ = w.flush();
         }
         let text = redactor.apply(&plain.render(&ev));
         match progress.as_mut() {

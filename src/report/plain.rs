@@ -38,14 +38,15 @@ impl Plain {
             }
             Event::Retry {
                 host,
+                task,
                 attempt,
                 retries,
-                ..
             } => {
+                // `retries` counts the runs after the first, so one more run is left in total.
+                let left = (retries + 1).saturating_sub(*attempt);
                 let _ = writeln!(
                     out,
-                    "FAILED - RETRYING: [{host}] ({} retries left).",
-                    retries.saturating_sub(*attempt)
+                    "FAILED - RETRYING: [{host}]: {task} ({left} retries left)."
                 );
             }
             Event::ItemResult {
@@ -76,6 +77,9 @@ impl Plain {
                     self.last_task = Some(*task_id);
                 }
                 // A loop's items were shown one by one; only its failure gets a summary line.
+                if module.as_deref() == Some("meta") {
+                    return out;
+                }
                 if !looped || matches!(status, Status::Failed | Status::Unreachable) {
                     let _ = writeln!(
                         out,

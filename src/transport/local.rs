@@ -36,8 +36,10 @@ impl LocalConnection {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| self.io("spawn /bin/sh", e))?;
+        let mut group = GroupGuard(child.id());
         let mut stdin = child.stdin.take();
         let mut input = Vec::new();
         if let Some(pw) = req.become_.as_ref().and_then(|b| b.password.as_ref()) {
@@ -68,6 +70,7 @@ impl LocalConnection {
             None => run.await,
         }
         .map_err(|e| self.io("command", e))?;
+        group.0 = None;
         Ok(ExecOutput {
             // A signal death has no code; report it the way a shell would (128 + signal).
             rc: out.status.code().unwrap_or_else(|| {
@@ -153,4 +156,21 @@ pub async fn sha256_file(path: &Path) -> std::io::Result<String> {
         hasher.update(&buf[..n]);
     }
     Ok(hex::encode(hasher.finalize()))
+}
+
+/// Kills a command's whole process group when its `exec` future is dropped before the
+/// command ended (cancellation, timeout): `kill_on_drop` alone reaches `/bin/sh` but not
+/// what the script started, which would be left running.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{pgid}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
 }

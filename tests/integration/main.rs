@@ -7,6 +7,8 @@ mod fixtures;
 mod libvirt;
 mod modules;
 mod plan;
+mod playbook;
+mod playbook_diff;
 mod readme;
 mod ssh;
 mod support;

@@ -1,0 +1,225 @@
+//! Differential test: the playbooks in `tests/playbooks/diff/` run under ansible-playbook
+//! and under kinit against localhost, each dumps its registered results to JSON, and the
+//! results must agree. Values that are inherently run-specific (times, durations, command
+//! lists vs strings, file ownership) are dropped; keys only one tool returns are compared
+//! only when they are part of the core result shape (`CORE`).
+//!
+//! ansible-core comes from the venv `ci/test.sh` builds (`KINIT_VENV`), else from PATH; the
+//! test is skipped, saying why, only when neither has `ansible-playbook`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Keys that differ between any two runs, or by implementation detail, not by behaviour.
+const DROP: &[&str] = &[
+    "invocation",
+    "delta",
+    "start",
+    "end",
+    "cmd",
+    "exception",
+    "warnings",
+    "deprecations",
+    "uid",
+    "gid",
+    "owner",
+    "group",
+    "checksum",
+    "md5sum",
+    "src",
+    "diff",
+    "size",
+    "secontext",
+    "dest",
+    "path",
+    "mtime",
+    "atime",
+    "ctime",
+    "failed_when_suppressed_exception",
+];
+
+/// Keys whose presence must agree, not only their values.
+const CORE: &[&str] = &[
+    "changed",
+    "failed",
+    "skipped",
+    "rc",
+    "stdout",
+    "stderr",
+    "stdout_lines",
+    "msg",
+    "results",
+    "item",
+    "attempts",
+    "ansible_loop_var",
+    "assertion",
+    "evaluated_to",
+    "ansible_facts",
+    "content",
+    "exists",
+    "skip_reason",
+    "skipped_reason",
+    "false_condition",
+    "failed_when_result",
+];
+
+fn ansible_playbook() -> Option<PathBuf> {
+    if let Some(venv) = std::env::var_os("KINIT_VENV") {
+        let p = Path::new(&venv).join("bin/ansible-playbook");
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("ansible-playbook"))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Drop volatile keys and normalise the spellings both tools use for "nothing".
+fn normalise(v: &Value, outdir: &str) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut out = serde_json::Map::new();
+            for (k, x) in m {
+                if DROP.contains(&k.as_str()) || k.starts_with("_ansible") {
+                    continue;
+                }
+                out.insert(k.clone(), normalise(x, outdir));
+            }
+            if out.get("msg") == Some(&Value::from("")) {
+                out.remove("msg");
+            }
+            for k in ["failed", "skipped"] {
+                if out.get(k) == Some(&Value::Bool(false)) {
+                    out.remove(k);
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| normalise(x, outdir)).collect()),
+        Value::String(s) => Value::String(s.replace(outdir, "OUTDIR")),
+        other => other.clone(),
+    }
+}
+
+fn compare(file: &str, path: &str, a: &Value, k: &Value, diffs: &mut Vec<String>) {
+    match (a, k) {
+        (Value::Object(am), Value::Object(km)) => {
+            for key in am.keys().chain(km.keys().filter(|x| !am.contains_key(*x))) {
+                let p = format!("{path}.{key}");
+                match (am.get(key), km.get(key)) {
+                    (Some(x), Some(y)) => compare(file, &p, x, y, diffs),
+                    (Some(x), None) if CORE.contains(&key.as_str()) => {
+                        diffs.push(format!("{file} {p}: only ansible has {x}"))
+                    }
+                    (None, Some(y)) if CORE.contains(&key.as_str()) => {
+                        diffs.push(format!("{file} {p}: only kinit has {y}"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (x, y)) in x.iter().zip(y).enumerate() {
+                compare(file, &format!("{path}[{i}]"), x, y, diffs);
+            }
+        }
+        _ if a != k => diffs.push(format!("{file} {path}: ansible {a} != kinit {k}")),
+        _ => {}
+    }
+}
+
+#[test]
+fn registered_results_match_ansible_playbook() {
+    let Some(ansible) = ansible_playbook() else {
+        println!(
+            "skipped: ansible-playbook is not on PATH and KINIT_VENV has none (ci/test.sh installs it)"
+        );
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/diff");
+    let mut books: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.unwrap().file_name().to_string_lossy().into_owned();
+            (n.ends_with(".yml") && n.as_bytes()[0].is_ascii_digit()).then_some(n)
+        })
+        .collect();
+    books.sort();
+    assert!(
+        books.len() >= 15,
+        "the differential set needs at least 15 playbooks"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let (a_out, k_out) = (tmp.path().join("ansible"), tmp.path().join("kinit"));
+    std::fs::create_dir_all(&a_out).unwrap();
+    std::fs::create_dir_all(&k_out).unwrap();
+    let common = |out: &Path| {
+        vec![
+            "-e".to_string(),
+            format!("outdir={}", out.display()),
+            "-e".into(),
+            "ev=extra".into(),
+        ]
+    };
+
+    // Both tools get the implicit localhost (no inventory), so both run locally.
+    let ansible_run = Command::new(&ansible)
+        .args(common(&a_out))
+        .args(&books)
+        .current_dir(&dir)
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env("ANSIBLE_LOCALHOST_WARNING", "false")
+        .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "false")
+        .env("ANSIBLE_PYTHON_INTERPRETER", "auto_silent")
+        .env("ANSIBLE_HOME", tmp.path().join("ansible-home"))
+        .env("ANSIBLE_LOCAL_TEMP", tmp.path().join("ansible-tmp"))
+        .env("ANSIBLE_RETRY_FILES_ENABLED", "false")
+        .output()
+        .unwrap();
+    assert!(
+        ansible_run.status.success(),
+        "ansible-playbook failed:\n{}\n{}",
+        String::from_utf8_lossy(&ansible_run.stdout),
+        String::from_utf8_lossy(&ansible_run.stderr)
+    );
+    let kinit_run = Command::new(env!("CARGO_BIN_EXE_kinit"))
+        .arg("playbook")
+        .args(common(&k_out))
+        .args(&books)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        kinit_run.status.success(),
+        "kinit failed:\n{}\n{}",
+        String::from_utf8_lossy(&kinit_run.stdout),
+        String::from_utf8_lossy(&kinit_run.stderr)
+    );
+
+    let mut diffs = Vec::new();
+    for book in &books {
+        let name = book.replace(".yml", ".json");
+        let read = |d: &Path| -> Value {
+            let text = std::fs::read_to_string(d.join(&name))
+                .unwrap_or_else(|e| panic!("{book} wrote no `{name}` in {}: {e}", d.display()));
+            serde_json::from_str(&text).unwrap()
+        };
+        let a = normalise(&read(&a_out), &a_out.display().to_string());
+        let k = normalise(&read(&k_out), &k_out.display().to_string());
+        assert!(
+            a.as_object().is_some_and(|m| !m.is_empty()),
+            "{book}: empty dump"
+        );
+        compare(book, "", &a, &k, &mut diffs);
+    }
+    assert!(
+        diffs.is_empty(),
+        "kinit and ansible-playbook disagree:\n{}",
+        diffs.join("\n")
+    );
+}
