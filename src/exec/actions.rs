@@ -115,7 +115,10 @@ impl Executor {
             raw.clone()
         } else {
             match self.templar.render_value(raw, ctx) {
-                Ok(a) => super::vars::strip_omit(a),
+                Ok(mut a) => {
+                    crate::template::strip_omit(&mut a);
+                    a
+                }
                 Err(e) => return Attempt::ok(self.error_result(task, e.to_string())),
             }
         };
@@ -434,9 +437,14 @@ impl Executor {
         ctx: &VarMap,
     ) -> Result<IncludeReq, String> {
         let mut params = VarMap::new();
+        let scope = self.templar.scope(std::sync::Arc::new(ctx.clone()));
         for k in task.kw.vars.keys() {
-            if let Some(v) = ctx.get(k) {
-                params.insert(k.clone(), v.clone());
+            match scope.get(k) {
+                Ok(Some(v)) => {
+                    params.insert(k.clone(), v);
+                }
+                Ok(None) => {}
+                Err(e) => return Err(e.to_string()),
             }
         }
         if task.kw.loop_.is_some() {

@@ -86,7 +86,6 @@ impl Executor {
         let result = match self.task_vars(pr, host, inh, &kw.vars, hostvars) {
             Err(e) => self.error_result(task, e.to_string()),
             Ok(mut ctx) => {
-                self.resolve(&mut ctx);
                 let conds: Vec<String> = inh.when.iter().chain(kw.when.iter()).cloned().collect();
                 match &kw.loop_ {
                     None => match self.check_when(&conds, &ctx) {
@@ -359,7 +358,6 @@ impl Executor {
                            "allitems": items}),
                 );
             }
-            self.resolve(&mut c);
             let mut r = match self.check_when(conds, &c) {
                 Err(msg) => self.error_result(task, msg),
                 Ok(Some(cond)) => skipped(&cond),

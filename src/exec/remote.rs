@@ -60,7 +60,18 @@ impl Executor {
         ctx: &VarMap,
     ) -> Result<ResolvedHost, crate::inventory::InventoryError> {
         let vars = if name == host {
-            ctx.clone()
+            // Connection variables may be templates; the resolver wants their values.
+            let mut v = ctx.clone();
+            let scope = self.templar.scope(std::sync::Arc::new(ctx.clone()));
+            for (k, val) in v.iter_mut() {
+                if k.starts_with("ansible_")
+                    && crate::playbook::task_contains_template(val)
+                    && let Ok(Some(r)) = scope.get(k)
+                {
+                    *val = r;
+                }
+            }
+            v
         } else {
             // Connection variables come from the delegated host, rendered with the original
             // host's variables (Ansible's delegation rule).
@@ -95,7 +106,10 @@ impl Executor {
             return Attempt::failed(format!("module `{name}` is not available in this build"));
         };
         let args = match self.templar.render_value(args, ctx) {
-            Ok(a) => super::vars::strip_omit(a),
+            Ok(mut a) => {
+                crate::template::strip_omit(&mut a);
+                a
+            }
             Err(e) => return Attempt::ok(self.error_result(task, e.to_string())),
         };
         if kw.no_log == Some(true) {

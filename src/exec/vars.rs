@@ -1,6 +1,6 @@
 //! The variables a task sees on one host: the precedence layers (see `exec`), the magic
-//! variables (`inventory_hostname`, `groups`, `hostvars`, `omit`, ...) and lazy templating
-//! (variables whose values reference other variables are rendered against the result).
+//! variables (`inventory_hostname`, `groups`, `hostvars`, `omit`, ...); templating is lazy
+//! (left to the templating scope, which renders variables that reference variables when read).
 
 use std::sync::Arc;
 
@@ -11,12 +11,6 @@ use super::{Executor, PlayRun};
 use crate::playbook::Task;
 use crate::template::TemplateError;
 use crate::vars::{VarMap, overlay};
-
-/// The placeholder `omit` renders to; arguments equal to it are dropped.
-pub const OMIT: &str = "__omit_place_holder__kinit";
-
-/// Passes over variables referencing variables (a chain deeper than this stays unrendered).
-const RESOLVE_PASSES: usize = 6;
 
 impl Executor {
     /// Variables of `host` as other hosts see them (`hostvars[host]`).
@@ -134,7 +128,7 @@ impl Executor {
             ("play_hosts", json!(self.active(&pr.batch))),
             ("ansible_play_batch", json!(pr.batch)),
             ("ansible_play_name", json!(pr.play.name)),
-            ("omit", json!(OMIT)),
+            ("omit", json!(crate::template::OMIT)),
             ("playbook_dir", json!(self.abs(&self.playbook_dir()))),
             ("ansible_check_mode", json!(self.opts.check)),
             ("ansible_diff_mode", json!(self.opts.diff)),
@@ -174,55 +168,16 @@ impl Executor {
             .to_string()
     }
 
-    /// Render variables whose values hold templates against the map itself, repeatedly, so
-    /// `b: "{{ a }}-x"` sees `a` whatever the order. Values that cannot render yet (they use
-    /// a loop variable, or something undefined) keep their text and fail only when used.
+    /// Render each variable of one host (for `hostvars`) in that host's own scope; a value
+    /// that cannot render (it needs a task's loop variable, say) keeps its text.
     pub(crate) fn resolve(&self, m: &mut VarMap) {
-        for _ in 0..RESOLVE_PASSES {
-            let pending: Vec<String> = m
-                .iter()
-                .filter(|(k, v)| {
-                    k.as_str() != "hostvars" && crate::playbook::task_contains_template(v)
-                })
-                .map(|(k, _)| k.clone())
-                .collect();
-            if pending.is_empty() {
-                return;
-            }
-            let mut changed = false;
-            for k in pending {
-                let Some(v) = m.get(&k).cloned() else {
-                    continue;
-                };
-                if let Ok(r) = self.templar.render_value(&v, m)
-                    && r != v
-                {
-                    m.insert(k, r);
-                    changed = true;
-                }
-            }
-            if !changed {
-                return;
+        let scope = self.templar.scope(std::sync::Arc::new(m.clone()));
+        for (k, v) in m.iter_mut() {
+            if crate::playbook::task_contains_template(v)
+                && let Ok(Some(r)) = scope.get(k)
+            {
+                *v = r;
             }
         }
-    }
-}
-
-/// Drop arguments that rendered to `omit`.
-pub(crate) fn strip_omit(v: Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.into_iter()
-                .filter(|(_, v)| v.as_str() != Some(OMIT))
-                .map(|(k, v)| (k, strip_omit(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(
-            a.into_iter()
-                .filter(|v| v.as_str() != Some(OMIT))
-                .map(strip_omit)
-                .collect(),
-        ),
-        other => other,
     }
 }
