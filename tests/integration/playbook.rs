@@ -375,3 +375,23 @@ fn ctrl_c_stops_cleanly_with_exit_130() {
     left.sort();
     assert_eq!(left, ["log.json", "site.yml"]);
 }
+
+#[test]
+fn readme_playbook_example_runs_as_written() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let after = readme
+        .split("<!-- playbook-example -->")
+        .nth(1)
+        .expect("README has the playbook example marker");
+    let body = after
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a yaml block after the marker");
+    let ran = Test::new()
+        .write("hello.yml", body)
+        .args(["playbook", "hello.yml"])
+        .succeeds();
+    assert!(ran.stdout().contains("ok=2 "), "{}", ran.stdout());
+}
