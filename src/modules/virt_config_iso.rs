@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::virt::{bad_args, one_of};
-use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, params};
+use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
 use crate::provider::ProviderError;
 use crate::provider::cloud_init::CloudInit;
 use crate::provider::iso::IsoImage;
@@ -62,27 +62,11 @@ impl Params {
 pub struct VirtConfigIso;
 
 impl Module for VirtConfigIso {
+    /// Names and types only: values may still be templates (checked again at run time).
     fn validate(&self, args: &Value) -> Result<(), ModuleError> {
-        let p: Params = params(NAME, args)?;
-        if !p.path.starts_with('/') {
-            return Err(ModuleError::BadArgs {
-                module: NAME,
-                detail: format!(
-                    "`path` `{}`: expected an absolute path on the hypervisor",
-                    p.path
-                ),
-            });
-        }
-        one_of(
-            NAME,
-            args,
-            &["cloud_init", "windows"],
-            p.state == IsoState::Present,
-        )?;
-        p.image()
-            .and_then(|i| i.tar())
-            .map_err(|e| bad_args(NAME, e))?;
-        Ok(())
+        let absent = args.get("state").and_then(Value::as_str) == Some("absent");
+        one_of(NAME, args, &["cloud_init", "windows"], !absent)?;
+        args::validate::<Params>(NAME, args)
     }
 
     fn run<'a>(
@@ -90,59 +74,83 @@ impl Module for VirtConfigIso {
         ctx: &'a ModuleCtx<'a>,
         args: Value,
     ) -> BoxFuture<'a, Result<ModuleResult, ModuleError>> {
-        Box::pin(async move {
-            self.validate(&args)?;
-            let p: Params = params(NAME, &args)?;
-            let base = ModuleResult::default().with("path", p.path.clone());
-            if p.state == IsoState::Absent {
-                let path = quote::sh(&p.path);
-                let probe = ctx
-                    .run(format!("[ -e {path} ] && echo present || true"))
-                    .await?;
-                if probe.stdout_str().trim() != "present" {
-                    return Ok(base);
-                }
-                if !ctx.check_mode {
-                    let out = ctx.run(format!("rm -f {path}")).await?;
-                    if !out.success() {
-                        return Ok(ModuleResult::failed(format!(
-                            "cannot remove `{}`: {}",
-                            p.path,
-                            out.stderr_str().trim()
-                        ))
-                        .with("path", p.path.clone()));
-                    }
-                }
-                return Ok(ModuleResult {
-                    changed: true,
-                    ..base
-                });
-            }
-
-            let image = p.image().map_err(|e| bad_args(NAME, e))?;
-            let fingerprint = image.fingerprint();
-            let probe = ctx.run(image.probe_script()).await?;
-            if image.is_current(&probe.stdout_str()) {
-                return Ok(base.with("fingerprint", fingerprint));
-            }
-            if !ctx.check_mode {
-                let tar = image.tar().map_err(|e| bad_args(NAME, e))?;
-                let out = ctx.run_with_stdin(image.build_script(), Some(tar)).await?;
-                if !out.success() {
-                    return Ok(ModuleResult::failed(format!(
-                        "cannot build `{}` (exit {}): {}",
-                        p.path,
-                        out.rc,
-                        out.stderr_str().trim()
-                    ))
-                    .with("path", p.path.clone()));
-                }
-            }
-            Ok(ModuleResult {
-                changed: true,
-                ..base
-            }
-            .with("fingerprint", fingerprint))
-        })
+        Box::pin(run(ctx, args))
     }
+}
+
+fn check(p: &Params, args: &Value) -> Result<(), ModuleError> {
+    if !p.path.starts_with('/') {
+        return Err(ModuleError::BadArgs {
+            module: NAME,
+            detail: format!(
+                "`path` `{}`: expected an absolute path on the hypervisor",
+                p.path
+            ),
+        });
+    }
+    one_of(
+        NAME,
+        args,
+        &["cloud_init", "windows"],
+        p.state == IsoState::Present,
+    )?;
+    p.image()
+        .and_then(|i| i.tar())
+        .map_err(|e| bad_args(NAME, e))?;
+    Ok(())
+}
+
+async fn run(ctx: &ModuleCtx<'_>, args: Value) -> Result<ModuleResult, ModuleError> {
+    let p: Params = params(NAME, &args)?;
+    check(&p, &args)?;
+    let base = ModuleResult::default().with("path", p.path.clone());
+    if p.state == IsoState::Absent {
+        let path = quote::sh(&p.path);
+        let probe = ctx
+            .run(format!("[ -e {path} ] && echo present || true"))
+            .await?;
+        if probe.stdout_str().trim() != "present" {
+            return Ok(base);
+        }
+        if !ctx.check_mode {
+            let out = ctx.run(format!("rm -f {path}")).await?;
+            if !out.success() {
+                return Ok(ModuleResult::failed(format!(
+                    "cannot remove `{}`: {}",
+                    p.path,
+                    out.stderr_str().trim()
+                ))
+                .with("path", p.path.clone()));
+            }
+        }
+        return Ok(ModuleResult {
+            changed: true,
+            ..base
+        });
+    }
+
+    let image = p.image().map_err(|e| bad_args(NAME, e))?;
+    let fingerprint = image.fingerprint();
+    let probe = ctx.run(image.probe_script()).await?;
+    if image.is_current(&probe.stdout_str()) {
+        return Ok(base.with("fingerprint", fingerprint));
+    }
+    if !ctx.check_mode {
+        let tar = image.tar().map_err(|e| bad_args(NAME, e))?;
+        let out = ctx.run_with_stdin(image.build_script(), Some(tar)).await?;
+        if !out.success() {
+            return Ok(ModuleResult::failed(format!(
+                "cannot build `{}` (exit {}): {}",
+                p.path,
+                out.rc,
+                out.stderr_str().trim()
+            ))
+            .with("path", p.path.clone()));
+        }
+    }
+    Ok(ModuleResult {
+        changed: true,
+        ..base
+    }
+    .with("fingerprint", fingerprint))
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::virt::{bad_args, connect, default_uri, failed, one_of};
-use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, params};
+use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
 use crate::provider::domain::Domain;
 use crate::provider::guests::GuestState;
 use crate::provider::linux_guest::LinuxGuest;
@@ -96,13 +96,10 @@ impl Params {
 pub struct VirtGuest;
 
 impl Module for VirtGuest {
+    /// Names and types only: values may still be templates (checked again at run time).
     fn validate(&self, args: &Value) -> Result<(), ModuleError> {
         one_of(NAME, args, &["linux", "windows"], false)?;
-        let p: Params = params(NAME, args)?;
-        if let Some(d) = p.domain(VirtType::Qemu) {
-            d.map_err(|e| bad_args(NAME, e))?;
-        }
-        Ok(())
+        args::validate::<Params>(NAME, args)
     }
 
     fn run<'a>(
@@ -111,8 +108,12 @@ impl Module for VirtGuest {
         args: Value,
     ) -> BoxFuture<'a, Result<ModuleResult, ModuleError>> {
         Box::pin(async move {
-            self.validate(&args)?;
+            one_of(NAME, &args, &["linux", "windows"], false)?;
             let p: Params = params(NAME, &args)?;
+            // Settings errors before any libvirt call (the real type is picked later).
+            if let Some(d) = p.domain(VirtType::Qemu) {
+                d.map_err(|e| bad_args(NAME, e))?;
+            }
             let hv = connect(NAME, ctx, &p.uri).await?;
             let cur = hv.guest(&p.name).await.map_err(failed)?;
             let check = ctx.check_mode;

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::virt::{bad_args, connect, default_uri, failed};
-use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, params};
+use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
 use crate::provider::network::NatNetwork;
 
 const NAME: &str = "virt_network";
@@ -51,12 +51,9 @@ pub struct Params {
 pub struct VirtNetwork;
 
 impl Module for VirtNetwork {
+    /// Names and types only: values may still be templates (checked again at run time).
     fn validate(&self, args: &Value) -> Result<(), ModuleError> {
-        let p: Params = params(NAME, args)?;
-        if let Some(n) = &p.nat {
-            n.network(&p.name).map_err(|e| bad_args(NAME, e))?;
-        }
-        Ok(())
+        args::validate::<Params>(NAME, args)
     }
 
     fn run<'a>(

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::virt::{connect, default_uri, failed};
-use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, params};
+use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
 use crate::provider::storage::Pool;
 
 const NAME: &str = "virt_pool";
@@ -46,17 +46,9 @@ pub struct Params {
 pub struct VirtPool;
 
 impl Module for VirtPool {
+    /// Names and types only: values may still be templates (checked again at run time).
     fn validate(&self, args: &Value) -> Result<(), ModuleError> {
-        let p: Params = params(NAME, args)?;
-        if let Some(path) = &p.path
-            && !path.starts_with('/')
-        {
-            return Err(ModuleError::BadArgs {
-                module: NAME,
-                detail: format!("`path` `{path}`: expected an absolute path on the hypervisor"),
-            });
-        }
-        Ok(())
+        args::validate::<Params>(NAME, args)
     }
 
     fn run<'a>(
@@ -64,103 +56,117 @@ impl Module for VirtPool {
         ctx: &'a ModuleCtx<'a>,
         args: Value,
     ) -> BoxFuture<'a, Result<ModuleResult, ModuleError>> {
-        Box::pin(async move {
-            self.validate(&args)?;
-            let p: Params = params(NAME, &args)?;
-            let hv = connect(NAME, ctx, &p.uri).await?;
-            let cur = hv.pool(&p.name).await.map_err(failed)?;
-            let check = ctx.check_mode;
-            let mut changed = false;
-            let mut actions: Vec<&str> = Vec::new();
-
-            if p.state == PoolState::Absent {
-                if let Some(c) = cur {
-                    changed = true;
-                    actions.push("undefined");
-                    if !check {
-                        if c.active {
-                            hv.stop_pool(&p.name).await.map_err(failed)?;
-                        }
-                        hv.undefine_pool(&p.name).await.map_err(failed)?;
-                    }
-                }
-                return Ok(result(&p, changed, actions, "absent"));
-            }
-
-            let (mut active, mut autostart) = match (&cur, &p.path) {
-                (None, None) => {
-                    return Err(ModuleError::BadArgs {
-                        module: NAME,
-                        detail: format!(
-                            "pool `{}` does not exist on `{}`; give `path` to define it",
-                            p.name, p.uri
-                        ),
-                    });
-                }
-                (None, Some(path)) => {
-                    changed = true;
-                    actions.push("defined");
-                    if !check {
-                        let xml = Pool::dir(&p.name, path).to_xml().map_err(failed)?;
-                        hv.define_pool(&p.name, xml).await.map_err(failed)?;
-                    }
-                    (false, false)
-                }
-                (Some(c), want) => {
-                    let d = &c.definition;
-                    if let Some(path) = want
-                        && (d.kind != "dir" || &d.target.path != path)
-                    {
-                        // Moving a pool would orphan its volumes: say so instead.
-                        return Err(ModuleError::Failed {
-                            msg: format!(
-                                "pool `{}` exists as a `{}` pool at `{}`, not a `dir` pool at \
-                                 `{path}`; remove it first (state: absent)",
-                                p.name, d.kind, d.target.path
-                            ),
-                        });
-                    }
-                    (c.active, c.autostart)
-                }
-            };
-
-            match p.state {
-                PoolState::Active if !active => {
-                    changed = true;
-                    actions.push("started");
-                    if !check {
-                        hv.start_pool(&p.name).await.map_err(failed)?;
-                    }
-                    active = true;
-                }
-                PoolState::Inactive if active => {
-                    changed = true;
-                    actions.push("stopped");
-                    if !check {
-                        hv.stop_pool(&p.name).await.map_err(failed)?;
-                    }
-                    active = false;
-                }
-                _ => {}
-            }
-            if let Some(want) = p.autostart
-                && want != autostart
-            {
-                changed = true;
-                actions.push(if want {
-                    "autostart on"
-                } else {
-                    "autostart off"
-                });
-                if !check {
-                    hv.set_pool_autostart(&p.name, want).await.map_err(failed)?;
-                }
-                autostart = want;
-            }
-            let state = if active { "active" } else { "inactive" };
-            Ok(result(&p, changed, actions, state).with("autostart", autostart))
-        })
+        Box::pin(run(ctx, args))
     }
+}
+
+fn check(p: &Params) -> Result<(), ModuleError> {
+    if let Some(path) = &p.path
+        && !path.starts_with('/')
+    {
+        return Err(ModuleError::BadArgs {
+            module: NAME,
+            detail: format!("`path` `{path}`: expected an absolute path on the hypervisor"),
+        });
+    }
+    Ok(())
+}
+
+async fn run(ctx: &ModuleCtx<'_>, args: Value) -> Result<ModuleResult, ModuleError> {
+    let p: Params = params(NAME, &args)?;
+    check(&p)?;
+    let hv = connect(NAME, ctx, &p.uri).await?;
+    let cur = hv.pool(&p.name).await.map_err(failed)?;
+    let check = ctx.check_mode;
+    let mut changed = false;
+    let mut actions: Vec<&str> = Vec::new();
+
+    if p.state == PoolState::Absent {
+        if let Some(c) = cur {
+            changed = true;
+            actions.push("undefined");
+            if !check {
+                if c.active {
+                    hv.stop_pool(&p.name).await.map_err(failed)?;
+                }
+                hv.undefine_pool(&p.name).await.map_err(failed)?;
+            }
+        }
+        return Ok(result(&p, changed, actions, "absent"));
+    }
+
+    let (mut active, mut autostart) = match (&cur, &p.path) {
+        (None, None) => {
+            return Err(ModuleError::BadArgs {
+                module: NAME,
+                detail: format!(
+                    "pool `{}` does not exist on `{}`; give `path` to define it",
+                    p.name, p.uri
+                ),
+            });
+        }
+        (None, Some(path)) => {
+            changed = true;
+            actions.push("defined");
+            if !check {
+                let xml = Pool::dir(&p.name, path).to_xml().map_err(failed)?;
+                hv.define_pool(&p.name, xml).await.map_err(failed)?;
+            }
+            (false, false)
+        }
+        (Some(c), want) => {
+            let d = &c.definition;
+            if let Some(path) = want
+                && (d.kind != "dir" || &d.target.path != path)
+            {
+                // Moving a pool would orphan its volumes: say so instead.
+                return Err(ModuleError::Failed {
+                    msg: format!(
+                        "pool `{}` exists as a `{}` pool at `{}`, not a `dir` pool at \
+                         `{path}`; remove it first (state: absent)",
+                        p.name, d.kind, d.target.path
+                    ),
+                });
+            }
+            (c.active, c.autostart)
+        }
+    };
+
+    match p.state {
+        PoolState::Active if !active => {
+            changed = true;
+            actions.push("started");
+            if !check {
+                hv.start_pool(&p.name).await.map_err(failed)?;
+            }
+            active = true;
+        }
+        PoolState::Inactive if active => {
+            changed = true;
+            actions.push("stopped");
+            if !check {
+                hv.stop_pool(&p.name).await.map_err(failed)?;
+            }
+            active = false;
+        }
+        _ => {}
+    }
+    if let Some(want) = p.autostart
+        && want != autostart
+    {
+        changed = true;
+        actions.push(if want {
+            "autostart on"
+        } else {
+            "autostart off"
+        });
+        if !check {
+            hv.set_pool_autostart(&p.name, want).await.map_err(failed)?;
+        }
+        autostart = want;
+    }
+    let state = if active { "active" } else { "inactive" };
+    Ok(result(&p, changed, actions, state).with("autostart", autostart))
 }
 
 fn result(p: &Params, changed: bool, actions: Vec<&str>, state: &str) -> ModuleResult {
