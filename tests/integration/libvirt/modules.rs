@@ -314,12 +314,17 @@ fn load_time_validation_leaves_templated_values_for_run_time() {
     let m = kinit::modules::lookup("community.libvirt.virt_guest").unwrap();
     let mut templated = linux_guest("m-tpl", 1048576, "running");
     templated["linux"]["ram_kib"] = json!("{{ ram }}");
-    m.validate(&templated).expect("a template is checked after rendering");
-    templated["linux"]["colour"] = json!("red");
+    m.validate(&templated)
+        .expect("a template is checked after rendering");
+    templated["colour"] = json!("red");
     let err = m.validate(&templated).unwrap_err().to_string();
     assert!(err.contains("colour"), "{err}");
     let m = kinit::modules::lookup("virt_config_iso").unwrap();
-    let err = m.validate(&json!({"path": "/x.iso"})).unwrap_err().to_string();
+    let err = m
+        .validate(&json!({"path": "/x.iso"}))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("`cloud_init`"), "{err}");
-    m.validate(&json!({"path": "{{ p }}", "state": "absent"})).unwrap();
+    m.validate(&json!({"path": "{{ p }}", "state": "absent"}))
+        .unwrap();
 }
