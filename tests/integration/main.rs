@@ -3,6 +3,7 @@
 //! tests themselves. Each area has its own module; `support` holds the shared builder.
 
 mod ansible_diff;
+mod cluster_content;
 mod fixtures;
 mod libvirt;
 mod modules;

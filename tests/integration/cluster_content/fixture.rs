@@ -1,0 +1,207 @@
+//! Fixtures: the repository's content files, the k8s-libvirt-1-1-1 inventory, and variable
+//! contexts built the way a play sees them (cluster vars, role defaults, host vars, `groups`,
+//! `hostvars`), with templated variables resolved lazily as Ansible does.
+
+use std::path::{Path, PathBuf};
+
+use kinit::inventory::Inventory;
+use kinit::template::Templar;
+use kinit::vars::VarMap;
+use serde_json::{Value, json};
+
+/// The repository root (where `playbooks/` and `roles/` live).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn read(rel: &str) -> String {
+    let path = repo().join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// A YAML file of the repository as JSON values (the shape kinit's loader works on).
+pub fn yaml(rel: &str) -> Value {
+    serde_yaml::from_str(&read(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// Every file under `dir` (relative to the repository) whose name ends with `suffix`.
+pub fn files_under(dir: &str, suffix: &str) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, suffix: &str, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(base, &path, suffix, out);
+            } else if path.to_string_lossy().ends_with(suffix) {
+                out.push(
+                    path.strip_prefix(base)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&repo(), &repo().join(dir), suffix, &mut out);
+    out.sort();
+    out
+}
+
+/// Which OS the compute node of the 1-1-1 cluster runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Compute {
+    Linux,
+    Windows,
+}
+
+/// The k8s-libvirt-1-1-1 cluster as the spec expands it: controller-01 at .1, compute-01 at
+/// .2, the service node at .253, gateway .254, all on one hypervisor.
+pub fn inventory(compute: Compute) -> Inventory {
+    let mut inv = Inventory::default();
+    let node = |name: &str, ip: &str, os: &str| -> VarMap {
+        json!({
+            "ansible_host": ip, "ip": ip, "os": os,
+            "fqdn": format!("{name}.k8scluster.kubeinit.local"),
+            "mac": "52:54:00:00:00:01", "vcpus": 8, "ram": 16384, "disk": 30,
+            "hypervisor": "hypervisor-01",
+        })
+        .as_object()
+        .unwrap()
+        .clone()
+    };
+    inv.add_host("hypervisor-01", Some("hypervisors"), VarMap::new());
+    inv.add_host(
+        "controller-01",
+        Some("controller_nodes"),
+        node("controller-01", "10.0.0.1", "debian"),
+    );
+    let compute_os = if compute == Compute::Windows {
+        "windows"
+    } else {
+        "debian"
+    };
+    inv.add_host(
+        "compute-01",
+        Some("compute_nodes"),
+        node("compute-01", "10.0.0.2", compute_os),
+    );
+    inv.add_host(
+        "service",
+        Some("service_nodes"),
+        node("service", "10.0.0.253", "debian"),
+    );
+    for h in ["controller-01", "compute-01"] {
+        inv.add_host(h, Some("cluster_nodes"), VarMap::new());
+    }
+    for h in ["controller-01", "compute-01", "service"] {
+        let os = inv.hosts[h].vars["os"].as_str().unwrap().to_string();
+        let group = if os == "windows" {
+            "windows_nodes"
+        } else {
+            "linux_nodes"
+        };
+        inv.add_host(h, Some(group), VarMap::new());
+    }
+    let all = inv.group_mut("all");
+    all.vars = json!({
+        "cluster_name": "k8scluster", "cluster_domain": "kubeinit.local",
+        "network_name": "kimgtnet0", "network": "10.0.0.0/24", "gateway": "10.0.0.254",
+        "kinit_state_dir": "/var/lib/kinit-test/k8scluster",
+    })
+    .as_object()
+    .unwrap()
+    .clone();
+    inv
+}
+
+/// `groups` as a play sees it: group name → host names (children not used by this inventory).
+fn groups(inv: &Inventory) -> Value {
+    let mut map = serde_json::Map::new();
+    map.insert("all".into(), json!(inv.hosts.keys().collect::<Vec<_>>()));
+    for (name, group) in &inv.groups {
+        if name != "all" {
+            map.insert(name.clone(), json!(group.hosts));
+        }
+    }
+    Value::Object(map)
+}
+
+/// Variables of a play on `host` that includes `role`, with `extra` (`-e`) on top:
+/// role defaults < playbooks/vars/cluster.yml < inventory < extra vars.
+pub fn context(inv: &Inventory, host: &str, role: &str, extra: &Value) -> VarMap {
+    let templar = Templar::new();
+    let base = |h: &str| -> VarMap {
+        let mut vars = VarMap::new();
+        let defaults = repo().join(format!("roles/{role}/defaults/main.yml"));
+        if defaults.exists() {
+            let d: Value =
+                serde_yaml::from_str(&std::fs::read_to_string(defaults).unwrap()).unwrap();
+            kinit::vars::overlay(&mut vars, d.as_object().unwrap());
+        }
+        kinit::vars::overlay(
+            &mut vars,
+            yaml("playbooks/vars/cluster.yml").as_object().unwrap(),
+        );
+        kinit::vars::overlay(&mut vars, &inv.groups["all"].vars);
+        kinit::vars::overlay(&mut vars, &inv.hosts[h].vars);
+        kinit::vars::overlay(&mut vars, extra.as_object().unwrap());
+        vars.insert("inventory_hostname".into(), json!(h));
+        vars.insert("groups".into(), groups(inv));
+        vars
+    };
+    let mut hostvars = serde_json::Map::new();
+    for h in inv.hosts.keys() {
+        hostvars.insert(h.clone(), Value::Object(resolve(&templar, base(h))));
+    }
+    let mut vars = base(host);
+    vars.insert("hostvars".into(), Value::Object(hostvars));
+    resolve(&templar, vars)
+}
+
+/// Render templated variable values until none changes: variables referring to variables
+/// (`windows_network_mode`, `controllers_schedulable`) end up as plain values, as Ansible's
+/// lazy templating gives them.
+fn resolve(templar: &Templar, mut vars: VarMap) -> VarMap {
+    for _ in 0..8 {
+        let mut next = vars.clone();
+        for (k, v) in &vars {
+            if k == "hostvars" || k == "groups" {
+                continue;
+            }
+            if let Ok(rendered) = templar.render_value(v, &vars) {
+                next.insert(k.clone(), rendered);
+            }
+        }
+        if next == vars {
+            break;
+        }
+        vars = next;
+    }
+    vars
+}
+
+/// Render a template of the repository with `vars`.
+pub fn render(rel: &str, vars: &VarMap) -> String {
+    Templar::new()
+        .render_str(&read(rel), vars)
+        .unwrap_or_else(|e| panic!("render {rel}: {e}"))
+}
+
+/// The backends kinit supports, as `-e` extra vars.
+pub fn backends() -> [(&'static str, Value); 2] {
+    [
+        ("host-gw", json!({})),
+        ("vxlan", json!({"flannel_backend": "vxlan"})),
+    ]
+}
+
+/// The task named `name` in a tasks file.
+pub fn task(rel: &str, name: &str) -> Value {
+    yaml(rel)
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("{rel} has no task named `{name}`"))
+        .clone()
+}
