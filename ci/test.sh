@@ -15,6 +15,7 @@ APT_PACKAGES=(
   genisoimage                     # seed and config ISOs (virt_config_iso; isoinfo reads them back)
   python3-venv                    # ansible-core and pywinrm for differential tests
   curl zip unzip xz-utils         # get_url/uri/unarchive module tests (HTTP client, archives)
+  bind9-utils haproxy             # named-checkconf/haproxy -c check the service node's rendered configuration
 )
 
 need_install=0

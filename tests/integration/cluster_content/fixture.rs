@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use kinit::inventory::Inventory;
+use kinit::spec::{ClusterSpec, SpecInputs};
 use kinit::template::Templar;
 use kinit::vars::VarMap;
 use serde_json::{Value, json};
@@ -54,63 +55,29 @@ pub enum Compute {
     Windows,
 }
 
-/// The k8s-libvirt-1-1-1 cluster as the spec expands it: controller-01 at .1, compute-01 at
-/// .2, the service node at .253, gateway .254, all on one hypervisor.
+/// The k8s-libvirt-1-1-1 cluster as `kinit run` expands it (kinit's own spec expansion):
+/// controller-01 at .1, compute-01 at .2, the service node at .253, gateway .254, all on one
+/// hypervisor; with `Compute::Windows` the compute node runs Windows (seed 004's
+/// `[[when_group=compute_nodes,os=windows]]`).
 pub fn inventory(compute: Compute) -> Inventory {
-    let mut inv = Inventory::default();
-    let node = |name: &str, ip: &str, os: &str| -> VarMap {
-        json!({
-            "ansible_host": ip, "ip": ip, "os": os,
-            "fqdn": format!("{name}.k8scluster.kubeinit.local"),
-            "mac": "52:54:00:00:00:01", "vcpus": 8, "ram": 16384, "disk": 30,
-            "hypervisor": "hypervisor-01",
-        })
-        .as_object()
-        .unwrap()
-        .clone()
+    let rules = match compute {
+        Compute::Linux => None,
+        Compute::Windows => Some("[[when_group=compute_nodes,os=windows]]"),
     };
-    inv.add_host("hypervisor-01", Some("hypervisors"), VarMap::new());
-    inv.add_host(
-        "controller-01",
-        Some("controller_nodes"),
-        node("controller-01", "10.0.0.1", "debian"),
-    );
-    let compute_os = if compute == Compute::Windows {
-        "windows"
-    } else {
-        "debian"
+    let inputs = SpecInputs {
+        spec: "k8s-libvirt-1-1-1",
+        cluster_nodes_spec: rules,
+        ..SpecInputs::default()
     };
-    inv.add_host(
-        "compute-01",
-        Some("compute_nodes"),
-        node("compute-01", "10.0.0.2", compute_os),
+    let spec = ClusterSpec::from_inputs(&inputs, &VarMap::new()).expect("spec");
+    let mut inv = kinit::cluster::expand(&spec)
+        .expect("expand")
+        .to_inventory();
+    // Set by `kinit run` from the state folder; not part of the expansion.
+    inv.groups["all"].vars.insert(
+        "kinit_state_dir".into(),
+        json!("/var/lib/kinit-test/k8scluster"),
     );
-    inv.add_host(
-        "service",
-        Some("service_nodes"),
-        node("service", "10.0.0.253", "debian"),
-    );
-    for h in ["controller-01", "compute-01"] {
-        inv.add_host(h, Some("cluster_nodes"), VarMap::new());
-    }
-    for h in ["controller-01", "compute-01", "service"] {
-        let os = inv.hosts[h].vars["os"].as_str().unwrap().to_string();
-        let group = if os == "windows" {
-            "windows_nodes"
-        } else {
-            "linux_nodes"
-        };
-        inv.add_host(h, Some(group), VarMap::new());
-    }
-    let all = inv.group_mut("all");
-    all.vars = json!({
-        "cluster_name": "k8scluster", "cluster_domain": "kubeinit.local",
-        "network_name": "kimgtnet0", "network": "10.0.0.0/24", "gateway": "10.0.0.254",
-        "kinit_state_dir": "/var/lib/kinit-test/k8scluster",
-    })
-    .as_object()
-    .unwrap()
-    .clone();
     inv
 }
 

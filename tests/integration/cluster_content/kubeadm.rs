@@ -258,8 +258,8 @@ fn join_config(
 ) -> JoinConfiguration {
     let inv = inventory(compute);
     let mut vars = context(&inv, host, role, &extra);
-    let fqdn = vars["fqdn"].clone();
-    let socket = if vars["os"] == "windows" {
+    let fqdn = vars["kinit_fqdn"].clone();
+    let socket = if vars["kinit_os"] == "windows" {
         "npipe:////./pipe/containerd-containerd"
     } else {
         "unix:///run/containerd/containerd.sock"

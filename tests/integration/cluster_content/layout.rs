@@ -138,8 +138,10 @@ fn all_tasks() -> Vec<(String, Value)> {
     }
     for f in playbooks() {
         for play in yaml(&f).as_array().unwrap() {
-            if let Some(tasks) = play.get("tasks") {
-                push(&f, tasks);
+            for section in ["pre_tasks", "tasks"] {
+                if let Some(tasks) = play.get(section) {
+                    push(&f, tasks);
+                }
             }
         }
     }
@@ -192,6 +194,7 @@ fn every_task_names_one_known_module() {
         "virt_pool",
         "virt_volume",
         "virt_guest",
+        "virt_config_iso",
         "win_feature",
         "win_reboot",
         "win_file",
@@ -295,6 +298,7 @@ fn ansible_playbook_syntax_check_accepts_site() {
         "virt_pool",
         "virt_volume",
         "virt_guest",
+        "virt_config_iso",
         "win_feature",
         "win_reboot",
         "win_file",

@@ -13,3 +13,4 @@ mod layout;
 mod manifests;
 mod network;
 mod powershell;
+mod services;
