@@ -4,6 +4,7 @@
 
 mod ansible_diff;
 mod cluster_content;
+mod cluster_roles;
 mod fixtures;
 mod libvirt;
 mod modules;

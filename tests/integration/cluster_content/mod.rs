@@ -7,7 +7,7 @@
 //! check what kinit would hand to them (rendered with kinit's own `Templar`), not a running
 //! cluster.
 
-mod fixture;
+pub mod fixture;
 mod kubeadm;
 mod layout;
 mod manifests;

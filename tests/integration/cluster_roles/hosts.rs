@@ -1,0 +1,206 @@
+//! Namespace hosts for the cluster roles: each is a real OpenSSH `sshd` in its own mount
+//! namespace (root only), so what a role writes to `/etc` and `/root` lands in that host's
+//! own overlay layer and `/usr/local/bin` holds that host's recording stand-ins.
+//!
+//! kubeadm and kubelet cannot be obtained on the build machine (no package registry ships
+//! them), so `kubeadm` and `kubectl` here are stand-ins: shell scripts that append their
+//! arguments to `calls.log` and act out just enough of the real tool (files kubeadm init and
+//! join create, "unchanged"/"(no change)" answers on a repeat) for the roles to run twice.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::fixtures::sshd::keygen;
+
+pub struct Host {
+    pub name: String,
+    pub port: u16,
+    pub host_public_key: String,
+    /// Scratch folder of this host: overlay layers, stand-ins, calls.log.
+    pub dir: PathBuf,
+    child: Child,
+}
+
+impl Host {
+    /// What the host's `/etc` got written (the upper overlay layer).
+    pub fn etc(&self) -> PathBuf {
+        self.dir.join("etc-upper")
+    }
+
+    /// What the host's `/root` got written.
+    pub fn root(&self) -> PathBuf {
+        self.dir.join("root-upper")
+    }
+
+    /// Stand-in calls in order, one `tool arg arg ...` line each.
+    pub fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join("calls.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    pub fn clear_calls(&self) {
+        std::fs::write(self.dir.join("calls.log"), "").unwrap();
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("sshd.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        // sshd -D runs as the child's only process (`unshare` execs `sh`, which execs sshd);
+        // killing it also unmounts the namespace's overlays.
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+pub struct Lab {
+    pub hosts: Vec<Host>,
+    pub client_key: PathBuf,
+    pub known_hosts: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    /// One host per name; `None` without root (mount namespaces and overlays need it).
+    pub fn start(names: &[&str]) -> Option<Lab> {
+        if !crate::fixtures::netns::is_root() {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let client_key = dir.path().join("id_ed25519");
+        keygen(&client_key, "ed25519");
+        std::fs::copy(client_key.with_extension("pub"), dir.path().join("authorized_keys")).unwrap();
+        let hosts: Vec<Host> = names.iter().map(|n| start_host(dir.path(), n)).collect();
+        let known_hosts = dir.path().join("known_hosts");
+        let lines: String = hosts
+            .iter()
+            .map(|h| format!("[127.0.0.1]:{} {}\n", h.port, h.host_public_key))
+            .collect();
+        std::fs::write(&known_hosts, lines).unwrap();
+        Some(Lab { hosts, client_key, known_hosts, dir })
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn host(&self, name: &str) -> &Host {
+        self.hosts.iter().find(|h| h.name == name).unwrap()
+    }
+}
+
+fn start_host(lab: &Path, name: &str) -> Host {
+    let dir = lab.join(name);
+    for d in ["etc-upper", "etc-work", "root-upper", "root-work", "bin"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    write_standins(&dir);
+    let host_key = dir.join("ssh_host_ed25519_key");
+    keygen(&host_key, "ed25519");
+    let pubkey = std::fs::read_to_string(host_key.with_extension("pub")).unwrap();
+    let host_public_key = pubkey.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let config = format!(
+        "ListenAddress 127.0.0.1\nPort {port}\nHostKey {hk}\nPidFile {d}/sshd.pid\n\
+         AuthorizedKeysFile {lab}/authorized_keys\nUsePAM no\nStrictModes no\n\
+         PasswordAuthentication no\nPermitRootLogin prohibit-password\nMaxSessions 10\n\
+         LogLevel VERBOSE\nUseDNS no\nPrintMotd no\nSubsystem sftp internal-sftp\n",
+        hk = host_key.display(),
+        d = dir.display(),
+        lab = lab.display(),
+    );
+    std::fs::write(dir.join("sshd_config"), config).unwrap();
+    std::fs::create_dir_all("/run/sshd").ok();
+    let d = dir.display();
+    let script = format!(
+        "set -e\n\
+         mount -t overlay overlay -o lowerdir=/etc,upperdir={d}/etc-upper,workdir={d}/etc-work /etc\n\
+         mount -t overlay overlay -o lowerdir=/root,upperdir={d}/root-upper,workdir={d}/root-work /root\n\
+         mount --bind {d}/bin /usr/local/bin\n\
+         exec /usr/sbin/sshd -D -f {d}/sshd_config -E {d}/sshd.log\n"
+    );
+    let child = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("unshare");
+    let host = Host { name: name.to_string(), port, host_public_key, dir, child };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !host.log().contains("Server listening on") {
+        assert!(Instant::now() < deadline, "sshd {name} did not start: {}", host.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    host
+}
+
+/// The recording stand-ins for kubeadm and kubectl in the host's `/usr/local/bin`.
+fn write_standins(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let calls = dir.join("calls.log");
+    let state = dir.join("standin-state");
+    std::fs::create_dir_all(&state).unwrap();
+    let kubeadm = format!(
+        r#"#!/bin/sh
+# Stand-in for kubeadm (the real one cannot be obtained here): records its arguments.
+echo "kubeadm $*" >> {calls}
+case "$1 $2" in
+  "config images") echo "[config/images] Pulled registry.k8s.io/kube-apiserver" ;;
+  "init --config")
+    grep -q 'kind: InitConfiguration' "$3" || {{ echo "not an init configuration: $3" >&2; exit 1; }}
+    mkdir -p /etc/kubernetes/pki
+    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kubernetes \
+      -keyout /etc/kubernetes/pki/ca.key -out /etc/kubernetes/pki/ca.crt 2>/dev/null
+    printf 'apiVersion: v1\nkind: Config\n# admin credentials of the stand-in\n' > /etc/kubernetes/admin.conf
+    printf 'apiVersion: v1\nkind: Config\n' > /etc/kubernetes/kubelet.conf
+    echo "Your Kubernetes control-plane has initialized successfully!" ;;
+  "token create") echo "abcdef.0123456789abcdef" ;;
+  "certs certificate-key") echo "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" ;;
+  "init phase") echo "[upload-certs] Using certificate key" ;;
+  "join --config")
+    grep -q 'kind: JoinConfiguration' "$3" || {{ echo "not a join configuration: $3" >&2; exit 1; }}
+    cp "$3" {dir}/joined-with.yaml
+    printf 'apiVersion: v1\nkind: Config\n' > /etc/kubernetes/kubelet.conf
+    echo "This node has joined the cluster" ;;
+  *) echo "stand-in kubeadm: unexpected arguments: $*" >&2; exit 1 ;;
+esac
+"#,
+        calls = calls.display(),
+        dir = dir.display(),
+    );
+    // kubectl answers like the real one: "unchanged" / "(no change)" / "not labeled" when the
+    // same request was made before.
+    let kubectl = format!(
+        r#"#!/bin/sh
+# Stand-in for kubectl: records its arguments.
+echo "kubectl $*" >> {calls}
+[ "$1" = "--kubeconfig" ] && shift 2
+key=$(printf '%s' "$*" | cksum | cut -d' ' -f1)
+for a in "$@"; do [ -f "$a" ] && key="$key-$(cksum < "$a" | cut -d' ' -f1)"; done
+seen=no; [ -e {state}/$key ] && seen=yes; touch {state}/$key
+while [ "${{1#-}}" != "$1" ]; do shift 2; done
+case "$1" in
+  apply) [ $seen = yes ] && echo "daemonset.apps/kube-flannel-ds unchanged" || echo "daemonset.apps/kube-flannel-ds created" ;;
+  patch) [ $seen = yes ] && echo "$2/$3 patched (no change)" || echo "$2/$3 patched" ;;
+  label) [ $seen = yes ] && echo "node/$3 not labeled" || echo "node/$3 labeled" ;;
+  rollout) echo "daemon set \"$3\" successfully rolled out" ;;
+  *) echo "stand-in kubectl: unexpected arguments: $*" >&2; exit 1 ;;
+esac
+"#,
+        calls = calls.display(),
+        state = state.display(),
+    );
+    for (name, text) in [("kubeadm", kubeadm), ("kubectl", kubectl)] {
+        let p = dir.join("bin").join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}

@@ -1,0 +1,178 @@
+//! The Linux cluster roles (`kinit_control_plane`, `kinit_network`, `kinit_linux_join`) run by
+//! the real `kinit playbook` over SSH against namespace hosts, with recording stand-ins for
+//! kubeadm and kubectl (see `hosts`): the order and arguments of every call, the files the
+//! roles write, and that a second run changes nothing and creates no token.
+
+mod hosts;
+
+use serde_json::{Value, json};
+
+use crate::cluster_content::fixture::{Compute, inventory, repo, yaml};
+use crate::support::Test;
+use hosts::Lab;
+
+/// The deploy-cluster plays these roles belong to, taken from the repository's playbook.
+fn plays() -> String {
+    let wanted = ["deploy-cluster (control plane)", "deploy-cluster (pod network)", "deploy-cluster (Linux workers)"];
+    let plays: Vec<Value> = yaml("playbooks/deploy-cluster.yml")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| wanted.contains(&p["name"].as_str().unwrap()))
+        .cloned()
+        .collect();
+    assert_eq!(plays.len(), wanted.len());
+    serde_yaml::to_string(&plays).unwrap()
+}
+
+/// kinit's own k8s-libvirt-1-1-1 inventory, with the two cluster nodes pointed at the lab.
+fn lab_inventory(lab: &Lab, state: &std::path::Path) -> String {
+    let inv = inventory(Compute::Linux);
+    let mut all_vars = inv.groups["all"].vars.clone();
+    all_vars.insert("kinit_state_dir".into(), json!(state.display().to_string()));
+    let mut children = serde_json::Map::new();
+    for (name, group) in &inv.groups {
+        if name == "all" || name == "ungrouped" {
+            continue;
+        }
+        let mut hosts = serde_json::Map::new();
+        for h in group.hosts.iter().filter(|h| *h == "controller-01" || *h == "compute-01") {
+            let mut vars = inv.hosts[h].vars.clone();
+            vars.remove("kinit_jump_host");
+            vars.insert("ansible_connection".into(), json!("ssh"));
+            vars.insert("ansible_host".into(), json!("127.0.0.1"));
+            vars.insert("ansible_port".into(), json!(lab.host(h).port));
+            vars.insert("ansible_user".into(), json!("root"));
+            vars.insert("ansible_ssh_private_key_file".into(), json!(lab.client_key.display().to_string()));
+            hosts.insert(h.clone(), Value::Object(vars));
+        }
+        children.insert(name.clone(), json!({ "hosts": hosts }));
+    }
+    let doc = json!({
+        "all": {
+            "vars": all_vars,
+            "hosts": { "localhost": { "ansible_connection": "local" } },
+            "children": children,
+        }
+    });
+    serde_yaml::to_string(&doc).unwrap()
+}
+
+fn run(lab: &Lab, test_dir: &std::path::Path, manifest: &std::path::Path) -> (String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kinit"))
+        .current_dir(test_dir)
+        .args(["playbook", "deploy.yml", "-i", "inventory.yml"])
+        .args(["-e", &format!("flannel_manifest_url=file://{}", manifest.display())])
+        .env("HOME", test_dir.join("home"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}\ncalls: {:?}", lab.hosts.iter().map(|h| h.calls()).collect::<Vec<_>>());
+    (stdout, stderr)
+}
+
+#[test]
+fn linux_roles_drive_kubeadm_and_kubectl_in_order_and_rerun_without_changes() {
+    let Some(lab) = Lab::start(&["controller-01", "compute-01"]) else {
+        eprintln!("skipped: namespace hosts need root (mount namespaces and overlays)");
+        return;
+    };
+    let test = Test::new();
+    let dir = test.path().to_path_buf();
+    std::os::unix::fs::symlink(repo().join("roles"), dir.join("roles")).unwrap();
+    std::os::unix::fs::symlink(repo().join("playbooks/vars"), dir.join("vars")).unwrap();
+    std::fs::create_dir_all(dir.join("home/.ssh")).unwrap();
+    std::fs::copy(&lab.known_hosts, dir.join("home/.ssh/known_hosts")).unwrap();
+    let state = dir.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(dir.join("deploy.yml"), plays()).unwrap();
+    std::fs::write(dir.join("inventory.yml"), lab_inventory(&lab, &state)).unwrap();
+    let manifest = lab.dir().join("kube-flannel.yml");
+    std::fs::write(&manifest, "# stand-in for the upstream flannel release manifest\n").unwrap();
+
+    // First run: a fresh cluster.
+    let (stdout, _) = run(&lab, &dir, &manifest);
+    let controller = lab.host("controller-01");
+    let compute = lab.host("compute-01");
+    let k = "kubectl --kubeconfig /etc/kubernetes/admin.conf";
+    let cfg = "/etc/kubernetes/kinit";
+    assert_eq!(
+        controller.calls(),
+        [
+            format!("kubeadm config images pull --config {cfg}/kubeadm-init.yaml"),
+            format!("kubeadm init --config {cfg}/kubeadm-init.yaml --upload-certs"),
+            format!("{k} apply -f {cfg}/kube-flannel-v0.27.4.yml"),
+            format!("{k} -n kube-flannel patch configmap kube-flannel-cfg --type merge --patch-file {cfg}/kube-flannel-cfg-patch.json"),
+            format!("{k} -n kube-flannel patch daemonset kube-flannel-ds --patch-file {cfg}/nodeselector-os-linux-patch.yaml"),
+            format!("{k} -n kube-system patch daemonset kube-proxy --patch-file {cfg}/nodeselector-os-linux-patch.yaml"),
+            format!("{k} -n kube-flannel rollout status daemonset kube-flannel-ds --timeout=300s"),
+            "kubeadm token create --ttl 30m --description kinit join of compute-01".to_string(),
+            format!("{k} label node compute-01.k8scluster.kubeinit.local node-role.kubernetes.io/worker= --overwrite"),
+        ]
+    );
+    assert_eq!(compute.calls(), [format!("kubeadm join --config {cfg}/kubeadm-join.yaml")]);
+
+    // What the roles wrote on the controller: the typed kubeadm configuration, the flannel
+    // patches, root's kubeconfig; and the admin kubeconfig in the state folder (0600).
+    let init = std::fs::read_to_string(controller.etc().join("kubernetes/kinit/kubeadm-init.yaml")).unwrap();
+    assert!(init.contains("controlPlaneEndpoint: \"api.k8scluster.kubeinit.local:6443\""), "{init}");
+    let patch: Value = serde_json::from_str(&std::fs::read_to_string(controller.etc().join("kubernetes/kinit/kube-flannel-cfg-patch.json")).unwrap()).unwrap();
+    let net_conf: Value = serde_json::from_str(patch["data"]["net-conf.json"].as_str().unwrap()).unwrap();
+    assert_eq!(net_conf["Backend"], json!({"Type": "host-gw"}));
+    let admin = std::fs::read_to_string(controller.etc().join("kubernetes/admin.conf")).unwrap();
+    assert_eq!(std::fs::read_to_string(controller.root().join(".kube/config")).unwrap(), admin);
+    let saved = state.join("kubeconfig");
+    assert_eq!(std::fs::read_to_string(&saved).unwrap().trim_end(), admin.trim_end());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&saved).unwrap().permissions().mode() & 0o777, 0o600);
+
+    // The worker joined with the token and the CA hash of the controller's CA, and the join
+    // configuration (it holds the token) is gone afterwards.
+    let joined = std::fs::read_to_string(compute.dir.join("joined-with.yaml")).unwrap();
+    let join: Value = serde_yaml::from_str(&joined).unwrap();
+    let bt = &join["discovery"]["bootstrapToken"];
+    assert_eq!(bt["token"], "abcdef.0123456789abcdef");
+    assert_eq!(bt["apiServerEndpoint"], "api.k8scluster.kubeinit.local:6443");
+    let expected_hash = ca_hash(&controller.etc().join("kubernetes/pki/ca.crt"));
+    assert_eq!(bt["caCertHashes"], json!([format!("sha256:{expected_hash}")]));
+    assert!(!compute.etc().join("kubernetes/kinit/kubeadm-join.yaml").exists());
+    assert!(!stdout.contains("abcdef.0123456789abcdef"), "the token must not be printed:\n{stdout}");
+
+    // Second run: nothing changes, no token is created, nobody joins again.
+    for h in &lab.hosts {
+        h.clear_calls();
+    }
+    let (stdout, _) = run(&lab, &dir, &manifest);
+    for host in ["controller-01", "compute-01"] {
+        let line = stdout.lines().find(|l| l.starts_with(host) && l.contains("changed=")).unwrap_or_else(|| panic!("no recap line for {host}:\n{stdout}"));
+        assert!(line.contains("changed=0 "), "second run changed something on {host}:\n{stdout}");
+    }
+    assert_eq!(
+        controller.calls(),
+        [
+            format!("{k} apply -f {cfg}/kube-flannel-v0.27.4.yml"),
+            format!("{k} -n kube-flannel patch configmap kube-flannel-cfg --type merge --patch-file {cfg}/kube-flannel-cfg-patch.json"),
+            format!("{k} -n kube-flannel patch daemonset kube-flannel-ds --patch-file {cfg}/nodeselector-os-linux-patch.yaml"),
+            format!("{k} -n kube-system patch daemonset kube-proxy --patch-file {cfg}/nodeselector-os-linux-patch.yaml"),
+            format!("{k} -n kube-flannel rollout status daemonset kube-flannel-ds --timeout=300s"),
+            format!("{k} label node compute-01.k8scluster.kubeinit.local node-role.kubernetes.io/worker= --overwrite"),
+        ]
+    );
+    assert_eq!(compute.calls(), Vec::<String>::new());
+}
+
+/// The kubeadm discovery hash of a CA certificate, computed as the kubeadm documentation
+/// shows (independently of the role's own pipeline text).
+fn ca_hash(cert: &std::path::Path) -> String {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "openssl x509 -pubkey -noout -in {} | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1",
+            cert.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
