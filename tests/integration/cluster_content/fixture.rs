@@ -94,56 +94,35 @@ fn groups(inv: &Inventory) -> Value {
 }
 
 /// Variables of a play on `host` that includes `role`, with `extra` (`-e`) on top:
-/// role defaults < playbooks/vars/cluster.yml < inventory < extra vars.
+/// role defaults < playbooks/vars/cluster.yml < inventory < extra vars. Values stay
+/// unrendered; kinit's Templar templates them lazily when a template reads them, as Ansible
+/// does. `hostvars` holds every host's inventory variables.
 pub fn context(inv: &Inventory, host: &str, role: &str, extra: &Value) -> VarMap {
-    let templar = Templar::new();
-    let base = |h: &str| -> VarMap {
-        let mut vars = VarMap::new();
-        let defaults = repo().join(format!("roles/{role}/defaults/main.yml"));
-        if defaults.exists() {
-            let d: Value =
-                serde_yaml::from_str(&std::fs::read_to_string(defaults).unwrap()).unwrap();
-            kinit::vars::overlay(&mut vars, d.as_object().unwrap());
-        }
-        kinit::vars::overlay(
-            &mut vars,
-            yaml("playbooks/vars/cluster.yml").as_object().unwrap(),
-        );
-        kinit::vars::overlay(&mut vars, &inv.groups["all"].vars);
+    let inventory_vars = |h: &str| -> VarMap {
+        let mut vars = inv.groups["all"].vars.clone();
         kinit::vars::overlay(&mut vars, &inv.hosts[h].vars);
-        kinit::vars::overlay(&mut vars, extra.as_object().unwrap());
         vars.insert("inventory_hostname".into(), json!(h));
-        vars.insert("groups".into(), groups(inv));
         vars
     };
-    let mut hostvars = serde_json::Map::new();
-    for h in inv.hosts.keys() {
-        hostvars.insert(h.clone(), Value::Object(resolve(&templar, base(h))));
+    let mut vars = VarMap::new();
+    let defaults = repo().join(format!("roles/{role}/defaults/main.yml"));
+    if defaults.exists() {
+        let d: Value = serde_yaml::from_str(&std::fs::read_to_string(defaults).unwrap()).unwrap();
+        kinit::vars::overlay(&mut vars, d.as_object().unwrap());
     }
-    let mut vars = base(host);
+    kinit::vars::overlay(
+        &mut vars,
+        yaml("playbooks/vars/cluster.yml").as_object().unwrap(),
+    );
+    kinit::vars::overlay(&mut vars, &inventory_vars(host));
+    kinit::vars::overlay(&mut vars, extra.as_object().unwrap());
+    vars.insert("groups".into(), groups(inv));
+    let hostvars: serde_json::Map<String, Value> = inv
+        .hosts
+        .keys()
+        .map(|h| (h.clone(), Value::Object(inventory_vars(h))))
+        .collect();
     vars.insert("hostvars".into(), Value::Object(hostvars));
-    resolve(&templar, vars)
-}
-
-/// Render templated variable values until none changes: variables referring to variables
-/// (`windows_network_mode`, `controllers_schedulable`) end up as plain values, as Ansible's
-/// lazy templating gives them.
-fn resolve(templar: &Templar, mut vars: VarMap) -> VarMap {
-    for _ in 0..8 {
-        let mut next = vars.clone();
-        for (k, v) in &vars {
-            if k == "hostvars" || k == "groups" {
-                continue;
-            }
-            if let Ok(rendered) = templar.render_value(v, &vars) {
-                next.insert(k.clone(), rendered);
-            }
-        }
-        if next == vars {
-            break;
-        }
-        vars = next;
-    }
     vars
 }
 

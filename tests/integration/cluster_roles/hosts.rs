@@ -64,7 +64,8 @@ pub struct Lab {
     pub hosts: Vec<Host>,
     pub client_key: PathBuf,
     pub known_hosts: PathBuf,
-    dir: tempfile::TempDir,
+    /// Keys, host folders; removed when the lab is dropped (after the hosts stop).
+    _dir: tempfile::TempDir,
 }
 
 impl Lab {
@@ -76,7 +77,11 @@ impl Lab {
         let dir = tempfile::tempdir().unwrap();
         let client_key = dir.path().join("id_ed25519");
         keygen(&client_key, "ed25519");
-        std::fs::copy(client_key.with_extension("pub"), dir.path().join("authorized_keys")).unwrap();
+        std::fs::copy(
+            client_key.with_extension("pub"),
+            dir.path().join("authorized_keys"),
+        )
+        .unwrap();
         let hosts: Vec<Host> = names.iter().map(|n| start_host(dir.path(), n)).collect();
         let known_hosts = dir.path().join("known_hosts");
         let lines: String = hosts
@@ -84,11 +89,12 @@ impl Lab {
             .map(|h| format!("[127.0.0.1]:{} {}\n", h.port, h.host_public_key))
             .collect();
         std::fs::write(&known_hosts, lines).unwrap();
-        Some(Lab { hosts, client_key, known_hosts, dir })
-    }
-
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
+        Some(Lab {
+            hosts,
+            client_key,
+            known_hosts,
+            _dir: dir,
+        })
     }
 
     pub fn host(&self, name: &str) -> &Host {
@@ -105,8 +111,16 @@ fn start_host(lab: &Path, name: &str) -> Host {
     let host_key = dir.join("ssh_host_ed25519_key");
     keygen(&host_key, "ed25519");
     let pubkey = std::fs::read_to_string(host_key.with_extension("pub")).unwrap();
-    let host_public_key = pubkey.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let host_public_key = pubkey
+        .split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let config = format!(
         "ListenAddress 127.0.0.1\nPort {port}\nHostKey {hk}\nPidFile {d}/sshd.pid\n\
          AuthorizedKeysFile {lab}/authorized_keys\nUsePAM no\nStrictModes no\n\
@@ -133,10 +147,20 @@ fn start_host(lab: &Path, name: &str) -> Host {
         .stderr(Stdio::null())
         .spawn()
         .expect("unshare");
-    let host = Host { name: name.to_string(), port, host_public_key, dir, child };
+    let host = Host {
+        name: name.to_string(),
+        port,
+        host_public_key,
+        dir,
+        child,
+    };
     let deadline = Instant::now() + Duration::from_secs(10);
     while !host.log().contains("Server listening on") {
-        assert!(Instant::now() < deadline, "sshd {name} did not start: {}", host.log());
+        assert!(
+            Instant::now() < deadline,
+            "sshd {name} did not start: {}",
+            host.log()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     host

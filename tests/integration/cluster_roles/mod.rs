@@ -13,7 +13,11 @@ use hosts::Lab;
 
 /// The deploy-cluster plays these roles belong to, taken from the repository's playbook.
 fn plays() -> String {
-    let wanted = ["deploy-cluster (control plane)", "deploy-cluster (pod network)", "deploy-cluster (Linux workers)"];
+    let wanted = [
+        "deploy-cluster (control plane)",
+        "deploy-cluster (pod network)",
+        "deploy-cluster (Linux workers)",
+    ];
     let plays: Vec<Value> = yaml("playbooks/deploy-cluster.yml")
         .as_array()
         .unwrap()
@@ -36,14 +40,21 @@ fn lab_inventory(lab: &Lab, state: &std::path::Path) -> String {
             continue;
         }
         let mut hosts = serde_json::Map::new();
-        for h in group.hosts.iter().filter(|h| *h == "controller-01" || *h == "compute-01") {
+        for h in group
+            .hosts
+            .iter()
+            .filter(|h| *h == "controller-01" || *h == "compute-01")
+        {
             let mut vars = inv.hosts[h].vars.clone();
             vars.remove("kinit_jump_host");
             vars.insert("ansible_connection".into(), json!("ssh"));
             vars.insert("ansible_host".into(), json!("127.0.0.1"));
             vars.insert("ansible_port".into(), json!(lab.host(h).port));
             vars.insert("ansible_user".into(), json!("root"));
-            vars.insert("ansible_ssh_private_key_file".into(), json!(lab.client_key.display().to_string()));
+            vars.insert(
+                "ansible_ssh_private_key_file".into(),
+                json!(lab.client_key.display().to_string()),
+            );
             hosts.insert(h.clone(), Value::Object(vars));
         }
         children.insert(name.clone(), json!({ "hosts": hosts }));
@@ -58,17 +69,45 @@ fn lab_inventory(lab: &Lab, state: &std::path::Path) -> String {
     serde_yaml::to_string(&doc).unwrap()
 }
 
-fn run(lab: &Lab, test_dir: &std::path::Path, manifest: &std::path::Path) -> (String, String) {
+/// A one-file HTTP server on 127.0.0.1 standing in for the flannel release download (the
+/// namespace hosts share the machine's network). Returns the URL.
+fn serve(body: &'static str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/kube-flannel.yml", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+fn run(lab: &Lab, test_dir: &std::path::Path, manifest: &str) -> (String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kinit"))
         .current_dir(test_dir)
         .args(["playbook", "deploy.yml", "-i", "inventory.yml"])
-        .args(["-e", &format!("flannel_manifest_url=file://{}", manifest.display())])
+        .args(["-e", &format!("flannel_manifest_url={manifest}")])
         .env("HOME", test_dir.join("home"))
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
-    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}\ncalls: {:?}", lab.hosts.iter().map(|h| h.calls()).collect::<Vec<_>>());
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}\ncalls: {:?}",
+        lab.hosts.iter().map(|h| h.calls()).collect::<Vec<_>>()
+    );
     (stdout, stderr)
 }
 
@@ -88,8 +127,7 @@ fn linux_roles_drive_kubeadm_and_kubectl_in_order_and_rerun_without_changes() {
     std::fs::create_dir_all(&state).unwrap();
     std::fs::write(dir.join("deploy.yml"), plays()).unwrap();
     std::fs::write(dir.join("inventory.yml"), lab_inventory(&lab, &state)).unwrap();
-    let manifest = lab.dir().join("kube-flannel.yml");
-    std::fs::write(&manifest, "# stand-in for the upstream flannel release manifest\n").unwrap();
+    let manifest = serve("# stand-in for the upstream flannel release manifest\n");
 
     // First run: a fresh cluster.
     let (stdout, _) = run(&lab, &dir, &manifest);
@@ -103,29 +141,62 @@ fn linux_roles_drive_kubeadm_and_kubectl_in_order_and_rerun_without_changes() {
             format!("kubeadm config images pull --config {cfg}/kubeadm-init.yaml"),
             format!("kubeadm init --config {cfg}/kubeadm-init.yaml --upload-certs"),
             format!("{k} apply -f {cfg}/kube-flannel-v0.27.4.yml"),
-            format!("{k} -n kube-flannel patch configmap kube-flannel-cfg --type merge --patch-file {cfg}/kube-flannel-cfg-patch.json"),
-            format!("{k} -n kube-flannel patch daemonset kube-flannel-ds --patch-file {cfg}/nodeselector-os-linux-patch.yaml"),
-            format!("{k} -n kube-system patch daemonset kube-proxy --patch-file {cfg}/nodeselector-os-linux-patch.yaml"),
+            format!(
+                "{k} -n kube-flannel patch configmap kube-flannel-cfg --type merge --patch-file {cfg}/kube-flannel-cfg-patch.json"
+            ),
+            format!(
+                "{k} -n kube-flannel patch daemonset kube-flannel-ds --patch-file {cfg}/nodeselector-os-linux-patch.yaml"
+            ),
+            format!(
+                "{k} -n kube-system patch daemonset kube-proxy --patch-file {cfg}/nodeselector-os-linux-patch.yaml"
+            ),
             format!("{k} -n kube-flannel rollout status daemonset kube-flannel-ds --timeout=300s"),
             "kubeadm token create --ttl 30m --description kinit join of compute-01".to_string(),
-            format!("{k} label node compute-01.k8scluster.kubeinit.local node-role.kubernetes.io/worker= --overwrite"),
+            format!(
+                "{k} label node compute-01.k8scluster.kubeinit.local node-role.kubernetes.io/worker= --overwrite"
+            ),
         ]
     );
-    assert_eq!(compute.calls(), [format!("kubeadm join --config {cfg}/kubeadm-join.yaml")]);
+    assert_eq!(
+        compute.calls(),
+        [format!("kubeadm join --config {cfg}/kubeadm-join.yaml")]
+    );
 
     // What the roles wrote on the controller: the typed kubeadm configuration, the flannel
     // patches, root's kubeconfig; and the admin kubeconfig in the state folder (0600).
-    let init = std::fs::read_to_string(controller.etc().join("kubernetes/kinit/kubeadm-init.yaml")).unwrap();
-    assert!(init.contains("controlPlaneEndpoint: \"api.k8scluster.kubeinit.local:6443\""), "{init}");
-    let patch: Value = serde_json::from_str(&std::fs::read_to_string(controller.etc().join("kubernetes/kinit/kube-flannel-cfg-patch.json")).unwrap()).unwrap();
-    let net_conf: Value = serde_json::from_str(patch["data"]["net-conf.json"].as_str().unwrap()).unwrap();
+    let init = std::fs::read_to_string(controller.etc().join("kubernetes/kinit/kubeadm-init.yaml"))
+        .unwrap();
+    assert!(
+        init.contains("controlPlaneEndpoint: \"api.k8scluster.kubeinit.local:6443\""),
+        "{init}"
+    );
+    let patch: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            controller
+                .etc()
+                .join("kubernetes/kinit/kube-flannel-cfg-patch.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let net_conf: Value =
+        serde_json::from_str(patch["data"]["net-conf.json"].as_str().unwrap()).unwrap();
     assert_eq!(net_conf["Backend"], json!({"Type": "host-gw"}));
     let admin = std::fs::read_to_string(controller.etc().join("kubernetes/admin.conf")).unwrap();
-    assert_eq!(std::fs::read_to_string(controller.root().join(".kube/config")).unwrap(), admin);
+    assert_eq!(
+        std::fs::read_to_string(controller.root().join(".kube/config")).unwrap(),
+        admin
+    );
     let saved = state.join("kubeconfig");
-    assert_eq!(std::fs::read_to_string(&saved).unwrap().trim_end(), admin.trim_end());
+    assert_eq!(
+        std::fs::read_to_string(&saved).unwrap().trim_end(),
+        admin.trim_end()
+    );
     use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(&saved).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&saved).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
 
     // The worker joined with the token and the CA hash of the controller's CA, and the join
     // configuration (it holds the token) is gone afterwards.
@@ -133,11 +204,25 @@ fn linux_roles_drive_kubeadm_and_kubectl_in_order_and_rerun_without_changes() {
     let join: Value = serde_yaml::from_str(&joined).unwrap();
     let bt = &join["discovery"]["bootstrapToken"];
     assert_eq!(bt["token"], "abcdef.0123456789abcdef");
-    assert_eq!(bt["apiServerEndpoint"], "api.k8scluster.kubeinit.local:6443");
+    assert_eq!(
+        bt["apiServerEndpoint"],
+        "api.k8scluster.kubeinit.local:6443"
+    );
     let expected_hash = ca_hash(&controller.etc().join("kubernetes/pki/ca.crt"));
-    assert_eq!(bt["caCertHashes"], json!([format!("sha256:{expected_hash}")]));
-    assert!(!compute.etc().join("kubernetes/kinit/kubeadm-join.yaml").exists());
-    assert!(!stdout.contains("abcdef.0123456789abcdef"), "the token must not be printed:\n{stdout}");
+    assert_eq!(
+        bt["caCertHashes"],
+        json!([format!("sha256:{expected_hash}")])
+    );
+    assert!(
+        !compute
+            .etc()
+            .join("kubernetes/kinit/kubeadm-join.yaml")
+            .exists()
+    );
+    assert!(
+        !stdout.contains("abcdef.0123456789abcdef"),
+        "the token must not be printed:\n{stdout}"
+    );
 
     // Second run: nothing changes, no token is created, nobody joins again.
     for h in &lab.hosts {
@@ -145,18 +230,32 @@ fn linux_roles_drive_kubeadm_and_kubectl_in_order_and_rerun_without_changes() {
     }
     let (stdout, _) = run(&lab, &dir, &manifest);
     for host in ["controller-01", "compute-01"] {
-        let line = stdout.lines().find(|l| l.starts_with(host) && l.contains("changed=")).unwrap_or_else(|| panic!("no recap line for {host}:\n{stdout}"));
-        assert!(line.contains("changed=0 "), "second run changed something on {host}:\n{stdout}");
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(host) && l.contains("changed="))
+            .unwrap_or_else(|| panic!("no recap line for {host}:\n{stdout}"));
+        assert!(
+            line.contains("changed=0 "),
+            "second run changed something on {host}:\n{stdout}"
+        );
     }
     assert_eq!(
         controller.calls(),
         [
             format!("{k} apply -f {cfg}/kube-flannel-v0.27.4.yml"),
-            format!("{k} -n kube-flannel patch configmap kube-flannel-cfg --type merge --patch-file {cfg}/kube-flannel-cfg-patch.json"),
-            format!("{k} -n kube-flannel patch daemonset kube-flannel-ds --patch-file {cfg}/nodeselector-os-linux-patch.yaml"),
-            format!("{k} -n kube-system patch daemonset kube-proxy --patch-file {cfg}/nodeselector-os-linux-patch.yaml"),
+            format!(
+                "{k} -n kube-flannel patch configmap kube-flannel-cfg --type merge --patch-file {cfg}/kube-flannel-cfg-patch.json"
+            ),
+            format!(
+                "{k} -n kube-flannel patch daemonset kube-flannel-ds --patch-file {cfg}/nodeselector-os-linux-patch.yaml"
+            ),
+            format!(
+                "{k} -n kube-system patch daemonset kube-proxy --patch-file {cfg}/nodeselector-os-linux-patch.yaml"
+            ),
             format!("{k} -n kube-flannel rollout status daemonset kube-flannel-ds --timeout=300s"),
-            format!("{k} label node compute-01.k8scluster.kubeinit.local node-role.kubernetes.io/worker= --overwrite"),
+            format!(
+                "{k} label node compute-01.k8scluster.kubeinit.local node-role.kubernetes.io/worker= --overwrite"
+            ),
         ]
     );
     assert_eq!(compute.calls(), Vec::<String>::new());
