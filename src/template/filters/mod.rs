@@ -94,6 +94,7 @@ pub fn register(env: &mut Environment<'static>) {
         "checksum" => text::sha1,
         "sha1" => text::sha1,
         "md5" => text::md5,
+        "password_hash" => text::password_hash,
         "combine" => data::combine,
         "dict2items" => data::dict2items,
         "items2dict" => data::items2dict,
