@@ -48,6 +48,7 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
         extra_vars,
         limit: args.limit.clone(),
         host_key_checking: args.exec.host_key_checking,
+        winrm_ca_file: args.exec.winrm_ca_file.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

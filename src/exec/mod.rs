@@ -51,6 +51,8 @@ pub struct RunOptions {
     pub extra_vars: VarMap,
     pub limit: Option<String>,
     pub host_key_checking: HostKeyChecking,
+    /// `--winrm-ca-file`: the CA bundle WinRM HTTPS certificates are checked against.
+    pub winrm_ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -65,6 +67,7 @@ impl Default for RunOptions {
             extra_vars: VarMap::new(),
             limit: None,
             host_key_checking: HostKeyChecking::Strict,
+            winrm_ca_file: None,
         }
     }
 }

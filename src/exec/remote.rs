@@ -86,6 +86,7 @@ impl Executor {
         };
         let defaults = ConnectionDefaults {
             host_key_checking: self.opts.host_key_checking,
+            winrm_ca_file: self.opts.winrm_ca_file.clone(),
             ..ConnectionDefaults::default()
         };
         resolve_target(name, &vars, &defaults)

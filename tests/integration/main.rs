@@ -15,4 +15,5 @@ mod readme;
 mod ssh;
 mod support;
 mod winrm;
+mod winrm_playbook;
 mod winrm_server;
