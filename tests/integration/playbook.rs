@@ -395,3 +395,72 @@ fn readme_playbook_example_runs_as_written() {
         .succeeds();
     assert!(ran.stdout().contains("ok=2 "), "{}", ran.stdout());
 }
+
+#[test]
+fn run_control_serial_free_end_host_end_play_runtime_inventory() {
+    let dir = playbooks().join("flow");
+    let t = Test::new();
+    let work = t.path().to_path_buf();
+    let log = work.join("events.json");
+    // h3 fails (any_errors_fatal), so the run ends with failed hosts.
+    t.args(["playbook", "-i"])
+        .args([dir.join("hosts.ini").display().to_string()])
+        .args([dir.join("site.yml").display().to_string()])
+        .args(["-e", &format!("workdir={}", work.display())])
+        .args(["--log-json", &log.display().to_string()])
+        .fails_with(2);
+    let ev = events(&log);
+    // serial: [1, 3] makes batches h1, then h2..h4.
+    let batches: Vec<&str> = results(&ev, "batch member")
+        .iter()
+        .filter_map(|e| e["result"]["msg"].as_str())
+        .collect();
+    assert_eq!(batches, ["h1", "h2,h3,h4", "h2,h3,h4", "h2,h3,h4"]);
+    // end_host stopped h2 only.
+    let after: Vec<&str> = results(&ev, "after end_host")
+        .iter()
+        .filter_map(|e| e["host"].as_str())
+        .collect();
+    assert_eq!(after.len(), 3);
+    assert!(!after.contains(&"h2"));
+    assert!(results(&ev, "check runtime results")[0]["result"]["msg"] == "runtime ok");
+    let added = results(&ev, "added host vars");
+    assert_eq!(added.len(), 1);
+    assert_eq!(added[0]["host"], "extra1");
+    assert!(
+        !work.join("never-written").exists(),
+        "check_mode wrote a file"
+    );
+    assert!(results(&ev, "after end_play").is_empty());
+    assert!(results(&ev, "nobody gets here").is_empty());
+    assert_eq!(
+        results(&ev, "one host fails")
+            .iter()
+            .filter(|e| e["status"] == "failed")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn start_at_task_and_limit() {
+    let dir = playbooks().join("keywords");
+    let t = Test::new();
+    let log = t.path().join("events.json");
+    t.args(["playbook", "-i"])
+        .args([dir.join("hosts.ini").display().to_string()])
+        .args([dir.join("site.yml").display().to_string()])
+        .args(["-e", "workdir=/nonexistent", "--limit", "beta"])
+        .args(["--start-at-task", "tagged selected"])
+        .args(["--log-json", &log.display().to_string()])
+        // The final assert needs facts from the skipped tasks, so the run itself fails.
+        .fails_with(2);
+    let ev = events(&log);
+    let ran: Vec<(&str, &str)> = ev
+        .iter()
+        .filter(|e| e["event"] == "task_result")
+        .map(|e| (e["host"].as_str().unwrap(), e["task"].as_str().unwrap()))
+        .collect();
+    assert_eq!(ran.first(), Some(&("beta", "tagged selected")), "{ran:?}");
+    assert!(ran.iter().all(|(h, _)| *h == "beta"));
+}
