@@ -98,6 +98,9 @@ pub fn resolve_target(
     {
         t.host_key_checking = HostKeyChecking::Off;
     }
+    if let Some(v) = r.boolean("kinit_ssh_persistent_shell")? {
+        t.persistent_shell = v;
+    }
     if let Some(secs) = r.seconds("ansible_timeout")? {
         t.connect_timeout = secs;
     }

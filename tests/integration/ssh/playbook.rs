@@ -65,3 +65,100 @@ fn playbook_over_ssh_with_a_jump_host_one_connection_per_host() {
     );
     assert_eq!(g.accepted_logins(), 1, "{}", g.log());
 }
+
+fn inventory(lab: &SshLab) -> String {
+    let mut inv = String::from("[all]\n");
+    for h in &lab.hosts {
+        inv.push_str(&format!(
+            "{} ansible_host={} ansible_port={}\n",
+            h.name, h.address, h.port
+        ));
+    }
+    inv.push_str(&format!(
+        "[all:vars]\nansible_user={}\nansible_ssh_private_key_file={}\n",
+        lab.user,
+        lab.client_key.display()
+    ));
+    inv
+}
+
+fn with_known_hosts(test: Test, lab: &SshLab) -> Test {
+    let test = test.write(
+        ".home/.ssh/known_hosts",
+        &std::fs::read_to_string(&lab.known_hosts).unwrap(),
+    );
+    let home = test.path().join(".home").display().to_string();
+    test.env("HOME", &home)
+}
+
+/// 20 hosts × 50 tasks through the real binary: every host sees one SSH connection.
+#[test]
+fn playbook_twenty_hosts_fifty_tasks_one_connection_per_host() {
+    let lab = SshLab::new(20);
+    let mut playbook = String::from("- hosts: all\n  gather_facts: false\n  tasks:\n");
+    for i in 0..50 {
+        playbook.push_str(&format!("    - name: task {i}\n      command: 'true'\n"));
+    }
+    let test = with_known_hosts(Test::new(), &lab)
+        .write("hosts.ini", &inventory(&lab))
+        .write("site.yml", &playbook);
+    let ran = test.args(["playbook", "site.yml", "-i", "hosts.ini"]).run();
+    assert_eq!(
+        ran.output.status.code(),
+        Some(0),
+        "{}\n{}",
+        ran.stdout(),
+        ran.stderr()
+    );
+    let out = ran.stdout();
+    assert_eq!(out.matches("ok=50 ").count(), 20, "{out}");
+    for h in &lab.hosts {
+        assert_eq!(h.connections(), 1, "{}: {}", h.name, h.log());
+        assert_eq!(h.accepted_logins(), 1, "{}", h.name);
+    }
+}
+
+/// sshd killed while a playbook runs: that host ends unreachable in the recap, the others
+/// finish every task.
+#[test]
+fn playbook_host_killed_mid_run_is_unreachable_in_recap() {
+    let mut lab = SshLab::new(3);
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n\
+                    \x20   - command: 'true'\n\
+                    \x20   - command: sleep 2\n\
+                    \x20   - command: 'true'\n";
+    let test = with_known_hosts(Test::new(), &lab)
+        .write("hosts.ini", &inventory(&lab))
+        .write("site.yml", playbook)
+        .args(["playbook", "site.yml", "-i", "hosts.ini"]);
+    let runner = std::thread::spawn(move || test.run());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while lab.hosts[1].accepted_logins() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "host1 never logged in"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Well inside the `sleep 2` task.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    lab.hosts[1].kill();
+    let ran = runner.join().unwrap();
+    let out = ran.stdout();
+    let recap = |host: &str| {
+        out.lines()
+            .rev()
+            .find(|l| l.starts_with(host) && l.contains("unreachable="))
+            .unwrap_or_else(|| panic!("no recap line for {host}: {out}"))
+            .to_string()
+    };
+    assert!(recap("host1").contains("unreachable=1"), "{out}");
+    for h in ["host0", "host2"] {
+        let line = recap(h);
+        assert!(
+            line.contains("ok=3") && line.contains("unreachable=0"),
+            "{out}"
+        );
+    }
+    assert_ne!(ran.output.status.code(), Some(0), "{out}");
+}
