@@ -316,8 +316,9 @@ fn load_time_validation_leaves_templated_values_for_run_time() {
     templated["linux"]["ram_kib"] = json!("{{ ram }}");
     m.validate(&templated)
         .expect("a template is checked after rendering");
-    templated["colour"] = json!("red");
-    let err = m.validate(&templated).unwrap_err().to_string();
+    let mut unknown = linux_guest("m-tpl", 1048576, "running");
+    unknown["colour"] = json!("red");
+    let err = m.validate(&unknown).unwrap_err().to_string();
     assert!(err.contains("colour"), "{err}");
     let m = kinit::modules::lookup("virt_config_iso").unwrap();
     let err = m
