@@ -1,30 +1,35 @@
 //! `kinit playbook` end to end over WinRM: the real binary, an inventory with
 //! `ansible_connection=winrm`, two WinRM test servers (HTTPS+NTLM verified with
 //! `--winrm-ca-file`, and HTTP+NTLM sealed), one shell per host for the whole run.
-//! The test server runs the PowerShell text with sh, so the `raw` tasks are sh.
+//! The test server runs the PowerShell text with sh; the `win_shell` scripts below are valid
+//! in both languages and end with `exit 0` so sh never reaches the module's PowerShell-only
+//! epilogue (sh runs a script command by command).
+
+use std::time::{Duration, Instant};
 
 use crate::support::Test;
 use crate::winrm_server::{Mode, PASSWORD, USER, WinRmServer};
+
+fn host_vars(port: u16, scheme: &str) -> String {
+    format!(
+        "      ansible_host: 127.0.0.1\n      ansible_port: {port}\n\
+         \x20     ansible_connection: winrm\n      ansible_winrm_scheme: {scheme}\n\
+         \x20     ansible_user: '{USER}'\n      ansible_password: '{PASSWORD}'\n"
+    )
+}
 
 #[tokio::test]
 async fn playbook_over_winrm_one_shell_per_host() {
     let tls = WinRmServer::for_mode(Mode::HttpsNtlm, &[]);
     let sealed = WinRmServer::for_mode(Mode::HttpNtlmSealed, &[]);
-    let host = |port: u16, scheme: &str| {
-        format!(
-            "      ansible_host: 127.0.0.1\n      ansible_port: {port}\n\
-             \x20     ansible_connection: winrm\n      ansible_winrm_scheme: {scheme}\n\
-             \x20     ansible_user: '{USER}'\n      ansible_password: '{PASSWORD}'\n"
-        )
-    };
     let inventory = format!(
         "all:\n  hosts:\n    win-tls:\n{}    win-sealed:\n{}",
-        host(tls.port, "https"),
-        host(sealed.port, "http")
+        host_vars(tls.port, "https"),
+        host_vars(sealed.port, "http")
     );
     let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n\
-        \x20   - name: several commands on the one shell\n      raw: echo item {{ item }}\n      loop: [1, 2, 3]\n\
-        \x20   - name: capture output\n      raw: echo hello-{{ inventory_hostname }}\n      register: out\n\
+        \x20   - name: several commands on the one shell\n      win_shell: echo item {{ item }}; exit 0\n      loop: [1, 2, 3]\n\
+        \x20   - name: capture output\n      win_shell: echo hello-{{ inventory_hostname }}; exit 0\n      register: out\n\
         \x20   - assert:\n        that: \"('hello-' ~ inventory_hostname) in out.stdout\"\n";
     let ran = Test::new()
         .write("hosts.yml", &inventory)
@@ -57,4 +62,62 @@ async fn playbook_over_winrm_one_shell_per_host() {
         assert!(st["commands"].as_i64().unwrap() >= 4, "{st}");
     }
     assert_eq!(sealed.stat("plaintext_requests").await, 0);
+}
+
+/// Ctrl-C (SIGINT to the real binary) during a long WinRM command: the command is signalled,
+/// the shell deleted, and kinit exits 130.
+#[tokio::test]
+async fn ctrl_c_during_a_winrm_command_leaves_no_shell_open() {
+    let srv = WinRmServer::for_mode(Mode::HttpNtlmSealed, &[]);
+    let marker = srv.state.path().join("finished");
+    let inventory = format!("all:\n  hosts:\n    win:\n{}", host_vars(srv.port, "http"));
+    let playbook = format!(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n\
+         \x20   - win_shell: sleep 20; echo done > {}; exit 0\n",
+        marker.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hosts.yml"), inventory).unwrap();
+    std::fs::write(dir.path().join("site.yml"), playbook).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kinit"))
+        .args(["playbook", "site.yml", "-i", "hosts.yml"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt once the command runs on the server.
+    assert!(
+        srv.wait_for("commands", |n| n >= 1).await >= 1,
+        "command never started"
+    );
+    let started = Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "kinit did not stop promptly"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = srv.stats().await;
+    assert!(
+        st["signals"].as_i64().unwrap() >= 1,
+        "command not signalled: {st}"
+    );
+    assert_eq!(st["shells_created"], 1, "{st}");
+    assert_eq!(st["shells_open"], 0, "shell left open after Ctrl-C: {st}");
+    assert!(!marker.exists(), "the interrupted command ran to the end");
 }
