@@ -188,7 +188,7 @@ pub(crate) async fn connect(target: &HostTarget) -> Result<Connected, TransportE
                 tokio::time::sleep(backoff.min(Duration::from_secs(5))).await;
             }
             let via = jumps.last();
-            match try_hop(target, hop, via, &known, &config).await {
+            match try_hop(target, hop, via, !is_target, &known, &config).await {
                 Ok(h) => {
                     handle = Some(h);
                     break;
@@ -237,11 +237,12 @@ pub(crate) async fn connect(target: &HostTarget) -> Result<Connected, TransportE
 }
 
 /// One attempt: transport (TCP or a tunnel through `via`) plus key exchange, within the
-/// connect timeout.
+/// connect timeout. `carries_tunnels`: this hop is a jump host for the next one.
 async fn try_hop(
     target: &HostTarget,
     hop: &Hop,
     via: Option<&Handle<Client>>,
+    carries_tunnels: bool,
     known: &Arc<KnownHosts>,
     config: &Arc<client::Config>,
 ) -> Result<Handle<Client>, AttemptError> {
@@ -259,7 +260,9 @@ async fn try_hop(
                     .await
                     .map_err(|e| AttemptError::Retry(Box::new(e)))?;
                 let _ = tcp.set_nodelay(true);
-                client::connect_stream(config.clone(), QuickAck::new(tcp), handler).await
+                // Quick ACKs matter only where a jump host forwards inner packets to us.
+                let tcp = QuickAck::new(tcp, carries_tunnels);
+                client::connect_stream(config.clone(), tcp, handler).await
             }
             Some(jump) => {
                 let ch = jump

@@ -23,11 +23,12 @@ pub(super) fn coalesce<S: AsyncRead + AsyncWrite>(inner: S) -> BufWriter<S> {
 /// once removes that stall; it costs a few extra empty ACK segments.
 pub(super) struct QuickAck {
     inner: tokio::net::TcpStream,
+    enabled: bool,
 }
 
 impl QuickAck {
-    pub fn new(inner: tokio::net::TcpStream) -> Self {
-        Self { inner }
+    pub fn new(inner: tokio::net::TcpStream, enabled: bool) -> Self {
+        Self { inner, enabled }
     }
 }
 
@@ -39,7 +40,7 @@ impl AsyncRead for QuickAck {
     ) -> std::task::Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        if buf.filled().len() > before {
+        if self.enabled && buf.filled().len() > before {
             // Linux-only and best effort: on failure the connection works, only slower.
             let _ = socket2::SockRef::from(&self.inner).set_tcp_quickack(true);
         }
