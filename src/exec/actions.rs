@@ -1,17 +1,15 @@
 //! Executor-side actions: tasks that act on the run itself rather than on a host (`debug`,
 //! `assert`, `fail`, `set_fact`, `add_host`, `group_by`, `meta`, `pause`, `include_vars`,
-//! `wait_for_connection`), plus turning `include_tasks`/`include_role` into include requests.
+//! `wait_for_connection`; the ones changing run state are in `state_actions`).
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
 use super::host_task::{Attempt, Flow};
-use super::include::IncludeReq;
 use super::walk::Inherit;
 use super::{Executor, PlayRun};
-use crate::playbook::{Action, Keywords, Task};
+use crate::playbook::{Keywords, Task};
 use crate::vars::VarMap;
 
 /// Every executor action, by short name.
@@ -86,7 +84,7 @@ pub fn validate(name: &str, args: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn ok(extra: Value) -> Attempt {
+pub(crate) fn ok(extra: Value) -> Attempt {
     let mut m = Map::new();
     m.insert("changed".into(), json!(false));
     m.insert("failed".into(), json!(false));
@@ -232,84 +230,6 @@ impl Executor {
         ok(json!({ "ansible_facts": facts }))
     }
 
-    fn add_host(&self, args: &Value) -> Attempt {
-        let Some(m) = args.as_object() else {
-            return Attempt::failed("`add_host` needs `name`");
-        };
-        let Some(name) = ["name", "hostname", "host"]
-            .iter()
-            .find_map(|k| m.get(*k).and_then(Value::as_str))
-        else {
-            return Attempt::failed("`add_host` needs `name`");
-        };
-        let groups: Vec<String> = ["groups", "group", "groupname"]
-            .iter()
-            .find_map(|k| m.get(*k))
-            .map(|g| match g {
-                Value::Array(a) => a
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect(),
-                Value::String(s) => s.split(',').map(|x| x.trim().to_string()).collect(),
-                _ => Vec::new(),
-            })
-            .unwrap_or_default();
-        let mut vars = VarMap::new();
-        for (k, v) in m {
-            if !matches!(
-                k.as_str(),
-                "name" | "hostname" | "host" | "groups" | "group" | "groupname"
-            ) {
-                vars.insert(k.clone(), v.clone());
-            }
-        }
-        let mut inv = self.inventory.write().unwrap();
-        let new = !inv.hosts.contains_key(name);
-        inv.add_host(name, None, vars.clone());
-        for g in &groups {
-            inv.add_host(name, Some(g), VarMap::new());
-            let is_child = inv.groups.values().any(|x| x.children.contains(g));
-            if g != "all" && !is_child {
-                let all = inv.group_mut("all");
-                if !all.children.contains(g) {
-                    all.children.push(g.clone());
-                }
-            }
-        }
-        Attempt::ok(json!({
-            "changed": new, "failed": false,
-            "add_host": {"host_name": name, "groups": groups, "host_vars": vars},
-        }))
-    }
-
-    fn group_by(&self, args: &Value, host: &str) -> Attempt {
-        let Some(key) = args.get("key").and_then(Value::as_str) else {
-            return Attempt::failed("`group_by` needs `key`");
-        };
-        let key = key.replace([' ', '-'], "_");
-        let parents: Vec<String> = match args.get("parents") {
-            Some(Value::Array(a)) => a
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-            Some(Value::String(s)) => vec![s.clone()],
-            _ => vec!["all".into()],
-        };
-        let mut inv = self.inventory.write().unwrap();
-        inv.add_host(host, Some(&key), VarMap::new());
-        for p in &parents {
-            if p != "all" {
-                let g = inv.group_mut(p);
-                if !g.children.contains(&key) {
-                    g.children.push(key.clone());
-                }
-            }
-        }
-        ok(json!({"add_group": key, "parent_groups": parents}))
-    }
-
     async fn pause(&self, args: &Value) -> Attempt {
         let num = |k: &str| -> Option<f64> {
             match args.get(k)? {
@@ -337,175 +257,6 @@ impl Executor {
             "stdout": format!("Paused for {secs} seconds"),
             "user_input": "",
         }))
-    }
-
-    fn include_vars(&self, args: &Value, task: &Task, inh: &Inherit, host: &str) -> Attempt {
-        let Some(file) = args
-            .get("_raw_params")
-            .or_else(|| args.get("file"))
-            .and_then(Value::as_str)
-        else {
-            return Attempt::failed("`include_vars` needs a file");
-        };
-        let path = self.find_file(file, task, inh, "vars");
-        let vars = match self.loader.vars_file(&path) {
-            Ok(v) => v,
-            Err(e) => return Attempt::failed(e.to_string()),
-        };
-        let facts = match args.get("name").and_then(Value::as_str) {
-            Some(ns) => {
-                let mut m = VarMap::new();
-                m.insert(ns.to_string(), Value::Object(vars));
-                m
-            }
-            None => vars,
-        };
-        self.with_state(host, |s| crate::vars::overlay(&mut s.include_vars, &facts));
-        ok(json!({
-            "ansible_facts": facts,
-            "ansible_included_var_files": [path.display().to_string()],
-        }))
-    }
-
-    /// A relative file of kind `sub` (`vars`, `tasks`): in the roles' `sub/`, beside the
-    /// task file, then the playbook's `sub/` and folder.
-    fn find_file(&self, file: &str, task: &Task, inh: &Inherit, sub: &str) -> PathBuf {
-        let p = Path::new(file);
-        if p.is_absolute() {
-            return p.to_path_buf();
-        }
-        let mut cands = Vec::new();
-        for r in inh.roles.iter().rev() {
-            cands.push(r.path.join(sub).join(p));
-        }
-        if let Some(dir) = task.loc.file.parent() {
-            cands.push(dir.join(sub).join(p));
-            cands.push(dir.join(p));
-        }
-        cands.push(self.playbook_dir().join(sub).join(p));
-        cands.push(self.playbook_dir().join(p));
-        cands
-            .iter()
-            .find(|c| c.is_file())
-            .cloned()
-            .unwrap_or_else(|| self.playbook_dir().join(p))
-    }
-
-    async fn wait_for_connection(&self, args: &Value, host: &str, ctx: &VarMap) -> Attempt {
-        let num = |k: &str, d: f64| -> f64 {
-            match args.get(k) {
-                Some(Value::Number(n)) => n.as_f64().unwrap_or(d),
-                Some(Value::String(s)) => s.parse().unwrap_or(d),
-                _ => d,
-            }
-        };
-        let (timeout, delay, sleep) = (num("timeout", 600.0), num("delay", 0.0), num("sleep", 1.0));
-        let start = Instant::now();
-        self.sleep(Duration::from_secs_f64(delay)).await;
-        let target = match self.target_for(host, host, ctx) {
-            Ok(r) => r.target,
-            Err(e) => return Attempt::failed(e.to_string()),
-        };
-        loop {
-            if self.cancel.is_cancelled() {
-                return Attempt::failed("interrupted");
-            }
-            self.conns.reset(host);
-            if let Ok(conn) = self.conns.get(&target).await {
-                let probe = crate::transport::ExecRequest::new(match conn.shell() {
-                    crate::transport::ShellKind::Posix => "true",
-                    crate::transport::ShellKind::PowerShell => "exit 0",
-                });
-                if conn.exec(&probe).await.is_ok_and(|o| o.success()) {
-                    return ok(json!({"elapsed": start.elapsed().as_secs()}));
-                }
-            }
-            if start.elapsed().as_secs_f64() >= timeout {
-                return Attempt::failed(format!(
-                    "timed out waiting for connection to `{host}` after {timeout}s"
-                ));
-            }
-            self.sleep(Duration::from_secs_f64(sleep)).await;
-        }
-    }
-
-    /// The include a host asks for at this point (file or role resolved, parameters rendered).
-    pub(crate) fn include_request(
-        &self,
-        task: &Task,
-        inh: &Inherit,
-        ctx: &VarMap,
-    ) -> Result<IncludeReq, String> {
-        let mut params = VarMap::new();
-        let scope = self.templar.scope(std::sync::Arc::new(ctx.clone()));
-        for k in task.kw.vars.keys() {
-            match scope.get(k) {
-                Ok(Some(v)) => {
-                    params.insert(k.clone(), v);
-                }
-                Ok(None) => {}
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        if task.kw.loop_.is_some() {
-            let lv = task
-                .kw
-                .loop_control
-                .loop_var
-                .clone()
-                .unwrap_or_else(|| "item".into());
-            for k in [
-                Some(lv),
-                task.kw.loop_control.index_var.clone(),
-                Some("ansible_loop".into()),
-            ]
-            .into_iter()
-            .flatten()
-            {
-                if let Some(v) = ctx.get(&k) {
-                    params.insert(k, v.clone());
-                }
-            }
-        }
-        let render = |v: &Value| self.templar.render_value(v, ctx).map_err(|e| e.to_string());
-        match &task.action {
-            Action::IncludeTasks { file, args } => {
-                let file = render(file)?;
-                let file = file.as_str().ok_or("include_tasks needs a file name")?;
-                if let Some(Value::Object(extra)) =
-                    args.as_object().map(|_| render(args)).transpose()?
-                {
-                    for (k, v) in extra {
-                        if !matches!(k.as_str(), "_raw_params" | "file" | "apply") {
-                            params.insert(k, v);
-                        }
-                    }
-                }
-                Ok(IncludeReq::Tasks {
-                    path: self.find_file(file, task, inh, "tasks"),
-                    params,
-                    loc: task.loc.clone(),
-                })
-            }
-            Action::IncludeRole { args } => {
-                let args = render(args)?;
-                let name = args
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or("include_role needs `name`")?
-                    .to_string();
-                Ok(IncludeReq::Role {
-                    name,
-                    tasks_from: args
-                        .get("tasks_from")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    params,
-                    loc: task.loc.clone(),
-                })
-            }
-            _ => Err("not an include".into()),
-        }
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::include::IncludeReq;
 use super::walk::Inherit;
 use super::{Executor, PlayRun};
-use crate::playbook::{Action, Keywords, LoopKind, Task};
+use crate::playbook::{Action, Keywords, Task};
 use crate::report::{Event, Status};
 use crate::vars::VarMap;
 
@@ -58,7 +58,7 @@ impl Attempt {
 const CENSORED: &str =
     "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
 
-fn flag(v: &Value, key: &str) -> bool {
+pub(crate) fn flag(v: &Value, key: &str) -> bool {
     v.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
@@ -252,320 +252,8 @@ impl Executor {
         Ok(None)
     }
 
-    fn loop_items(
-        &self,
-        spec: &crate::playbook::LoopSpec,
-        ctx: &VarMap,
-    ) -> Result<Vec<Value>, String> {
-        let v = self
-            .templar
-            .render_value(&spec.value, ctx)
-            .map_err(|e| format!("error in loop: {e}"))?;
-        let v = match v {
-            Value::String(s) if spec.kind != LoopKind::Sequence => {
-                // A string that renders to a list's JSON (from a filter chain) is that list.
-                serde_json::from_str::<Value>(&s)
-                    .ok()
-                    .filter(Value::is_array)
-                    .unwrap_or(Value::String(s))
-            }
-            other => other,
-        };
-        Ok(match spec.kind {
-            LoopKind::Loop | LoopKind::List => match v {
-                Value::Array(a) => a,
-                Value::Null => Vec::new(),
-                other => {
-                    return Err(format!(
-                        "invalid data passed to `loop`, it requires a list, got `{other}`"
-                    ));
-                }
-            },
-            LoopKind::Items => match v {
-                Value::Array(a) => a
-                    .into_iter()
-                    .flat_map(|x| match x {
-                        Value::Array(inner) => inner,
-                        other => vec![other],
-                    })
-                    .collect(),
-                Value::Null => Vec::new(),
-                other => vec![other],
-            },
-            LoopKind::Dict => match v {
-                Value::Object(m) => m
-                    .into_iter()
-                    .map(|(k, v)| json!({"key": k, "value": v}))
-                    .collect(),
-                other => return Err(format!("`with_dict` expects a dict, got `{other}`")),
-            },
-            LoopKind::IndexedItems => match v {
-                Value::Array(a) => a
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, x)| json!([i, x]))
-                    .collect(),
-                other => {
-                    return Err(format!(
-                        "`with_indexed_items` expects a list, got `{other}`"
-                    ));
-                }
-            },
-            LoopKind::Sequence => sequence(&v)?,
-        })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn run_items(
-        &self,
-        pr: &PlayRun<'_>,
-        task: &Task,
-        kw: &Keywords,
-        inh: &Inherit,
-        host: &str,
-        task_id: usize,
-        ctx: &VarMap,
-        conds: &[String],
-        items: Vec<Value>,
-        no_log: bool,
-    ) -> (Value, bool, Flow) {
-        let lc = &kw.loop_control;
-        let loop_var = lc.loop_var.clone().unwrap_or_else(|| "item".into());
-        let n = items.len();
-        let mut results = Vec::new();
-        let mut includes = Vec::new();
-        let mut unreachable = false;
-        for (i, item) in items.iter().enumerate() {
-            if self.cancel.is_cancelled() {
-                break;
-            }
-            if i > 0
-                && let Some(p) = lc.pause
-            {
-                self.sleep(Duration::from_secs_f64(p)).await;
-            }
-            let mut c = ctx.clone();
-            c.insert(loop_var.clone(), item.clone());
-            c.insert("ansible_loop_var".into(), json!(loop_var));
-            if let Some(iv) = &lc.index_var {
-                c.insert(iv.clone(), json!(i));
-            }
-            if lc.extended {
-                c.insert(
-                    "ansible_loop".into(),
-                    json!({"index": i + 1, "index0": i, "first": i == 0, "last": i + 1 == n,
-                           "length": n, "revindex": n - i, "revindex0": n - i - 1,
-                           "allitems": items}),
-                );
-            }
-            let mut r = match self.check_when(conds, &c) {
-                Err(msg) => self.error_result(task, msg),
-                Ok(Some(cond)) => skipped(&cond),
-                Ok(None) => {
-                    let a = self.until_loop(pr, task, kw, inh, host, &mut c).await;
-                    unreachable |= a.unreachable;
-                    if let Flow::Include(reqs) = a.flow {
-                        includes.extend(reqs);
-                    }
-                    a.result
-                }
-            };
-            if let Some(obj) = r.as_object_mut() {
-                obj.insert(loop_var.clone(), item.clone());
-                obj.insert("ansible_loop_var".into(), json!(loop_var));
-                if let Some(iv) = &lc.index_var {
-                    obj.insert(iv.clone(), json!(i));
-                    obj.insert("ansible_index_var".into(), json!(iv));
-                }
-            }
-            let label = match &lc.label {
-                Some(l) => self.templar.render_str(l, &c).unwrap_or_else(|_| l.clone()),
-                None => match item {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                },
-            };
-            let status = item_status(&r, kw);
-            if no_log {
-                self.events.redactor.add_value(&r);
-            }
-            self.emit(Event::ItemResult {
-                host: host.to_string(),
-                task_id,
-                task: task.display_name(),
-                item: if no_log { "None".into() } else { label },
-                status,
-                module: task.module_name().map(str::to_string),
-                result: if no_log { censor(&r) } else { r.clone() },
-            });
-            results.push(r);
-        }
-        let any = |k: &str| results.iter().any(|r| flag(r, k));
-        let mut agg = Map::new();
-        agg.insert("changed".into(), json!(any("changed")));
-        let failed = any("failed");
-        if failed {
-            agg.insert("failed".into(), json!(true));
-            agg.insert("msg".into(), json!("One or more items failed"));
-        } else {
-            agg.insert("failed".into(), json!(false));
-            agg.insert("msg".into(), json!("All items completed"));
-        }
-        if !results.is_empty() && results.iter().all(|r| flag(r, "skipped")) {
-            agg.insert("skipped".into(), json!(true));
-        }
-        if results.is_empty() {
-            agg.insert("skipped".into(), json!(true));
-            agg.insert("skipped_reason".into(), json!("No items in the list"));
-        }
-        agg.insert("results".into(), Value::Array(results));
-        let flow = if includes.is_empty() {
-            Flow::Continue
-        } else {
-            Flow::Include(includes)
-        };
-        (Value::Object(agg), unreachable, flow)
-    }
-
-    /// Run the action, repeating while `until` does not hold (`retries`, `delay`).
-    async fn until_loop(
-        &self,
-        pr: &PlayRun<'_>,
-        task: &Task,
-        kw: &Keywords,
-        inh: &Inherit,
-        host: &str,
-        ctx: &mut VarMap,
-    ) -> Attempt {
-        // `retries` without `until` repeats until the task does not fail (as in Ansible).
-        if kw.until.is_none() && kw.retries.is_none() {
-            let a = self.attempt(pr, task, kw, inh, host, ctx).await;
-            return self.post_process(task, kw, ctx, a);
-        }
-        let num = |v: &Option<Value>, default: f64| -> f64 {
-            match v {
-                Some(Value::Number(n)) => n.as_f64().unwrap_or(default),
-                Some(Value::String(s)) => self
-                    .templar
-                    .render_str(s, ctx)
-                    .ok()
-                    .and_then(|r| r.trim().parse().ok())
-                    .unwrap_or(default),
-                _ => default,
-            }
-        };
-        let retries = num(&kw.retries, 3.0).max(0.0) as u32;
-        if retries == 0 {
-            let a = self.attempt(pr, task, kw, inh, host, ctx).await;
-            return self.post_process(task, kw, ctx, a);
-        }
-        let delay = num(&kw.delay, 5.0).max(0.0);
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
-            let a = self.attempt(pr, task, kw, inh, host, ctx).await;
-            let mut a = self.post_process(task, kw, ctx, a);
-            if let Some(obj) = a.result.as_object_mut() {
-                obj.insert("attempts".into(), json!(attempt));
-            }
-            if a.unreachable || self.cancel.is_cancelled() {
-                return a;
-            }
-            let mut c = ctx.clone();
-            if let Some(r) = &kw.register {
-                c.insert(r.clone(), a.result.clone());
-            }
-            if let Some(obj) = a.result.as_object() {
-                for (k, v) in obj {
-                    c.entry(k.clone()).or_insert(v.clone());
-                }
-            }
-            let done = match &kw.until {
-                None => !flag(&a.result, "failed"),
-                Some(until) => match self.templar.eval_bool(until, &c) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        return Attempt::failed(format!(
-                            "error in `until` condition `{until}`: {e}"
-                        ));
-                    }
-                },
-            };
-            if done {
-                return a;
-            }
-            if attempt > retries {
-                // Ansible reports the retries (not the runs) once they are exhausted.
-                if let Some(obj) = a.result.as_object_mut() {
-                    obj.insert("failed".into(), json!(true));
-                    obj.insert("attempts".into(), json!(retries));
-                }
-                return a;
-            }
-            self.emit(Event::Retry {
-                host: host.to_string(),
-                task: task.display_name(),
-                attempt,
-                retries,
-            });
-            self.sleep(Duration::from_secs_f64(delay)).await;
-        }
-    }
-
-    /// `changed_when` / `failed_when`, evaluated with the result registered.
-    fn post_process(&self, task: &Task, kw: &Keywords, ctx: &VarMap, mut a: Attempt) -> Attempt {
-        if a.unreachable || (kw.changed_when.is_none() && kw.failed_when.is_none()) {
-            return a;
-        }
-        if flag(&a.result, "skipped") {
-            return a;
-        }
-        let mut c = ctx.clone();
-        if let Some(r) = &kw.register {
-            c.insert(r.clone(), a.result.clone());
-        }
-        let mut eval = |conds: &Vec<String>, key: &str| -> Result<(), String> {
-            let mut all = true;
-            for cond in conds {
-                match self.templar.eval_bool(cond, &c) {
-                    Ok(b) => all &= b,
-                    Err(e) => return Err(format!("error in `{key}` condition `{cond}`: {e}")),
-                }
-            }
-            if let Some(obj) = a.result.as_object_mut() {
-                obj.insert(key.into(), json!(all));
-            }
-            if let Some(r) = &kw.register {
-                c.insert(r.clone(), a.result.clone());
-            }
-            Ok(())
-        };
-        let mut error = None;
-        if let Some(conds) = &kw.changed_when
-            && let Err(e) = eval(conds, "changed")
-        {
-            error = Some(e);
-        }
-        if let Some(conds) = &kw.failed_when
-            && let Err(e) = eval(conds, "failed")
-        {
-            error = Some(e);
-        }
-        if let Some(e) = error {
-            return Attempt::ok(self.error_result(task, e));
-        }
-        if let Some(conds) = &kw.failed_when
-            && !conds.is_empty()
-            && let Some(obj) = a.result.as_object_mut()
-        {
-            let failed = obj.get("failed").cloned().unwrap_or(json!(false));
-            obj.insert("failed_when_result".into(), failed);
-        }
-        a
-    }
-
     /// One execution of the task's action on `host`.
-    async fn attempt(
+    pub(crate) async fn attempt(
         &self,
         pr: &PlayRun<'_>,
         task: &Task,
@@ -605,7 +293,7 @@ impl Executor {
     }
 }
 
-fn item_status(r: &Value, kw: &Keywords) -> Status {
+pub(crate) fn item_status(r: &Value, kw: &Keywords) -> Status {
     if flag(r, "unreachable") {
         Status::Unreachable
     } else if flag(r, "failed") {
@@ -623,7 +311,7 @@ fn item_status(r: &Value, kw: &Keywords) -> Status {
     }
 }
 
-fn skipped(cond: &str) -> Value {
+pub(crate) fn skipped(cond: &str) -> Value {
     // A literal `when: false` is reported as the boolean it was written as.
     let cond = match cond {
         "False" => json!(false),
@@ -637,7 +325,7 @@ fn skipped(cond: &str) -> Value {
     })
 }
 
-fn censor(r: &Value) -> Value {
+pub(crate) fn censor(r: &Value) -> Value {
     let mut m = Map::new();
     m.insert("censored".into(), json!(CENSORED));
     for k in ["changed", "failed", "skipped"] {
@@ -646,45 +334,4 @@ fn censor(r: &Value) -> Value {
         }
     }
     Value::Object(m)
-}
-
-/// `with_sequence: start=1 end=5 stride=1 format=x%d` or `count=3`.
-fn sequence(v: &Value) -> Result<Vec<Value>, String> {
-    let s = v
-        .as_str()
-        .ok_or("`with_sequence` expects `start=.. end=..`")?;
-    let (mut start, mut end, mut stride, mut format) = (1i64, None, 1i64, None);
-    for tok in s.split_whitespace() {
-        let (k, v) = tok
-            .split_once('=')
-            .ok_or(format!("bad `with_sequence` part `{tok}`"))?;
-        let num = || {
-            v.parse::<i64>()
-                .map_err(|_| format!("bad number `{v}` in `with_sequence`"))
-        };
-        match k {
-            "start" => start = num()?,
-            "end" => end = Some(num()?),
-            "count" => end = Some(start + num()? - 1),
-            "stride" => stride = num()?,
-            "format" => format = Some(v.to_string()),
-            _ => return Err(format!("unknown `with_sequence` option `{k}`")),
-        }
-    }
-    let end = end.ok_or("`with_sequence` needs `end` or `count`")?;
-    if stride == 0 {
-        return Err("`with_sequence` stride cannot be 0".into());
-    }
-    let mut out = Vec::new();
-    let mut i = start;
-    while (stride > 0 && i <= end) || (stride < 0 && i >= end) {
-        out.push(json!(match &format {
-            Some(f) => f
-                .replace("%d", &i.to_string())
-                .replace("%02d", &format!("{i:02}")),
-            None => i.to_string(),
-        }));
-        i += stride;
-    }
-    Ok(out)
 }

@@ -2,13 +2,13 @@
 //! them. Hosts that include the same file with the same parameters run it together (in
 //! lockstep); different includes run one after another.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::walk::Inherit;
 use super::{Executor, PlayRun};
-use crate::playbook::{Location, Task};
+use crate::playbook::{Action, Location, Task};
 use crate::vars::VarMap;
 
 /// One include a host asked for (one per loop item).
@@ -133,5 +133,110 @@ impl Executor {
                 }
             }
         }
+    }
+}
+
+impl Executor {
+    /// The include a host asks for at this point (file or role resolved, parameters rendered).
+    pub(crate) fn include_request(
+        &self,
+        task: &Task,
+        inh: &Inherit,
+        ctx: &VarMap,
+    ) -> Result<IncludeReq, String> {
+        let mut params = VarMap::new();
+        let scope = self.templar.scope(std::sync::Arc::new(ctx.clone()));
+        for k in task.kw.vars.keys() {
+            match scope.get(k) {
+                Ok(Some(v)) => {
+                    params.insert(k.clone(), v);
+                }
+                Ok(None) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        if task.kw.loop_.is_some() {
+            let lv = task
+                .kw
+                .loop_control
+                .loop_var
+                .clone()
+                .unwrap_or_else(|| "item".into());
+            for k in [
+                Some(lv),
+                task.kw.loop_control.index_var.clone(),
+                Some("ansible_loop".into()),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if let Some(v) = ctx.get(&k) {
+                    params.insert(k, v.clone());
+                }
+            }
+        }
+        let render = |v: &Value| self.templar.render_value(v, ctx).map_err(|e| e.to_string());
+        match &task.action {
+            Action::IncludeTasks { file, args } => {
+                let file = render(file)?;
+                let file = file.as_str().ok_or("include_tasks needs a file name")?;
+                if let Some(Value::Object(extra)) =
+                    args.as_object().map(|_| render(args)).transpose()?
+                {
+                    for (k, v) in extra {
+                        if !matches!(k.as_str(), "_raw_params" | "file" | "apply") {
+                            params.insert(k, v);
+                        }
+                    }
+                }
+                Ok(IncludeReq::Tasks {
+                    path: self.find_file(file, task, inh, "tasks"),
+                    params,
+                    loc: task.loc.clone(),
+                })
+            }
+            Action::IncludeRole { args } => {
+                let args = render(args)?;
+                let name = args
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or("include_role needs `name`")?
+                    .to_string();
+                Ok(IncludeReq::Role {
+                    name,
+                    tasks_from: args
+                        .get("tasks_from")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    params,
+                    loc: task.loc.clone(),
+                })
+            }
+            _ => Err("not an include".into()),
+        }
+    }
+
+    /// A relative file of kind `sub` (`vars`, `tasks`): in the roles' `sub/`, beside the
+    /// task file, then the playbook's `sub/` and folder.
+    pub(crate) fn find_file(&self, file: &str, task: &Task, inh: &Inherit, sub: &str) -> PathBuf {
+        let p = Path::new(file);
+        if p.is_absolute() {
+            return p.to_path_buf();
+        }
+        let mut cands = Vec::new();
+        for r in inh.roles.iter().rev() {
+            cands.push(r.path.join(sub).join(p));
+        }
+        if let Some(dir) = task.loc.file.parent() {
+            cands.push(dir.join(sub).join(p));
+            cands.push(dir.join(p));
+        }
+        cands.push(self.playbook_dir().join(sub).join(p));
+        cands.push(self.playbook_dir().join(p));
+        cands
+            .iter()
+            .find(|c| c.is_file())
+            .cloned()
+            .unwrap_or_else(|| self.playbook_dir().join(p))
     }
 }

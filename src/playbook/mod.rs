@@ -11,7 +11,9 @@
 //! imported task); `include_tasks` and `include_role` are dynamic (loaded by the executor when a
 //! host reaches them, with `when`/`loop` applying to the include itself), as in Ansible.
 
+mod args;
 mod error;
+mod keywords;
 pub mod list;
 mod load;
 mod play;
@@ -24,9 +26,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use args::contains_template as task_contains_template;
 pub use error::{LoadError, did_you_mean};
 pub use load::{Loader, LoaderOptions};
-pub use task::contains_template as task_contains_template;
 
 use crate::vars::VarMap;
 

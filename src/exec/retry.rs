@@ -1,0 +1,152 @@
+//! `until`/`retries`/`delay` (with Ansible's count of attempts) and `changed_when`/
+//! `failed_when`, both evaluated with the task's result registered.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::host_task::{Attempt, flag};
+use super::walk::Inherit;
+use super::{Executor, PlayRun};
+use crate::playbook::{Keywords, Task};
+use crate::report::Event;
+use crate::vars::VarMap;
+
+impl Executor {
+    /// Run the action, repeating while `until` does not hold (`retries`, `delay`).
+    pub(crate) async fn until_loop(
+        &self,
+        pr: &PlayRun<'_>,
+        task: &Task,
+        kw: &Keywords,
+        inh: &Inherit,
+        host: &str,
+        ctx: &mut VarMap,
+    ) -> Attempt {
+        // `retries` without `until` repeats until the task does not fail (as in Ansible).
+        if kw.until.is_none() && kw.retries.is_none() {
+            let a = self.attempt(pr, task, kw, inh, host, ctx).await;
+            return self.post_process(task, kw, ctx, a);
+        }
+        let num = |v: &Option<Value>, default: f64| -> f64 {
+            match v {
+                Some(Value::Number(n)) => n.as_f64().unwrap_or(default),
+                Some(Value::String(s)) => self
+                    .templar
+                    .render_str(s, ctx)
+                    .ok()
+                    .and_then(|r| r.trim().parse().ok())
+                    .unwrap_or(default),
+                _ => default,
+            }
+        };
+        let retries = num(&kw.retries, 3.0).max(0.0) as u32;
+        if retries == 0 {
+            let a = self.attempt(pr, task, kw, inh, host, ctx).await;
+            return self.post_process(task, kw, ctx, a);
+        }
+        let delay = num(&kw.delay, 5.0).max(0.0);
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let a = self.attempt(pr, task, kw, inh, host, ctx).await;
+            let mut a = self.post_process(task, kw, ctx, a);
+            if let Some(obj) = a.result.as_object_mut() {
+                obj.insert("attempts".into(), json!(attempt));
+            }
+            if a.unreachable || self.cancel.is_cancelled() {
+                return a;
+            }
+            let mut c = ctx.clone();
+            if let Some(r) = &kw.register {
+                c.insert(r.clone(), a.result.clone());
+            }
+            if let Some(obj) = a.result.as_object() {
+                for (k, v) in obj {
+                    c.entry(k.clone()).or_insert(v.clone());
+                }
+            }
+            let done = match &kw.until {
+                None => !flag(&a.result, "failed"),
+                Some(until) => match self.templar.eval_bool(until, &c) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        return Attempt::failed(format!(
+                            "error in `until` condition `{until}`: {e}"
+                        ));
+                    }
+                },
+            };
+            if done {
+                return a;
+            }
+            if attempt > retries {
+                // Ansible reports the retries (not the runs) once they are exhausted.
+                if let Some(obj) = a.result.as_object_mut() {
+                    obj.insert("failed".into(), json!(true));
+                    obj.insert("attempts".into(), json!(retries));
+                }
+                return a;
+            }
+            self.emit(Event::Retry {
+                host: host.to_string(),
+                task: task.display_name(),
+                attempt,
+                retries,
+            });
+            self.sleep(Duration::from_secs_f64(delay)).await;
+        }
+    }
+
+    /// `changed_when` / `failed_when`, evaluated with the result registered.
+    fn post_process(&self, task: &Task, kw: &Keywords, ctx: &VarMap, mut a: Attempt) -> Attempt {
+        if a.unreachable || (kw.changed_when.is_none() && kw.failed_when.is_none()) {
+            return a;
+        }
+        if flag(&a.result, "skipped") {
+            return a;
+        }
+        let mut c = ctx.clone();
+        if let Some(r) = &kw.register {
+            c.insert(r.clone(), a.result.clone());
+        }
+        let mut eval = |conds: &Vec<String>, key: &str| -> Result<(), String> {
+            let mut all = true;
+            for cond in conds {
+                match self.templar.eval_bool(cond, &c) {
+                    Ok(b) => all &= b,
+                    Err(e) => return Err(format!("error in `{key}` condition `{cond}`: {e}")),
+                }
+            }
+            if let Some(obj) = a.result.as_object_mut() {
+                obj.insert(key.into(), json!(all));
+            }
+            if let Some(r) = &kw.register {
+                c.insert(r.clone(), a.result.clone());
+            }
+            Ok(())
+        };
+        let mut error = None;
+        if let Some(conds) = &kw.changed_when
+            && let Err(e) = eval(conds, "changed")
+        {
+            error = Some(e);
+        }
+        if let Some(conds) = &kw.failed_when
+            && let Err(e) = eval(conds, "failed")
+        {
+            error = Some(e);
+        }
+        if let Some(e) = error {
+            return Attempt::ok(self.error_result(task, e));
+        }
+        if let Some(conds) = &kw.failed_when
+            && !conds.is_empty()
+            && let Some(obj) = a.result.as_object_mut()
+        {
+            let failed = obj.get("failed").cloned().unwrap_or(json!(false));
+            obj.insert("failed_when_result".into(), failed);
+        }
+        a
+    }
+}

@@ -1,0 +1,182 @@
+//! Module arguments as written in a task: a mapping, free-form text (`k=v` pairs, or
+//! `_raw_params` for command-like modules), or `action:`/`local_action:` text, merged with
+//! `args:`.
+
+use serde_json::{Map, Value};
+
+use super::LoadError;
+use super::task::invalid;
+use super::yaml::Node;
+
+/// Modules whose free-form text is a command line, not `k=v` pairs.
+const RAW_MODULES: &[&str] = &[
+    "command",
+    "shell",
+    "raw",
+    "script",
+    "win_shell",
+    "win_command",
+    "meta",
+    "include_tasks",
+    "import_tasks",
+    "include_vars",
+    "win_powershell",
+];
+
+/// Options that `command`/`shell` accept inside their free-form text.
+const COMMAND_OPTIONS: &[&str] = &["creates", "removes", "chdir", "executable", "stdin"];
+
+pub fn contains_template(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains("{{") || s.contains("{%"),
+        Value::Array(a) => a.iter().any(contains_template),
+        Value::Object(m) => m.values().any(contains_template),
+        _ => false,
+    }
+}
+
+/// `action: copy src=a dest=b` or `action: {module: copy, src: a}`.
+pub(crate) fn split_action_value(n: &Node<'_>) -> Result<(String, Value), LoadError> {
+    match n.value {
+        Value::String(s) => {
+            let s = s.trim();
+            let (m, rest) = s.split_once(char::is_whitespace).unwrap_or((s, ""));
+            Ok((m.to_string(), Value::String(rest.trim().to_string())))
+        }
+        Value::Object(map) => {
+            let m = map
+                .get("module")
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid(n, "`action` mapping needs `module`"))?;
+            let mut rest = map.clone();
+            rest.remove("module");
+            Ok((m.to_string(), Value::Object(rest)))
+        }
+        _ => Err(invalid(n, "`action` must be a string or a mapping")),
+    }
+}
+
+/// The module's argument map from its value (mapping, free-form string or null) and `args:`.
+pub(crate) fn build_args(
+    module: &str,
+    value: &Value,
+    args_kw: Option<&Node<'_>>,
+    at: &Node<'_>,
+) -> Result<Value, LoadError> {
+    let mut out = Map::new();
+    match value {
+        Value::Null => {}
+        Value::Object(m) => out = m.clone(),
+        Value::String(s) => {
+            if RAW_MODULES.contains(&module) {
+                let mut rest = Vec::new();
+                for tok in split_kv(s) {
+                    match tok.split_once('=') {
+                        Some((k, v))
+                            if matches!(
+                                module,
+                                "command" | "shell" | "win_shell" | "win_command"
+                            ) && COMMAND_OPTIONS.contains(&k) =>
+                        {
+                            out.insert(k.to_string(), Value::String(unquote(v)));
+                        }
+                        _ => rest.push(tok),
+                    }
+                }
+                out.insert("_raw_params".into(), Value::String(rest.join(" ")));
+            } else if s.contains('=') {
+                for tok in split_kv(s) {
+                    let (k, v) = tok.split_once('=').ok_or_else(|| {
+                        invalid(at, format!("expected `key=value` arguments, got `{tok}`"))
+                    })?;
+                    out.insert(k.to_string(), Value::String(unquote(v)));
+                }
+            } else {
+                out.insert("_raw_params".into(), Value::String(s.clone()));
+            }
+        }
+        Value::Bool(_) | Value::Number(_) => {
+            out.insert("_raw_params".into(), value.clone());
+        }
+        Value::Array(_) => {
+            return Err(invalid(
+                at,
+                format!("arguments of `{module}` cannot be a list"),
+            ));
+        }
+    }
+    if let Some(a) = args_kw {
+        match a.value {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+            Value::Null => {}
+            _ => return Err(invalid(a, "`args` must be a mapping")),
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// Split free-form `k=v` text on whitespace outside quotes and `{{ }}` / `{% %}`.
+pub fn split_kv(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let (mut quote, mut depth) = (None::<char>, 0usize);
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        match (quote, c) {
+            (Some(q), _) if c == q => quote = None,
+            (None, '\'' | '"') if depth == 0 => quote = Some(c),
+            (None, '{') if matches!(next, Some('{') | Some('%')) => depth += 1,
+            (None, '}' | '%') if next == Some('}') && depth > 0 => depth -= 1,
+            (None, c) if c.is_whitespace() && depth == 0 => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+        i += 1;
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+pub(crate) fn unquote(v: &str) -> String {
+    let b = v.as_bytes();
+    if b.len() >= 2 && (b[0] == b'"' || b[0] == b'\'') && b[b.len() - 1] == b[0] {
+        v[1..v.len() - 1].to_string()
+    } else {
+        v.to_string()
+    }
+}
+
+pub(crate) fn raw_param(args: &Value, key: &str) -> Option<String> {
+    args.get("_raw_params")
+        .or_else(|| args.get(key))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_form_splits_outside_quotes_and_braces() {
+        assert_eq!(
+            split_kv(r#"msg="a b" var={{ x | default('y z') }} n=1"#),
+            vec![r#"msg="a b""#, "var={{ x | default('y z') }}", "n=1"]
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! Task keywords: sorting a task's keyword entries into `Keywords`, with Ansible's forms
+//! (booleans as yes/no, conditions as strings or lists, `with_*` loops, `loop_control`).
+
+use serde_json::Value;
+
+use super::task::{TASK_KEYWORDS, invalid, scalar_string};
+use super::yaml::Node;
+use super::{Keywords, LoadError, LoopControl, LoopKind, LoopSpec, did_you_mean};
+use crate::vars::VarMap;
+
+const LOOP_FORMS: &[(&str, LoopKind)] = &[
+    ("with_items", LoopKind::Items),
+    ("with_list", LoopKind::List),
+    ("with_dict", LoopKind::Dict),
+    ("with_indexed_items", LoopKind::IndexedItems),
+    ("with_sequence", LoopKind::Sequence),
+];
+
+/// Ansible booleans: true/false and the YAML 1.1 words (yes/no/on/off), case-insensitive.
+pub fn parse_bool(n: &Node<'_>, key: &str) -> Result<bool, LoadError> {
+    match n.value {
+        Value::Bool(b) => Ok(*b),
+        Value::Number(x) if x.as_i64() == Some(0) || x.as_i64() == Some(1) => {
+            Ok(x.as_i64() == Some(1))
+        }
+        Value::String(s) => match s.to_lowercase().as_str() {
+            "yes" | "true" | "on" | "y" | "1" => Ok(true),
+            "no" | "false" | "off" | "n" | "0" => Ok(false),
+            _ => Err(invalid(n, format!("`{key}` expects a boolean, got `{s}`"))),
+        },
+        other => Err(invalid(
+            n,
+            format!("`{key}` expects a boolean, got `{other}`"),
+        )),
+    }
+}
+
+/// A condition list: a string, a bool, or a list of either (all must hold).
+pub(crate) fn conditions(n: &Node<'_>) -> Result<Vec<String>, LoadError> {
+    let one = |v: &Value| -> Result<String, LoadError> {
+        match v {
+            Value::String(s) => Ok(strip_braces(s)),
+            Value::Bool(b) => Ok(if *b { "True".into() } else { "False".into() }),
+            Value::Number(x) => Ok(x.to_string()),
+            _ => Err(invalid(n, "a condition must be a string or boolean")),
+        }
+    };
+    match n.value {
+        Value::Array(items) => items.iter().map(one).collect(),
+        Value::Null => Ok(Vec::new()),
+        v => Ok(vec![one(v)?]),
+    }
+}
+
+/// `when: "{{ x }}"` is accepted (with a warning in Ansible): use the bare expression.
+pub(crate) fn strip_braces(s: &str) -> String {
+    let t = s.trim();
+    match t.strip_prefix("{{").and_then(|r| r.strip_suffix("}}")) {
+        Some(inner) if !inner.contains("{{") => inner.trim().to_string(),
+        _ => t.to_string(),
+    }
+}
+
+pub(crate) fn string_list(n: &Node<'_>) -> Result<Vec<String>, LoadError> {
+    match n.value {
+        Value::Array(items) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                Value::Number(x) => Ok(x.to_string()),
+                _ => Err(invalid(n, "expected a list of strings")),
+            })
+            .collect(),
+        Value::String(s) => Ok(s
+            .split(',')
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect()),
+        Value::Number(x) => Ok(vec![x.to_string()]),
+        Value::Null => Ok(Vec::new()),
+        _ => Err(invalid(n, "expected a string or a list of strings")),
+    }
+}
+
+pub fn var_map(n: &Node<'_>) -> Result<VarMap, LoadError> {
+    match n.value {
+        Value::Object(m) => Ok(m.clone()),
+        Value::Null => Ok(VarMap::new()),
+        _ => Err(invalid(n, "`vars` must be a mapping")),
+    }
+}
+
+/// Parse keyword entries (already known to be keywords) into `Keywords`.
+pub fn parse_keywords(
+    entries: &[(&str, Node<'_>)],
+    what: &'static str,
+) -> Result<Keywords, LoadError> {
+    let mut kw = Keywords::default();
+    for (key, n) in entries {
+        match *key {
+            "name" | "args" | "action" | "local_action" | "collections" | "throttle" => {}
+            "when" => kw.when = conditions(n)?,
+            "loop" => {
+                kw.loop_ = Some(LoopSpec {
+                    kind: LoopKind::Loop,
+                    value: n.value.clone(),
+                })
+            }
+            k if k.starts_with("with_") => {
+                let kind = LOOP_FORMS
+                    .iter()
+                    .find(|(f, _)| *f == k)
+                    .map(|(_, kind)| kind.clone())
+                    .ok_or_else(|| LoadError::UnknownKeyword {
+                        file: n.file.to_path_buf(),
+                        line: n.line(),
+                        what,
+                        key: k.to_string(),
+                        suggestion: did_you_mean(k, LOOP_FORMS.iter().map(|(f, _)| *f)),
+                    })?;
+                if kw.loop_.is_some() {
+                    return Err(invalid(n, "only one of `loop`/`with_*` per task"));
+                }
+                kw.loop_ = Some(LoopSpec {
+                    kind,
+                    value: n.value.clone(),
+                });
+            }
+            "loop_control" => kw.loop_control = loop_control(n)?,
+            "register" => kw.register = Some(scalar_string(n)?),
+            "until" => kw.until = conditions(n)?.into_iter().next(),
+            "retries" => kw.retries = Some(n.value.clone()),
+            "delay" => kw.delay = Some(n.value.clone()),
+            "changed_when" => kw.changed_when = Some(conditions(n)?),
+            "failed_when" => kw.failed_when = Some(conditions(n)?),
+            "ignore_errors" => kw.ignore_errors = Some(parse_bool(n, key)?),
+            "ignore_unreachable" => kw.ignore_unreachable = Some(parse_bool(n, key)?),
+            "notify" => kw.notify = string_list(n)?,
+            "listen" => kw.listen = string_list(n)?,
+            "tags" => kw.tags = string_list(n)?,
+            "delegate_to" => kw.delegate_to = Some(scalar_string(n)?),
+            "delegate_facts" => kw.delegate_facts = Some(parse_bool(n, key)?),
+            "run_once" => kw.run_once = Some(parse_bool(n, key)?),
+            "become" => kw.become_ = Some(parse_bool(n, key)?),
+            "become_user" => kw.become_user = Some(scalar_string(n)?),
+            "become_method" => {
+                let m = scalar_string(n)?;
+                if m != "sudo" {
+                    return Err(invalid(
+                        n,
+                        format!("`become_method` `{m}` is not supported (only `sudo`)"),
+                    ));
+                }
+            }
+            "environment" => kw.environment = Some(n.value.clone()),
+            "no_log" => kw.no_log = Some(parse_bool(n, key)?),
+            "vars" => kw.vars = var_map(n)?,
+            "check_mode" => kw.check_mode = Some(parse_bool(n, key)?),
+            "diff" => kw.diff = Some(parse_bool(n, key)?),
+            "timeout" => {
+                kw.timeout = Some(
+                    n.value
+                        .as_u64()
+                        .ok_or_else(|| invalid(n, "`timeout` expects seconds"))?,
+                )
+            }
+            "any_errors_fatal" => kw.any_errors_fatal = Some(parse_bool(n, key)?),
+            other => {
+                return Err(LoadError::UnknownKeyword {
+                    file: n.file.to_path_buf(),
+                    line: n.line(),
+                    what,
+                    key: other.to_string(),
+                    suggestion: did_you_mean(other, TASK_KEYWORDS.iter().copied()),
+                });
+            }
+        }
+    }
+    Ok(kw)
+}
+
+pub(crate) fn loop_control(n: &Node<'_>) -> Result<LoopControl, LoadError> {
+    let mut lc = LoopControl::default();
+    for (k, v) in n.entries() {
+        match k {
+            "loop_var" => lc.loop_var = Some(scalar_string(&v)?),
+            "index_var" => lc.index_var = Some(scalar_string(&v)?),
+            "label" => lc.label = Some(scalar_string(&v)?),
+            "pause" => lc.pause = v.value.as_f64(),
+            "extended" => lc.extended = parse_bool(&v, k)?,
+            "extended_allitems" => {}
+            other => {
+                return Err(LoadError::UnknownKeyword {
+                    file: v.file.to_path_buf(),
+                    line: v.line(),
+                    what: "loop_control",
+                    key: other.to_string(),
+                    suggestion: did_you_mean(
+                        other,
+                        ["loop_var", "index_var", "label", "pause", "extended"],
+                    ),
+                });
+            }
+        }
+    }
+    Ok(lc)
+}
