@@ -9,6 +9,7 @@
 
 mod config_iso;
 mod modules;
+mod real;
 mod validate;
 
 use kinit::modules::{ModuleCtx, ModuleError, ModuleResult, Render};
