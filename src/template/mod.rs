@@ -20,6 +20,7 @@ mod pyrepr;
 mod pyyaml;
 mod render;
 mod scope;
+mod subset;
 
 #[cfg(test)]
 mod cases;
@@ -113,31 +114,44 @@ impl Templar {
         }
     }
 
+    /// A throw-away scope holding the variables these templates can reach (all of them
+    /// when that cannot be told, e.g. with `lookup`).
+    fn scope_for(&self, templates: &[&str], expressions: &[&str], vars: &VarMap) -> Scope {
+        let expressions: Vec<String> = expressions
+            .iter()
+            .map(|e| render::escape_literals(e))
+            .collect();
+        let exprs: Vec<&str> = expressions.iter().map(String::as_str).collect();
+        let needed = subset::needed(&self.env, templates, &exprs, vars);
+        self.scope(Arc::new(needed.unwrap_or_else(|| vars.clone())))
+    }
+
     /// Render template text with `vars` as the context.
     pub fn render_str(&self, source: &str, vars: &VarMap) -> Result<String, TemplateError> {
         if !scope::is_template(source) {
             return Ok(source.to_string());
         }
-        self.scope(Arc::new(vars.clone())).render_str(source)
+        self.scope_for(&[source], &[], vars).render_str(source)
     }
 
     /// Evaluate a bare expression (`when:`, `that:`, `failed_when:`) to a value.
     pub fn eval(&self, expr: &str, vars: &VarMap) -> Result<Value, TemplateError> {
-        self.scope(Arc::new(vars.clone())).eval(expr)
+        self.scope_for(&[], &[expr], vars).eval(expr)
     }
 
     /// Evaluate a condition to a boolean (Jinja truthiness).
     pub fn eval_bool(&self, expr: &str, vars: &VarMap) -> Result<bool, TemplateError> {
-        self.scope(Arc::new(vars.clone())).eval_bool(expr)
+        self.scope_for(&[], &[expr], vars).eval_bool(expr)
     }
 
     /// Render every string inside `value`; a string that is exactly `{{ expr }}` becomes the
     /// expression's value with its type (list, dict, number).
     pub fn render_value(&self, value: &Value, vars: &VarMap) -> Result<Value, TemplateError> {
-        if !has_template(value) {
+        let templates = subset::templates_in(value);
+        if templates.is_empty() {
             return Ok(value.clone());
         }
-        self.scope(Arc::new(vars.clone())).render_value(value)
+        self.scope_for(&templates, &[], vars).render_value(value)
     }
 }
 
@@ -187,18 +201,6 @@ impl Scope {
         let v =
             scope::json_to_value(&self.env, value, &self.ctx).map_err(TemplateError::from_jinja)?;
         to_json(&v)
-    }
-}
-
-/// Whether any string (or key) inside `value` needs templating.
-fn has_template(value: &Value) -> bool {
-    match value {
-        Value::String(s) => scope::is_template(s),
-        Value::Array(items) => items.iter().any(has_template),
-        Value::Object(map) => map
-            .iter()
-            .any(|(k, v)| scope::is_template(k) || has_template(v)),
-        _ => false,
     }
 }
 

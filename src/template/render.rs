@@ -169,7 +169,7 @@ fn expression_end(body: &str) -> Option<usize> {
 
 /// Double backslashes inside the string literals of an expression, keeping `\'` and `\"`
 /// (an escaped quote of the literal's own kind) intact.
-fn escape_literals(expr: &str) -> String {
+pub(crate) fn escape_literals(expr: &str) -> String {
     if !expr.contains('\\') {
         return expr.to_string();
     }

@@ -28,6 +28,19 @@ fn variables_referencing_variables_render_lazily() {
     assert_eq!(render(v.clone(), "{{ a }}").unwrap(), json!("42-21"));
     assert_eq!(render(v.clone(), "{{ b }}").unwrap(), json!(42));
     assert_eq!(render(v.clone(), "{{ list }}").unwrap(), json!([21, "x21"]));
+    assert_eq!(
+        render(v.clone(), "{{ lookup('vars', 'b') }}").unwrap(),
+        json!(42)
+    );
+    let t = Templar::new();
+    assert!(
+        t.eval_bool("a == '42-21' and list[1] == 'x21'", &vars(v.clone()))
+            .unwrap()
+    );
+    assert_eq!(
+        t.render_str("{{ c }}", &vars(v.clone())).unwrap(),
+        "{'d': 21}"
+    );
     // A broken variable that is never read does no harm.
     assert_eq!(render(v, "{{ n }}").unwrap(), json!(21));
 }
@@ -247,4 +260,40 @@ fn syntax_errors_say_so() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("no_such_filter"), "{err}");
+}
+
+#[test]
+#[ignore]
+fn measure_render_cost() {
+    let mut v = VarMap::new();
+    for i in 0..100 {
+        v.insert(format!("var{i}"), json!(format!("value {i}")));
+    }
+    let mut hv = serde_json::Map::new();
+    for h in 0..50 {
+        let mut m = serde_json::Map::new();
+        for i in 0..30 {
+            m.insert(format!("hv{i}"), json!(format!("x{i}")));
+        }
+        hv.insert(format!("host{h}"), Value::Object(m));
+    }
+    v.insert("hostvars".into(), Value::Object(hv));
+    let t = Templar::new();
+    let args = json!({"cmd": "echo {{ var1 }} {{ var2 }}", "creates": "/tmp/{{ var3 }}"});
+    let start = std::time::Instant::now();
+    for _ in 0..1000 {
+        t.render_value(&args, &v).unwrap();
+    }
+    eprintln!("render_value: {:?} per call", start.elapsed() / 1000);
+    let scope = t.scope(Arc::new(v.clone()));
+    let start = std::time::Instant::now();
+    for _ in 0..1000 {
+        scope.render_value(&args).unwrap();
+    }
+    eprintln!("scope.render_value: {:?} per call", start.elapsed() / 1000);
+    let start = std::time::Instant::now();
+    for _ in 0..1000 {
+        t.eval_bool("var1 == 'value 1'", &v).unwrap();
+    }
+    eprintln!("eval_bool: {:?} per call", start.elapsed() / 1000);
 }
