@@ -5,7 +5,9 @@
 //! only when they are part of the core result shape (`CORE`).
 //!
 //! ansible-core comes from the venv `ci/test.sh` builds (`KINIT_VENV`), else from PATH; the
-//! test is skipped, saying why, only when neither has `ansible-playbook`.
+//! test is skipped, saying why, only when neither has `ansible-playbook`. The keyword
+//! playbook (`tests/playbooks/keywords`) also runs under both: its asserts must pass in each
+//! and the PLAY RECAPs must be identical.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -222,4 +224,59 @@ fn registered_results_match_ansible_playbook() {
         "kinit and ansible-playbook disagree:\n{}",
         diffs.join("\n")
     );
+}
+
+/// `host : ok=.. changed=..` with the spacing normalised.
+fn recap_lines(out: &str) -> Vec<String> {
+    out.lines()
+        .skip_while(|l| !l.starts_with("PLAY RECAP"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn keyword_playbook_passes_its_asserts_under_both_with_the_same_recap() {
+    let Some(ansible) = ansible_playbook() else {
+        println!(
+            "skipped: ansible-playbook is not on PATH and KINIT_VENV has none (ci/test.sh installs it)"
+        );
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/keywords");
+    let tmp = tempfile::tempdir().unwrap();
+    let (a_work, k_work) = (tmp.path().join("ansible"), tmp.path().join("kinit"));
+    std::fs::create_dir_all(&a_work).unwrap();
+    std::fs::create_dir_all(&k_work).unwrap();
+    // The hosts are local; Ansible runs its modules with the venv's own Python.
+    let python = ansible.parent().unwrap().join("python");
+    let a = Command::new(&ansible)
+        .args(["-i", "hosts.ini", "site.yml", "-e"])
+        .arg(format!("workdir={}", a_work.display()))
+        .arg("-e")
+        .arg(format!("ansible_python_interpreter={}", python.display()))
+        .current_dir(&dir)
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env("ANSIBLE_HOME", tmp.path().join("ansible-home"))
+        .env("ANSIBLE_LOCAL_TEMP", tmp.path().join("ansible-tmp"))
+        .output()
+        .unwrap();
+    let a_out = String::from_utf8_lossy(&a.stdout).into_owned();
+    assert!(
+        a.status.success(),
+        "ansible-playbook failed:\n{a_out}\n{}",
+        String::from_utf8_lossy(&a.stderr)
+    );
+    let k = Command::new(env!("CARGO_BIN_EXE_kinit"))
+        .args(["playbook", "-i", "hosts.ini", "site.yml", "-e"])
+        .arg(format!("workdir={}", k_work.display()))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let k_out = String::from_utf8_lossy(&k.stdout).into_owned();
+    assert!(k.status.success(), "kinit failed:\n{k_out}");
+    let (ar, kr) = (recap_lines(&a_out), recap_lines(&k_out));
+    assert_eq!(ar.len(), 2, "{a_out}");
+    assert_eq!(ar, kr, "recaps differ");
 }
