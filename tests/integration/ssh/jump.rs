@@ -74,3 +74,18 @@ async fn module_suite_through_a_jump_host() {
     conn.close().await;
     assert_eq!(lab.guests[0].accepted_logins(), 1);
 }
+
+/// A chain of two jump hops (the hypervisor twice, reaching itself the second time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hop_jump_chain() {
+    let lab = SshLab::jump_topology(1);
+    let mut t = lab.guest_target(0);
+    let hop = t.jump[0].clone();
+    t.jump.push(hop);
+    let c = SshConnection::connect(&t).await.unwrap();
+    let out = c.exec(&ExecRequest::new("echo through")).await.unwrap();
+    assert_eq!(out.stdout_str(), "through\n");
+    c.close().await;
+    assert_eq!(lab.hosts[0].accepted_logins(), 2);
+    assert_eq!(lab.guests[0].accepted_logins(), 1);
+}
