@@ -26,7 +26,7 @@ pub struct Params {
     /// Accepted for compatibility: kinit refreshes the cache whenever `update_cache` is set.
     #[serde(default, deserialize_with = "opt_u64ish")]
     cache_valid_time: Option<u64>,
-    /// A `.deb` file on the host to install (with `dpkg -i`) when its version is not installed.
+    /// A `.deb` file on the host to install when that version is not installed.
     deb: Option<String>,
     /// With `state: absent`, also remove configuration files.
     #[serde(default, deserialize_with = "boolish")]
@@ -94,12 +94,24 @@ async fn install_deb(ctx: &ModuleCtx<'_>, deb: &str) -> Result<ModuleResult, Mod
     if installed || ctx.check_mode {
         return Ok(r);
     }
+    // apt-get (not dpkg) so that a busy dpkg lock is waited for; it needs `./` on a
+    // relative path to read it as a file.
+    let path = if deb.starts_with('/') || deb.starts_with("./") {
+        deb.to_string()
+    } else {
+        format!("./{deb}")
+    };
     let out = ctx
-        .run(format!("DEBIAN_FRONTEND=noninteractive dpkg -i {d}"))
+        .run(format!(
+            "DEBIAN_FRONTEND=noninteractive apt-get {} {} install -y -q {}",
+            pkg::APT_LOCK_WAIT[0],
+            pkg::APT_LOCK_WAIT[1],
+            sh(&path)
+        ))
         .await?;
     if !out.success() {
         return Ok(ModuleResult::failed(format!(
-            "`dpkg -i {deb}` failed: {}",
+            "installing `{deb}` failed: {}",
             out.stderr_str().trim()
         ))
         .with_output(&out));

@@ -24,18 +24,38 @@ pub fn parse<T: DeserializeOwned>(module: &'static str, args: &Value) -> Result<
 }
 
 /// Load-time check of a task's arguments. Arguments may still hold `{{ templates }}` whose
-/// type is only known after rendering, so with templates present only argument names
-/// (unknown or missing) are checked here; values are checked again when the module runs.
+/// type is only known after rendering: then the arguments are checked again without the
+/// templated ones, so unknown argument names and bad literal values are still caught at load
+/// time, and the templated values are checked when the module runs.
 pub fn validate<T: DeserializeOwned>(
     module: &'static str,
     args: &Value,
 ) -> Result<(), ModuleError> {
-    match parse::<T>(module, args) {
+    let err = match parse::<T>(module, args) {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    let (Value::Object(map), ModuleError::BadArgs { detail, .. }) = (args, &err) else {
+        return Err(err);
+    };
+    if !has_template(args) || detail.starts_with("unknown argument") {
+        return Err(err);
+    }
+    let templated: Vec<&String> = map
+        .iter()
+        .filter(|(_, v)| has_template(v))
+        .map(|(k, _)| k)
+        .collect();
+    let rest: serde_json::Map<String, Value> = map
+        .iter()
+        .filter(|(k, _)| !templated.contains(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    match parse::<T>(module, &Value::Object(rest)) {
         Ok(_) => Ok(()),
         Err(ModuleError::BadArgs { detail, .. })
-            if has_template(args)
-                && !detail.starts_with("unknown argument")
-                && !detail.starts_with("missing required argument") =>
+            if detail.starts_with("missing required argument")
+                && templated.iter().any(|k| detail.contains(&format!("`{k}`"))) =>
         {
             Ok(())
         }
@@ -212,6 +232,19 @@ mod tests {
         assert!(p.force);
         let err = parse::<P>("copy", &serde_json::json!({"dest": "/x", "force": "maybe"}));
         assert!(err.unwrap_err().to_string().contains("`maybe`"));
+    }
+
+    #[test]
+    fn templated_values_wait_but_unknown_names_do_not() {
+        let ok = serde_json::json!({"dest": "/x", "force": "{{ f }}"});
+        assert!(validate::<P>("copy", &ok).is_ok());
+        let ok = serde_json::json!({"dest": "{{ d }}"});
+        assert!(validate::<P>("copy", &ok).is_ok());
+        let bad = serde_json::json!({"force": "{{ f }}", "dest": "/x", "colour": 1});
+        let err = validate::<P>("copy", &bad).unwrap_err().to_string();
+        assert!(err.contains("unknown argument `colour`"), "{err}");
+        let bad = serde_json::json!({"dest": "{{ d }}", "force": "maybe"});
+        assert!(validate::<P>("copy", &bad).is_err());
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct Params {
     /// Replace a file whose content differs (default yes); `no` only creates missing files.
     #[serde(default = "yes", deserialize_with = "boolish")]
     force: bool,
+    /// `src` is a file on the host, not on the controller.
+    #[serde(default, deserialize_with = "boolish")]
+    remote_src: bool,
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
@@ -58,6 +61,13 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         module: "copy",
         detail: detail.to_string(),
     };
+    if p.remote_src {
+        let src = p
+            .src
+            .as_deref()
+            .ok_or_else(|| bad("`remote_src` needs `src`"))?;
+        return super::copy_remote::copy_on_host(ctx, src, &p.dest, &attrs, p.force).await;
+    }
     let (content, base, local) = match (&p.content, &p.src) {
         (Some(c), None) => (Content::bytes(c.clone().into_bytes()), None, None),
         (None, Some(src)) => {

@@ -26,6 +26,7 @@ pub mod apt;
 pub mod blockinfile;
 pub mod command;
 pub mod copy;
+pub mod copy_remote;
 pub mod dnf;
 pub mod fetch;
 pub mod file;

@@ -21,6 +21,10 @@ pub enum PkgState {
     Latest,
 }
 
+/// apt waits up to a minute for another apt/dpkg run to finish (Ansible's `lock_timeout`)
+/// instead of failing at once on the dpkg lock.
+pub const APT_LOCK_WAIT: [&str; 2] = ["-o", "DPkg::Lock::Timeout=60"];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Manager {
     Apt,
@@ -110,11 +114,36 @@ impl Manager {
         match self {
             Manager::Apt => {
                 let both: Vec<String> = plan.install.iter().chain(&plan.upgrade).cloned().collect();
-                add(&["apt-get", "install", "-y", "-q"], &both);
+                add(
+                    &[
+                        "apt-get",
+                        APT_LOCK_WAIT[0],
+                        APT_LOCK_WAIT[1],
+                        "install",
+                        "-y",
+                        "-q",
+                    ],
+                    &both,
+                );
                 let rm: &[&str] = if purge {
-                    &["apt-get", "remove", "-y", "-q", "--purge"]
+                    &[
+                        "apt-get",
+                        APT_LOCK_WAIT[0],
+                        APT_LOCK_WAIT[1],
+                        "remove",
+                        "-y",
+                        "-q",
+                        "--purge",
+                    ]
                 } else {
-                    &["apt-get", "remove", "-y", "-q"]
+                    &[
+                        "apt-get",
+                        APT_LOCK_WAIT[0],
+                        APT_LOCK_WAIT[1],
+                        "remove",
+                        "-y",
+                        "-q",
+                    ]
                 };
                 add(rm, &plan.remove);
             }
@@ -129,7 +158,9 @@ impl Manager {
 
     pub fn update_cache_command(self) -> &'static str {
         match self {
-            Manager::Apt => "DEBIAN_FRONTEND=noninteractive apt-get update -q",
+            Manager::Apt => {
+                "DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 update -q"
+            }
             Manager::Dnf => "dnf makecache -q",
         }
     }
@@ -269,8 +300,8 @@ mod tests {
         assert_eq!(
             Manager::Apt.commands(&plan, true, &[]),
             vec![
-                "DEBIAN_FRONTEND=noninteractive apt-get install -y -q curl vim",
-                "DEBIAN_FRONTEND=noninteractive apt-get remove -y -q --purge nano",
+                "DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 install -y -q curl vim",
+                "DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 remove -y -q --purge nano",
             ]
         );
         assert_eq!(

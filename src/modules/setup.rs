@@ -86,6 +86,24 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     Ok(ModuleResult::ok().with("ansible_facts", Value::Object(facts)))
 }
 
+/// The facts a module result carries (`ansible_facts`), keyed the way the executor keeps
+/// host facts: without the `ansible_` prefix (`distribution`), as `ansible_facts.distribution`
+/// reads them; the executor adds the prefixed variables (`ansible_distribution`) itself.
+pub fn host_facts(data: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let facts = data.get("ansible_facts")?.as_object()?;
+    Some(
+        facts
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.strip_prefix("ansible_").unwrap_or(k).to_string(),
+                    v.clone(),
+                )
+            })
+            .collect(),
+    )
+}
+
 /// Turn the script's output into `ansible_*` facts (pure, unit tested).
 pub fn parse(text: &str) -> Map<String, Value> {
     let mut section = "";
@@ -334,5 +352,10 @@ mod tests {
         assert_eq!(f["ansible_default_ipv4"]["macaddress"], "52:54:00:aa:bb:cc");
         assert_eq!(f["ansible_all_ipv4_addresses"], json!(["10.0.0.1"]));
         assert_eq!(f["ansible_eth0"]["ipv4"]["netmask"], "255.255.255.0");
+        let mut data = Map::new();
+        data.insert("ansible_facts".into(), Value::Object(f));
+        let host = host_facts(&data).unwrap();
+        assert_eq!(host["distribution"], "Rocky");
+        assert!(host.keys().all(|k| !k.starts_with("ansible_")));
     }
 }

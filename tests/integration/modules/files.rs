@@ -393,3 +393,34 @@ pub async fn unknown_argument_is_explained(fx: &Fixture<'_>) {
         .to_string();
     assert!(err.contains("`dir`") && err.contains("directory"), "{err}");
 }
+
+pub async fn copy_remote_src(fx: &Fixture<'_>) {
+    let src = fx.path("on-host.txt");
+    fx.sh(&format!("printf 'remote\\n' > {src}; chmod 0640 {src}"))
+        .await;
+    let dest = fx.path("copied.txt");
+    let probe = format!("cat {dest} 2>&1; stat -c %a {dest} 2>&1");
+    fx.converges(
+        "copy",
+        json!({"src": src, "dest": dest, "remote_src": true}),
+        &probe,
+    )
+    .await;
+    assert_eq!(fx.sh(&probe).await, "remote\n640\n");
+    // Into a folder, with a mode; then the source changes and is copied again.
+    let dir = fx.path("d");
+    fx.sh(&format!("mkdir {dir}")).await;
+    let args = json!({"src": src, "dest": dir, "remote_src": true, "mode": "0600"});
+    let probe = format!("cat {dir}/on-host.txt 2>&1; stat -c %a {dir}/on-host.txt 2>&1");
+    fx.converges("copy", args.clone(), &probe).await;
+    fx.sh(&format!("printf 'v2\\n' > {src}")).await;
+    assert!(fx.run("copy", args).await.changed);
+    assert_eq!(fx.sh(&probe).await, "v2\n600\n");
+    let r = fx
+        .run(
+            "copy",
+            json!({"src": fx.path("none"), "dest": dest, "remote_src": true}),
+        )
+        .await;
+    assert!(r.failed);
+}

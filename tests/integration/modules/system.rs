@@ -197,7 +197,9 @@ pub async fn packages(fx: &Fixture<'_>) {
     assert!(c.changed);
     assert_eq!(
         c.data["commands"],
-        json!(["DEBIAN_FRONTEND=noninteractive apt-get remove -y -q dpkg"])
+        json!([
+            "DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 remove -y -q dpkg"
+        ])
     );
     let r = fx
         .run("package", json!({"name": ["dpkg"], "state": "present"}))
@@ -212,7 +214,7 @@ pub async fn packages(fx: &Fixture<'_>) {
     assert_eq!(
         c.data["commands"],
         json!([format!(
-            "DEBIAN_FRONTEND=noninteractive apt-get install -y -q {missing}"
+            "DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 install -y -q {missing}"
         )])
     );
     assert!(
