@@ -21,6 +21,9 @@ mod role;
 mod task;
 pub mod yaml;
 
+#[cfg(test)]
+mod tests;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

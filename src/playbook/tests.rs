@@ -1,0 +1,102 @@
+//! Loader tests on real files: static imports and roles, FQCN and free-form arguments, and
+//! the errors a typo or a loop in the includes produces (each with file and line).
+
+use serde_json::json;
+
+use super::{Action, LoadError, Loader, LoaderOptions, Playbook};
+
+fn load(files: &[(&str, &str)]) -> Result<Playbook, LoadError> {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, text) in files {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let loader = Loader::new(LoaderOptions::default());
+    let pb = loader.load_playbook(&dir.path().join("site.yml"));
+    // Keep the folder alive until loading is done.
+    drop(dir);
+    pb
+}
+
+#[test]
+fn fqcn_and_free_form_arguments() {
+    let pb = load(&[(
+        "site.yml",
+        "- hosts: all\n  tasks:\n    - ansible.builtin.command: chdir=/tmp echo 'a b'\n    - ansible.builtin.debug: msg=\"x y\" verbosity=1\n",
+    )])
+    .unwrap();
+    let tasks = &pb.plays[0].tasks;
+    let Action::Module { name, args } = &tasks[0].action else {
+        panic!()
+    };
+    assert_eq!(name, "command");
+    assert_eq!(args, &json!({"chdir": "/tmp", "_raw_params": "echo 'a b'"}));
+    let Action::Module { name, args } = &tasks[1].action else {
+        panic!()
+    };
+    assert_eq!(name, "debug");
+    assert_eq!(args, &json!({"msg": "x y", "verbosity": "1"}));
+    assert_eq!(tasks[1].loc.line, 4);
+}
+
+#[test]
+fn roles_expand_with_dependencies_and_handlers() {
+    let pb = load(&[
+        ("site.yml", "- hosts: all\n  roles:\n    - web\n"),
+        ("roles/web/meta/main.yml", "dependencies:\n  - base\n"),
+        ("roles/web/tasks/main.yml", "- debug: msg=web\n"),
+        (
+            "roles/web/handlers/main.yml",
+            "- name: restart\n  debug: msg=r\n",
+        ),
+        ("roles/web/defaults/main.yml", "port: 80\n"),
+        ("roles/base/tasks/main.yml", "- debug: msg=base\n"),
+    ])
+    .unwrap();
+    let play = &pb.plays[0];
+    let Action::Block { block, .. } = &play.tasks[0].action else {
+        panic!()
+    };
+    let role = play.tasks[0].role.as_ref().unwrap();
+    assert_eq!(role.name, "web");
+    assert_eq!(role.defaults.get("port"), Some(&json!(80)));
+    // The dependency's wrapper block comes first.
+    assert_eq!(block[0].role.as_ref().unwrap().name, "base");
+    assert_eq!(play.handlers[0].name.as_deref(), Some("restart"));
+    assert_eq!(play.handlers[0].role.as_ref().unwrap().name, "web");
+}
+
+#[test]
+fn import_cycle_is_reported_where_it_closes() {
+    let err = load(&[
+        (
+            "site.yml",
+            "- hosts: all\n  tasks:\n    - import_tasks: a.yml\n",
+        ),
+        ("a.yml", "- debug: msg=a\n- import_tasks: b.yml\n"),
+        ("b.yml", "- import_tasks: a.yml\n"),
+    ])
+    .unwrap_err();
+    assert!(matches!(err, LoadError::Cycle { line: 1, .. }), "{err}");
+    assert!(err.to_string().contains("b.yml:1"), "{err}");
+}
+
+#[test]
+fn missing_role_and_block_loop_are_load_errors() {
+    let err = load(&[("site.yml", "- hosts: all\n  roles:\n    - nope\n")]).unwrap_err();
+    assert!(
+        matches!(&err, LoadError::RoleNotFound { line: 3, name, .. } if name == "nope"),
+        "{err}"
+    );
+    let err = load(&[(
+        "site.yml",
+        "- hosts: all\n  tasks:\n    - block:\n        - debug: msg=x\n      loop: [1]\n",
+    )])
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("site.yml:3: a block cannot have a loop"),
+        "{err}"
+    );
+}
