@@ -17,6 +17,7 @@
 //! known_hosts policy) is a planned improvement.
 
 pub mod cloud_init;
+pub mod devices;
 pub mod domain;
 pub mod error;
 pub mod guests;

@@ -1,0 +1,247 @@
+//! The `<devices>` of a libvirt domain as serde types: disks, NICs, consoles, graphics, TPM,
+//! RNG, with constructors for the shapes kinit's guests use.
+
+use serde::{Deserialize, Serialize};
+
+use super::xml::Empty;
+
+/// Devices by kind. libvirt does not care about their order, and reading `dumpxml` (which
+/// interleaves kinds) relies on quick-xml's `overlapped-lists`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Devices {
+    #[serde(default)]
+    pub disk: Vec<Disk>,
+    #[serde(default)]
+    pub interface: Vec<Interface>,
+    #[serde(default)]
+    pub serial: Vec<CharDev>,
+    #[serde(default)]
+    pub console: Vec<CharDev>,
+    #[serde(default)]
+    pub input: Vec<Input>,
+    #[serde(default)]
+    pub graphics: Vec<Graphics>,
+    #[serde(default)]
+    pub video: Vec<Video>,
+    #[serde(default)]
+    pub tpm: Vec<Tpm>,
+    #[serde(default)]
+    pub rng: Vec<Rng>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disk {
+    #[serde(rename = "@type")]
+    pub kind: String,
+    /// `disk` or `cdrom`.
+    #[serde(rename = "@device")]
+    pub device: String,
+    pub driver: DiskDriver,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub source: Option<DiskSource>,
+    pub target: DiskTarget,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub readonly: Option<Empty>,
+}
+
+impl Disk {
+    /// A qcow2 file as a writable disk on `bus` (`virtio`, `sata`).
+    pub fn qcow2(path: &str, dev: &str, bus: &str) -> Self {
+        Self {
+            kind: "file".into(),
+            device: "disk".into(),
+            driver: DiskDriver {
+                name: "qemu".into(),
+                format: "qcow2".into(),
+                discard: Some("unmap".into()),
+            },
+            source: Some(DiskSource { file: path.into() }),
+            target: DiskTarget {
+                dev: dev.into(),
+                bus: bus.into(),
+            },
+            readonly: None,
+        }
+    }
+
+    /// An ISO image in a read-only CD-ROM drive on `bus` (`sata`; q35 has no IDE).
+    pub fn cdrom(path: &str, dev: &str, bus: &str) -> Self {
+        Self {
+            kind: "file".into(),
+            device: "cdrom".into(),
+            driver: DiskDriver {
+                name: "qemu".into(),
+                format: "raw".into(),
+                discard: None,
+            },
+            source: Some(DiskSource { file: path.into() }),
+            target: DiskTarget {
+                dev: dev.into(),
+                bus: bus.into(),
+            },
+            readonly: Some(Empty {}),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskDriver {
+    #[serde(rename = "@name")]
+    pub name: String,
+    #[serde(rename = "@type")]
+    pub format: String,
+    #[serde(rename = "@discard", skip_serializing_if = "Option::is_none", default)]
+    pub discard: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskSource {
+    #[serde(rename = "@file")]
+    pub file: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskTarget {
+    #[serde(rename = "@dev")]
+    pub dev: String,
+    #[serde(rename = "@bus")]
+    pub bus: String,
+}
+
+/// `<interface type='network'>` on a libvirt network, with a fixed MAC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interface {
+    #[serde(rename = "@type")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mac: Option<MacElem>,
+    pub source: InterfaceSource,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub model: Option<Model>,
+}
+
+impl Interface {
+    pub fn network(network: &str, mac: &str, model: &str) -> Self {
+        Self {
+            kind: "network".into(),
+            mac: Some(MacElem {
+                address: mac.into(),
+            }),
+            source: InterfaceSource {
+                network: Some(network.into()),
+            },
+            model: Some(Model { kind: model.into() }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MacElem {
+    #[serde(rename = "@address")]
+    pub address: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceSource {
+    #[serde(rename = "@network", skip_serializing_if = "Option::is_none", default)]
+    pub network: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Model {
+    #[serde(rename = "@type")]
+    pub kind: String,
+}
+
+/// A serial port or console backed by a host pty (`virsh console`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CharDev {
+    #[serde(rename = "@type")]
+    pub kind: String,
+    pub target: CharTarget,
+}
+
+impl CharDev {
+    pub fn pty_serial() -> Self {
+        Self {
+            kind: "pty".into(),
+            target: CharTarget {
+                kind: None,
+                port: Some(0),
+            },
+        }
+    }
+    pub fn pty_console() -> Self {
+        Self {
+            kind: "pty".into(),
+            target: CharTarget {
+                kind: Some("serial".into()),
+                port: Some(0),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CharTarget {
+    #[serde(rename = "@type", skip_serializing_if = "Option::is_none", default)]
+    pub kind: Option<String>,
+    #[serde(rename = "@port", skip_serializing_if = "Option::is_none", default)]
+    pub port: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Input {
+    #[serde(rename = "@type")]
+    pub kind: String,
+    #[serde(rename = "@bus")]
+    pub bus: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Graphics {
+    #[serde(rename = "@type")]
+    pub kind: String,
+    #[serde(rename = "@autoport", skip_serializing_if = "Option::is_none", default)]
+    pub autoport: Option<String>,
+    #[serde(rename = "@listen", skip_serializing_if = "Option::is_none", default)]
+    pub listen: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Video {
+    pub model: Model,
+}
+
+/// A TPM; Windows 11/Server 2022 setup and BitLocker want TPM 2.0.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tpm {
+    #[serde(rename = "@model")]
+    pub model: String,
+    pub backend: TpmBackend,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TpmBackend {
+    #[serde(rename = "@type")]
+    pub kind: String,
+    #[serde(rename = "@version")]
+    pub version: String,
+}
+
+/// virtio-rng: lets a freshly booted cloud image generate SSH host keys without waiting
+/// for entropy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rng {
+    #[serde(rename = "@model")]
+    pub model: String,
+    pub backend: RngBackend,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RngBackend {
+    #[serde(rename = "@model")]
+    pub model: String,
+    #[serde(rename = "$text")]
+    pub device: String,
+}
