@@ -73,7 +73,7 @@ pub struct ClusterArgs {
     /// ssh_user, ssh_port.
     #[arg(long, value_name = "HOSTS", allow_hyphen_values = true)]
     pub hypervisor_hosts_spec: Option<String>,
-    /// Cluster network (JSON, YAML or `[k=v,..]`): network_name, network (CIDR).
+    /// Cluster network (JSON, YAML or `[k=v,..]`): network_name, network (CIDR), dns_public.
     #[arg(long, value_name = "NETWORK")]
     pub network_spec: Option<String>,
     /// Cluster identity (JSON, YAML or `[k=v,..]`): cluster_name, cluster_domain.

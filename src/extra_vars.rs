@@ -40,12 +40,9 @@ pub enum ExtraVarsError {
         path: PathBuf,
         found: &'static str,
     },
-    #[error("extra vars #{index}: inline YAML/JSON is invalid at column {column}: {message}")]
-    InlineSyntax {
-        index: usize,
-        column: usize,
-        message: String,
-    },
+    // No position: the text is one short argument, and the parser reports the end of input.
+    #[error("extra vars #{index}: inline YAML/JSON is invalid: {message}")]
+    InlineSyntax { index: usize, message: String },
     #[error(
         "extra vars #{index}: inline YAML/JSON must be a mapping of names to values, not {found}"
     )]
@@ -100,7 +97,6 @@ pub fn parse_one(arg: &str, index: usize, base_dir: &Path) -> Result<VarMap, Ext
         let value: serde_json::Value =
             serde_yaml::from_str(arg).map_err(|e| ExtraVarsError::InlineSyntax {
                 index,
-                column: e.location().map_or(0, |l| l.column()),
                 message: yaml_message(&e),
             })?;
         return into_map(value, index, |found| ExtraVarsError::InlineNotMapping {
