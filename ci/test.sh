@@ -16,6 +16,7 @@ APT_PACKAGES=(
   python3-venv                    # ansible-core and pywinrm for differential tests
   curl zip unzip xz-utils         # get_url/uri/unarchive module tests (HTTP client, archives)
   bind9-utils haproxy             # named-checkconf/haproxy -c check the service node's rendered configuration
+  libxml2-utils chromium          # kinit ci tests: xmllint --schema on JUnit, headless page rendering
 )
 
 need_install=0

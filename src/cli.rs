@@ -228,13 +228,25 @@ pub enum CiCommand {
         /// Folder the run's reports go into.
         #[arg(long, default_value = "ci-reports")]
         out: PathBuf,
-        /// Plan and report without touching any hypervisor.
+        /// Run every step in check mode (`kinit run --check`), validations skipped.
         #[arg(long)]
         dry_run: bool,
+        /// `periodic` (scheduled) or `pr` (triggered by a pull request label).
+        #[arg(long, value_enum, default_value = "periodic")]
+        job_type: crate::ci::JobType,
+        /// Pipeline id for the run name (default: CI_PIPELINE_ID, GITHUB_RUN_ID, then `pid`).
+        #[arg(long, value_name = "ID")]
+        pipeline_id: Option<String>,
+        /// The kinit binary the steps run (default: this one).
+        #[arg(long, value_name = "PATH")]
+        kinit: Option<PathBuf>,
     },
     /// Render the index page and badges over all runs in a reports folder.
     Index {
         /// Reports folder.
         out: PathBuf,
+        /// Runs per job shown in the history.
+        #[arg(long, default_value_t = 10, value_name = "N")]
+        history: usize,
     },
 }

@@ -36,5 +36,7 @@ pub enum Error {
         source: std::io::Error,
     },
     #[error(transparent)]
+    Ci(#[from] crate::ci::CiError),
+    #[error(transparent)]
     Transport(#[from] crate::transport::TransportError),
 }

@@ -18,6 +18,7 @@
 //! - `extra_vars`: `-e key=value|@file.yml|{json}` with ansible-playbook's semantics.
 //! - `secret`: a string that never prints itself.
 
+pub mod ci;
 pub mod cli;
 pub mod cluster;
 pub mod config;
@@ -108,6 +109,6 @@ pub fn run(cli: cli::Cli) -> Result<Outcome, Error> {
         }
         Command::Playbook(args) => exec::command::playbook(args),
         Command::Ssh(_) => Err(Error::NotImplemented { command: "ssh" }),
-        Command::Ci(_) => Err(Error::NotImplemented { command: "ci" }),
+        Command::Ci(args) => ci::command(args),
     }
 }

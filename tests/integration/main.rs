@@ -3,6 +3,7 @@
 //! tests themselves. Each area has its own module; `support` holds the shared builder.
 
 mod ansible_diff;
+mod ci;
 mod cluster_content;
 mod cluster_roles;
 mod fixtures;
