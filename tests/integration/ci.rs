@@ -162,3 +162,126 @@ fn failure_in_the_middle_phase_still_tears_down() {
     );
     xmllint_schema(&dir.join("junit.xml"));
 }
+
+/// Two runs of one job (a pass, then a failure) plus `kinit ci index`: the index has the job
+/// row with a failing badge, when it last passed, and both runs.
+fn two_runs_and_index(t: Test) -> PathBuf {
+    let root = t.path().to_path_buf();
+    let t = t.write("jobs.yml", &jobs());
+    t.args([
+        "ci",
+        "run",
+        "k8s-libvirt-1-1-1-h",
+        "--jobs",
+        "jobs.yml",
+        "--out",
+        "reports",
+    ])
+    .args(["--dry-run", "--kinit", &fake()])
+    .succeeds();
+    // Run names carry a one-second timestamp; keep the two runs apart.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let t2 = Test::new();
+    let jobs_file = root.join("jobs.yml");
+    let out = root.join("reports");
+    t2.args(["ci", "run", "k8s-libvirt-1-1-1-h", "--jobs"])
+        .args([jobs_file.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args(["--kinit", &fake()])
+        .env("FAKE_FAIL_PHASE", "create-network")
+        .fails_with(2);
+    Test::new()
+        .args(["ci", "index", out.to_str().unwrap(), "--history", "5"])
+        .succeeds();
+    out
+}
+
+#[test]
+fn index_shows_badges_last_pass_and_history() {
+    let out = two_runs_and_index(Test::new());
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index.contains("data-label=\"k8s-libvirt-1-1-1-h\""));
+    assert_eq!(index.matches("class=\"run passed\"").count(), 1);
+    assert_eq!(index.matches("class=\"run failed\"").count(), 1);
+    assert!(!index.contains("<td class=\"last-passed\">never</td>"));
+    let badge = std::fs::read_to_string(out.join("badges/k8s-libvirt-1-1-1-h.svg")).unwrap();
+    assert!(badge.contains("failing"), "the last run failed: {badge}");
+    assert!(!index.contains(SECRET));
+}
+
+/// Headless Chromium: `--dump-dom` of a page, and a screenshot kept under `target/`.
+fn chromium(page: &Path, shot: &str) -> Option<String> {
+    let Some(bin) = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|b| Command::new(b).arg("--version").output().is_ok())
+    else {
+        eprintln!("skipping the browser checks: no `chromium` binary (apt install chromium)");
+        return None;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", page.display());
+    let base = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ];
+    let user = format!("--user-data-dir={}", profile.path().display());
+    let run = |extra: &[String]| {
+        let out = Command::new(bin)
+            .args(base)
+            .arg(&user)
+            .args(extra)
+            .arg(&url)
+            .output()
+            .expect("run chromium");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ci-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let png = artifacts.join(shot);
+    let _ = std::fs::remove_file(&png);
+    run(&[
+        format!("--screenshot={}", png.display()),
+        "--window-size=1280,900".into(),
+    ]);
+    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert!(bytes.starts_with(b"\x89PNG"), "screenshot is a PNG");
+    Some(run(&["--dump-dom".into()]))
+}
+
+#[test]
+fn index_and_run_page_render_in_chromium() {
+    let out = two_runs_and_index(Test::new());
+    let Some(dom) = chromium(&out.join("index.html"), "ci-index.png") else {
+        return;
+    };
+    assert!(dom.contains("<table id=\"jobs\">"), "{dom}");
+    assert!(dom.contains("data-label=\"k8s-libvirt-1-1-1-h\""));
+    assert!(dom.contains("<img class=\"badge\" src=\"badges/k8s-libvirt-1-1-1-h.svg\""));
+    assert!(dom.contains("class=\"sparkline\""));
+    let failed = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_str().unwrap().ends_with("-1"))
+        .unwrap();
+    let dom = chromium(&failed.join("index.html"), "ci-run.png").unwrap();
+    assert!(dom.contains("data-result=\"failed\""));
+    for p in ["create-network", "cleanup-hypervisors", "gather-facts"] {
+        assert!(
+            dom.contains(&format!("data-phase=\"{p}\"")),
+            "rendered page lacks {p}"
+        );
+    }
+    assert!(dom.contains("class=\"timing-chart\""));
+    assert!(dom.contains("class=\"failed-task\""));
+    assert!(!dom.contains(SECRET));
+}
