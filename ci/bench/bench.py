@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -63,6 +64,10 @@ def run_once(runner, args, lab, cell, n):
     os.makedirs("/tmp/kbench", exist_ok=True)
     os.chmod("/tmp/kbench", 0o1777)
     argv, extra = command(runner, args, d, pb, ini, pyinv, dep, n)
+    for _ in range(1200):  # a release build may still be finishing (ansible runs first)
+        if os.path.exists(argv[0]):
+            break
+        time.sleep(1)
     env = dict(os.environ, **extra)
     tfile = os.path.join(args.work, "time.txt")
     off = lab.log_offset()
@@ -114,6 +119,7 @@ def main():
             "interpreter_python = /usr/bin/python3\n"
         )
     lab = Lab(os.path.join(args.work, "lab"), max(hosts), args.rtt_ms)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop sshd and proxy too
     lab.start()
     results = []
     try:
