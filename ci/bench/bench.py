@@ -107,6 +107,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rtt-ms", type=int, default=0, help="added round-trip time (delay proxy)")
     ap.add_argument("--ansible-all", action="store_true", help="run ansible in every cell")
+    ap.add_argument("--port", type=int, default=22022, help="sshd port (one per concurrent run)")
     ap.add_argument("--json", help="append raw results here")
     args = ap.parse_args()
     hosts = [int(x) for x in args.hosts.split(",")]
@@ -118,11 +119,11 @@ def main():
             "[defaults]\nhost_key_checking = False\nforks = 50\nretry_files_enabled = False\n"
             "interpreter_python = /usr/bin/python3\n"
         )
-    lab = Lab(os.path.join(args.work, "lab"), max(hosts), args.rtt_ms)
+    lab = Lab(os.path.join(args.work, "lab"), max(hosts), args.rtt_ms, args.port)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop sshd and proxy too
-    lab.start()
     results = []
     try:
+        lab.start()
         for kind in args.workloads.split(","):
             for m in tasks:
                 for n in hosts:

@@ -36,14 +36,16 @@ def ensure_user(home):
 
 
 class Lab:
-    def __init__(self, work, n_max, rtt_ms=0):
+    def __init__(self, work, n_max, rtt_ms=0, port=PORT):
+        self.port = port
+        self.proxy_base = PROXY_BASE + (port - PORT) * 100
         self.work = work
         self.n_max = n_max
         self.rtt_ms = rtt_ms
-        self.home = "/tmp/kbench-home"
+        self.home = "/tmp/kbench-home"  # shared by concurrent labs: only rc files removed
         self.key = os.path.join(work, "id_ed25519")
         self.log = os.path.join(work, "sshd.log")
-        self.sshd = None
+        self.sshd = []
         self.proxy = None
 
     def start(self):
@@ -58,33 +60,41 @@ class Lab:
         auth = os.path.join(self.work, "authorized_keys")
         shutil.copy(self.key + ".pub", auth)
         os.chmod(auth, 0o644)
-        listen = "".join(f"ListenAddress 127.0.0.{i}\n" for i in range(1, self.n_max + 1))
-        cfg = os.path.join(self.work, "sshd_config")
-        with open(cfg, "w") as f:
-            f.write(
-                f"Port {PORT}\n{listen}HostKey {hostkey}\nAuthorizedKeysFile {auth}\n"
-                f"PidFile {self.work}/sshd.pid\nUsePAM no\nStrictModes no\n"
-                "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-                "MaxSessions 1000\nMaxStartups 1000:30:2000\nLogLevel VERBOSE\n"
-                "UseDNS no\nSubsystem sftp internal-sftp\n"
-            )
-        open(self.log, "w").close()
         os.makedirs("/run/sshd", exist_ok=True)
-        self.sshd = subprocess.Popen(["/usr/sbin/sshd", "-D", "-f", cfg, "-E", self.log])
-        self._wait_port(f"127.0.0.{self.n_max}", PORT)
+        open(self.log, "w").close()
+        # sshd takes at most 16 listen addresses (MAX_LISTEN_SOCKS): one sshd per 16 hosts,
+        # all logging into the same file.
+        self.sshd = []
+        for first in range(1, self.n_max + 1, 16):
+            last = min(first + 15, self.n_max)
+            listen = "".join(f"ListenAddress 127.0.0.{i}\n" for i in range(first, last + 1))
+            cfg = os.path.join(self.work, f"sshd_config_{first}")
+            with open(cfg, "w") as f:
+                f.write(
+                    f"Port {self.port}\n{listen}HostKey {hostkey}\nAuthorizedKeysFile {auth}\n"
+                    f"PidFile {self.work}/sshd_{first}.pid\nUsePAM no\nStrictModes no\n"
+                    "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+                    "MaxSessions 1000\nMaxStartups 1000:30:2000\nLogLevel VERBOSE\n"
+                    "UseDNS no\nSubsystem sftp internal-sftp\n"
+                )
+            self.sshd.append(
+                subprocess.Popen(["/usr/sbin/sshd", "-D", "-f", cfg, "-E", self.log])
+            )
+        for i in range(1, self.n_max + 1):
+            self._wait_port(f"127.0.0.{i}", self.port)
         if self.rtt_ms:
             here = os.path.dirname(os.path.abspath(__file__))
             self.proxy = subprocess.Popen(
                 [sys.executable, os.path.join(here, "delay_proxy.py"), str(self.rtt_ms / 2000.0),
-                 str(self.n_max), str(PROXY_BASE), str(PORT)]
+                 str(self.n_max), str(self.proxy_base), str(self.port)]
             )
-            self._wait_port("127.0.0.1", PROXY_BASE + self.n_max)
+            self._wait_port("127.0.0.1", self.proxy_base + self.n_max)
 
     def address(self, i):
         """(host, port) the controller connects to for host number i (1-based)."""
         if self.rtt_ms:
-            return "127.0.0.1", PROXY_BASE + i
-        return f"127.0.0.{i}", PORT
+            return "127.0.0.1", self.proxy_base + i
+        return f"127.0.0.{i}", self.port
 
     def log_offset(self):
         return os.path.getsize(self.log)
@@ -108,7 +118,7 @@ class Lab:
         raise SystemExit(f"nothing listening on {host}:{port}")
 
     def stop(self):
-        for p in (self.proxy, self.sshd):
+        for p in [self.proxy] + (self.sshd or []):
             if p:
                 p.terminate()
                 p.wait()
