@@ -60,6 +60,12 @@ async fn playbook_over_winrm_one_shell_per_host() {
         assert_eq!(st["shells_created"], 1, "one shell per host: {st}");
         assert_eq!(st["shells_open"], 0, "shell left open after the run: {st}");
         assert!(st["commands"].as_i64().unwrap() >= 4, "{st}");
+        // NTLM is bound to the TCP connection: a second handshake means a request went out
+        // on another connection (it used to, under load, and then failed with 401).
+        assert_eq!(
+            st["ntlm_handshakes"], 1,
+            "one NTLM connection per host: {st}"
+        );
     }
     assert_eq!(sealed.stat("plaintext_requests").await, 0);
 }

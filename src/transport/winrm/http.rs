@@ -2,19 +2,21 @@
 //! MS-WSMV sealing over HTTP, retries, and turning responses into `soap::Response`s.
 //!
 //! NTLM authenticates the TCP connection (as HTTP.sys does), so requests are strictly
-//! sequential (the per-host actor guarantees it) over a pool of one connection. The handshake
+//! sequential (the per-host actor guarantees it) over the session's one connection
+//! (`conn.rs`); when that connection is gone, the next request re-authenticates first. The handshake
 //! never carries a SOAP body over HTTP: NEGOTIATE and AUTHENTICATE go with empty bodies, then
 //! every body is sealed. A 401 on an established session means the connection was replaced;
 //! kinit re-authenticates once and resends. A request whose future was dropped midway
-//! (cancellation) leaves the connection state unknown, so the next request re-authenticates.
+//! (cancellation) leaves the connection state unknown, so it is closed and the next request
+//! re-authenticates on a new one.
 
 use std::time::Duration;
 
 use base64::Engine as _;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use sha2::Digest as _;
 use winrm_rs::NtlmSession;
 
+use super::conn::{Conn, ConnError, Reply};
 use super::ntlm::{self, Identity, Nonces, NtlmError};
 use super::seal::{self, SealError};
 use super::soap::{self, Fault, ParseError, Request, Response};
@@ -27,9 +29,9 @@ const SOAP_TYPE: &str = "application/soap+xml;charset=UTF-8";
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     #[error("cannot open a connection")]
-    Connect(#[source] reqwest::Error),
+    Connect(#[source] std::io::Error),
     #[error("the connection failed")]
-    Io(#[source] reqwest::Error),
+    Io(#[source] std::io::Error),
     #[error("no response within {0:?}")]
     Timeout(Duration),
     #[error("credentials rejected ({0})")]
@@ -69,8 +71,22 @@ enum NtlmState {
     Ready(Option<Box<NtlmSession>>),
 }
 
+impl From<ConnError> for HttpError {
+    fn from(e: ConnError) -> Self {
+        match e {
+            ConnError::Connect(e) => HttpError::Connect(e),
+            ConnError::ConnectTimeout(t) => HttpError::Connect(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no connection within {t:?}"),
+            )),
+            ConnError::Io(e) => HttpError::Io(e),
+            ConnError::Timeout(t) => HttpError::Timeout(t),
+        }
+    }
+}
+
 pub struct HttpSession {
-    client: reqwest::Client,
+    conn: Conn,
     url: String,
     user: String,
     password: Secret,
@@ -102,37 +118,21 @@ impl HttpSession {
                     .into(),
             ));
         }
-        let mut b = reqwest::Client::builder()
-            .connect_timeout(target.connect_timeout)
-            .pool_max_idle_per_host(1)
-            .tcp_nodelay(true)
-            .http1_only()
-            .redirect(reqwest::redirect::Policy::none())
-            .tls_info(true);
-        if https {
-            if !o.cert_validation {
-                b = b.tls_danger_accept_invalid_certs(true);
-            } else if let Some(ca) = &o.ca_file {
-                let pem = std::fs::read(ca).map_err(|e| {
-                    HttpError::Config(format!("cannot read CA file `{}`: {e}", ca.display()))
-                })?;
-                let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                    HttpError::Config(format!("CA file `{}` is not PEM: {e}", ca.display()))
-                })?;
-                if certs.is_empty() {
-                    return Err(HttpError::Config(format!(
-                        "CA file `{}` holds no certificate",
-                        ca.display()
-                    )));
-                }
-                b = b.tls_certs_only(certs);
-            }
-        }
-        let client = b
-            .build()
-            .map_err(|e| HttpError::Config(format!("TLS setup failed: {e}")))?;
+        let tls = if https {
+            Some(
+                super::tls::client_config(o.cert_validation, o.ca_file.as_deref())
+                    .map_err(HttpError::Config)?,
+            )
+        } else {
+            None
+        };
+        let bare = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let conn = Conn::new(bare, port, o.path.clone(), tls, target.connect_timeout);
         Ok(HttpSession {
-            client,
+            conn,
             url,
             user: target.user.clone().unwrap_or_default(),
             password: target.password.clone().unwrap_or_default(),
@@ -157,6 +157,7 @@ impl HttpSession {
                 Err(e) if e.retryable() && attempt < self.retries => {
                     attempt += 1;
                     self.ntlm = NtlmState::None;
+                    self.conn.close();
                     tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
                 }
                 other => return other,
@@ -167,6 +168,7 @@ impl HttpSession {
     async fn call_once(&mut self, req: &Request) -> Result<Response, HttpError> {
         if self.dirty {
             self.ntlm = NtlmState::None;
+            self.conn.close();
         }
         self.dirty = true;
         let result = self.exchange(req.xml.as_bytes()).await;
@@ -190,14 +192,19 @@ impl HttpSession {
                     self.user,
                     self.password.expose()
                 ));
-                let resp = self.post(soap.to_vec(), SOAP_TYPE, Some(format!("Basic {token}")));
-                let (status, ctype, body, _) = read(resp.await?).await?;
-                if status == 401 {
+                let r = self
+                    .post(soap.to_vec(), SOAP_TYPE, Some(format!("Basic {token}")))
+                    .await?;
+                if r.status == 401 {
                     return Err(HttpError::Auth("HTTP 401 to Basic credentials"));
                 }
-                Ok((status, ctype, body))
+                Ok((r.status, r.ctype, r.body))
             }
             WinRmAuth::Ntlm => {
+                if !self.conn.is_open() {
+                    // A new connection carries no security context.
+                    self.ntlm = NtlmState::None;
+                }
                 let fresh = matches!(self.ntlm, NtlmState::None);
                 if fresh && let Some(done) = self.handshake(soap).await? {
                     return Ok(done);
@@ -231,8 +238,8 @@ impl HttpSession {
             NtlmState::Ready(Some(session)) => (seal::seal(session, soap), seal::CONTENT_TYPE),
             _ => (soap.to_vec(), SOAP_TYPE),
         };
-        let (status, ctype, body, _) = read(self.post(body, ctype, None).await?).await?;
-        Ok((status, ctype, body))
+        let r = self.post(body, ctype, None).await?;
+        Ok((r.status, r.ctype, r.body))
     }
 
     /// NTLM handshake on the current connection. Over HTTPS the AUTHENTICATE leg carries
@@ -245,12 +252,13 @@ impl HttpSession {
         let negotiate = ntlm::negotiate();
         let b64 = base64::engine::general_purpose::STANDARD;
         let auth1 = format!("Negotiate {}", b64.encode(&negotiate));
-        let resp = self.post(Vec::new(), SOAP_TYPE, Some(auth1)).await?;
-        let cert = resp
-            .extensions()
-            .get::<reqwest::tls::TlsInfo>()
-            .and_then(|t| t.peer_certificate().map(<[u8]>::to_vec));
-        let (status, _, _, challenge) = read(resp).await?;
+        self.conn.close();
+        let Reply {
+            status,
+            token: challenge,
+            ..
+        } = self.post(Vec::new(), SOAP_TYPE, Some(auth1)).await?;
+        let cert = self.conn.peer_cert().map(<[u8]>::to_vec);
         if status != 401 {
             return Err(HttpError::Status {
                 status,
@@ -281,7 +289,19 @@ impl HttpSession {
         } else {
             Vec::new()
         };
-        let (status, ctype, body, _) = read(self.post(body, SOAP_TYPE, Some(auth3)).await?).await?;
+        if !self.conn.is_open() {
+            // The server closed the connection after its challenge: the context is gone.
+            return Err(HttpError::Io(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "the connection closed during the NTLM handshake",
+            )));
+        }
+        let Reply {
+            status,
+            ctype,
+            body,
+            ..
+        } = self.post(body, SOAP_TYPE, Some(auth3)).await?;
         if status == 401 {
             return Err(HttpError::Auth("HTTP 401 to the NTLM AUTHENTICATE message"));
         }
@@ -302,63 +322,16 @@ impl HttpSession {
     }
 
     async fn post(
-        &self,
+        &mut self,
         body: Vec<u8>,
         ctype: &str,
         authorization: Option<String>,
-    ) -> Result<reqwest::Response, HttpError> {
-        let mut rb = self
-            .client
-            .post(&self.url)
-            .timeout(self.request_timeout)
-            .header(CONTENT_TYPE, ctype)
-            .body(body);
-        if let Some(a) = authorization {
-            rb = rb.header(AUTHORIZATION, a);
-        }
-        rb.send().await.map_err(|e| self.classify(e))
+    ) -> Result<Reply, HttpError> {
+        Ok(self
+            .conn
+            .post(body, ctype, authorization, self.request_timeout)
+            .await?)
     }
-
-    fn classify(&self, e: reqwest::Error) -> HttpError {
-        if e.is_timeout() {
-            HttpError::Timeout(self.request_timeout)
-        } else if e.is_connect() {
-            HttpError::Connect(e.without_url())
-        } else {
-            HttpError::Io(e.without_url())
-        }
-    }
-}
-
-/// Status, content type, body and the NTLM token of a `WWW-Authenticate: Negotiate` header.
-async fn read(
-    resp: reqwest::Response,
-) -> Result<(u16, String, Vec<u8>, Option<String>), HttpError> {
-    let status = resp.status().as_u16();
-    let ctype = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let token = resp
-        .headers()
-        .get_all(WWW_AUTHENTICATE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|v| {
-            v.strip_prefix("Negotiate ")
-                .or_else(|| v.strip_prefix("NTLM "))
-                .map(|t| t.trim().to_string())
-        });
-    let body = resp.bytes().await.map_err(|e| {
-        if e.is_timeout() {
-            HttpError::Timeout(Duration::ZERO)
-        } else {
-            HttpError::Io(e.without_url())
-        }
-    })?;
-    Ok((status, ctype, body.to_vec(), token))
 }
 
 fn interpret(status: u16, body: &[u8], message_id: &str) -> Result<Response, HttpError> {

@@ -12,13 +12,14 @@
 //!   shells leak on cancellation.
 //!
 //! Its HTTP layer is not pluggable, so its low-level shell API cannot be used without its
-//! transport. kinit therefore speaks WS-Management itself on reqwest (`http.rs`) with an
-//! event-driven quick-xml parser (`soap.rs`), does the NTLMv2 handshake itself (`ntlm.rs`),
-//! and uses winrm-rs only where it is correct: its public `NtlmSession` (NTLM sign/seal key
+//! transport. kinit therefore speaks WS-Management itself over one owned hyper connection
+//! (`conn.rs`, `http.rs`) with an event-driven quick-xml parser (`soap.rs`), does the NTLMv2
+//! handshake itself (`ntlm.rs`), and uses winrm-rs only where it is correct: its public `NtlmSession` (NTLM sign/seal key
 //! derivation and RC4 sealing), under kinit's own MS-WSMV framing (`seal.rs`).
 //!
 //! # Layout
-//! - `http.rs`: TLS policy, Basic/NTLM auth, sealing, retries.
+//! - `http.rs`: Basic/NTLM auth, sealing, retries. `conn.rs`: the session's one connection
+//!   (NTLM is connection-bound). `tls.rs`: certificate verification policy.
 //! - `soap.rs`: envelopes and response parsing. `ntlm.rs`, `seal.rs`: NTLM and encryption.
 //! - `shell.rs`: the per-host shell and the receive loop. `transfer.rs`: put/get.
 //! - `clixml.rs`: PowerShell CLIXML stderr to text.
@@ -29,11 +30,13 @@
 //! command. Dropping or closing the connection deletes the shell.
 
 mod clixml;
+mod conn;
 mod http;
 mod ntlm;
 mod seal;
 mod shell;
 mod soap;
+mod tls;
 mod transfer;
 
 use std::path::{Path, PathBuf};
