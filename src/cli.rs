@@ -45,6 +45,11 @@ pub enum Command {
   kinit ssh controller-01 --spec k8s-libvirt-1-1-1
   kinit ssh compute-01 --spec k8s-libvirt-1-1-1 -- uptime")]
     Ssh(SshArgs),
+    /// Show a cluster's state folder (keys, password, inventory, run logs) without secrets.
+    #[command(after_help = "Examples:
+  kinit state show --spec k8s-libvirt-1-1-1
+  kinit state path --spec k8s-libvirt-1-1-1")]
+    State(StateArgs),
     /// Periodic CI jobs: run a job from ci/jobs.yml and render its reports.
     #[command(after_help = "Examples:
   kinit ci list
@@ -97,6 +102,13 @@ pub struct RunArgs {
     /// Skip the phases before this one.
     #[arg(long, value_name = "PHASE")]
     pub start_at: Option<String>,
+    /// Wait for another `kinit run` on the same cluster to finish instead of refusing.
+    #[arg(long)]
+    pub wait_lock: bool,
+    /// Folder holding the cluster playbooks (`site.yml`); default: KINIT_PLAYBOOK_DIR, then
+    /// `../share/kinit/playbooks` beside the executable, then the source tree.
+    #[arg(long, value_name = "DIR")]
+    pub playbook_dir: Option<PathBuf>,
     #[command(flatten)]
     pub exec: ExecArgs,
 }
@@ -202,6 +214,26 @@ pub struct SshArgs {
     /// Command to run instead of an interactive shell.
     #[arg(last = true)]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StateArgs {
+    #[command(subcommand)]
+    pub command: StateCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// List the files of the state folder with sizes and modes; secrets are never printed.
+    Show {
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Print the state folder's path.
+    Path {
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
 }
 
 #[derive(Debug, Args)]

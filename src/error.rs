@@ -38,5 +38,7 @@ pub enum Error {
     #[error(transparent)]
     Ci(#[from] crate::ci::CiError),
     #[error(transparent)]
+    Deploy(#[from] crate::deploy::DeployError),
+    #[error(transparent)]
     Transport(#[from] crate::transport::TransportError),
 }

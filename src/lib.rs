@@ -5,6 +5,7 @@
 //!
 //! - `cli`: the command line (clap); `config`: validated settings built from it.
 //! - `spec/`: cluster spec string and the `*_spec` inputs → `ClusterSpec`.
+//! - `deploy/`: `kinit run` (lock, state folder, phases), `kinit ssh`, `kinit state`.
 //! - `cluster/`: pure expansion of a `ClusterSpec` into nodes, addresses and phases; `kinit plan`.
 //! - `inventory/`: Ansible INI/YAML inventories, host patterns, host variables.
 //! - `playbook/`: loading plays, roles and tasks (the only YAML parse site besides the loaders).
@@ -22,6 +23,7 @@ pub mod ci;
 pub mod cli;
 pub mod cluster;
 pub mod config;
+pub mod deploy;
 pub mod error;
 pub mod exec;
 pub mod extra_vars;
@@ -91,12 +93,7 @@ impl From<Outcome> for ExitCode {
 pub fn run(cli: cli::Cli) -> Result<Outcome, Error> {
     use cli::Command;
     match cli.command {
-        Command::Run(args) => {
-            // Validate everything (spec, extra vars, phase names) before saying that the
-            // deployment itself is not there yet.
-            config::RunConfig::from_args(&args, Path::new("."))?;
-            Err(Error::NotImplemented { command: "run" })
-        }
+        Command::Run(args) => deploy::run(args),
         Command::Plan(args) => {
             let cfg = config::PlanConfig::from_args(&args, Path::new("."))?;
             let cluster = &cfg.cluster.cluster;
@@ -108,7 +105,8 @@ pub fn run(cli: cli::Cli) -> Result<Outcome, Error> {
             Ok(Outcome::Success)
         }
         Command::Playbook(args) => exec::command::playbook(args),
-        Command::Ssh(_) => Err(Error::NotImplemented { command: "ssh" }),
+        Command::Ssh(args) => deploy::ssh(args),
+        Command::State(args) => deploy::state(args),
         Command::Ci(args) => ci::command(args),
     }
 }

@@ -98,6 +98,17 @@ pub enum Event {
     RunEnd {
         interrupted: bool,
     },
+    /// `kinit run` entered a deployment phase.
+    PhaseStart {
+        phase: String,
+    },
+    /// A deployment phase ended (`status`: `ok`, `failed` or `interrupted`).
+    PhaseEnd {
+        phase: String,
+        status: String,
+        #[serde(serialize_with = "secs")]
+        duration: Duration,
+    },
 }
 
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

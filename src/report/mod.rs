@@ -95,7 +95,7 @@ async fn run(
     let stdout = std::io::stdout();
     while let Some(mut ev) = rx.recv().await {
         if opts.frozen_time
-            && let Event::TaskResult { duration, .. } = &mut ev
+            && let Event::TaskResult { duration, .. } | Event::PhaseEnd { duration, .. } = &mut ev
         {
             *duration = Duration::ZERO;
         }
@@ -122,6 +122,11 @@ async fn run(
             }
             Event::Rescued { host } => stats.rescued(host),
             Event::RunEnd { interrupted } => stats.interrupted = *interrupted,
+            Event::PhaseEnd {
+                phase,
+                status,
+                duration,
+            } => stats.phase(phase, status, *duration),
             _ => {}
         }
         junit.observe(&ev);
@@ -149,7 +154,10 @@ async fn run(
     if let Some(mut w) = json.take() {
         let _ = w.flush();
     }
-    let summary = format!("\n{}\n{}", stats.recap(), stats.timing_summary(20));
+    let mut summary = format!("\n{}\n{}", stats.recap(), stats.timing_summary(20));
+    if !stats.phases.is_empty() {
+        summary = format!("{summary}\n{}", stats.phase_summary());
+    }
     print!("{}", redactor.apply(&summary));
     if let Some(path) = &opts.junit {
         let xml = redactor.apply(&junit.render());

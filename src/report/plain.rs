@@ -102,6 +102,20 @@ impl Plain {
                 let _ = writeln!(out, "[WARNING]: {message}");
             }
             Event::RunEnd { interrupted: true } => out.push_str("\n[interrupted]\n"),
+            Event::PhaseStart { phase } => {
+                let _ = writeln!(out, "\nPHASE [{phase}] {}", "*".repeat(40));
+            }
+            Event::PhaseEnd {
+                phase,
+                status,
+                duration,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "\nphase {phase}: {status} in {:.2}s",
+                    duration.as_secs_f64()
+                );
+            }
             _ => {}
         }
         out

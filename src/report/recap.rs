@@ -25,6 +25,8 @@ pub struct RunStats {
     /// Total time per task (`name (file:line)`), in first-run order.
     pub timings: IndexMap<String, Duration>,
     pub interrupted: bool,
+    /// `kinit run` phases in run order: (name, status, duration).
+    pub phases: Vec<(String, String, Duration)>,
 }
 
 impl RunStats {
@@ -57,6 +59,10 @@ impl RunStats {
         *self.timings.entry(task.to_string()).or_default() += d;
     }
 
+    pub fn phase(&mut self, name: &str, status: &str, d: Duration) {
+        self.phases.push((name.to_string(), status.to_string(), d));
+    }
+
     pub fn any_failed(&self) -> bool {
         self.hosts.values().any(|h| h.failed > 0)
     }
@@ -82,6 +88,26 @@ impl RunStats {
                 s.ok, s.changed, s.unreachable, s.failed, s.skipped, s.rescued, s.ignored
             );
         }
+        out
+    }
+
+    /// The PHASES table of `kinit run` (empty for plain playbook runs).
+    pub fn phase_summary(&self) -> String {
+        if self.phases.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from("PHASES\n");
+        for (name, status, d) in &self.phases {
+            let _ = writeln!(out, "{name:<22} {status:<12} {:>8.2}s", d.as_secs_f64());
+        }
+        let total: Duration = self.phases.iter().map(|p| p.2).sum();
+        let _ = writeln!(
+            out,
+            "{:<22} {:<12} {:>8.2}s",
+            "total",
+            "",
+            total.as_secs_f64()
+        );
         out
     }
 

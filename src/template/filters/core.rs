@@ -226,3 +226,29 @@ pub fn extract(
     }
     Ok(v)
 }
+
+/// Jinja2's `round(precision=0, method='common')`: `common` rounds half away from zero,
+/// `ceil` and `floor` always round up or down; the result is a float, as in Jinja2.
+pub fn round(value: Value, precision: Option<i32>, method: Option<String>) -> Result<Value, Error> {
+    reject_undefined(&value)?;
+    let x = f64::try_from(value.clone()).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("round: `{value}` is not a number"),
+        )
+    })?;
+    let scale = 10f64.powi(precision.unwrap_or(0));
+    let scaled = x * scale;
+    let r = match method.as_deref().unwrap_or("common") {
+        "common" => scaled.round(),
+        "ceil" => scaled.ceil(),
+        "floor" => scaled.floor(),
+        other => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("round: method `{other}` must be common, ceil or floor"),
+            ));
+        }
+    };
+    Ok(Value::from(r / scale))
+}

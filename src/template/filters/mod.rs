@@ -68,7 +68,7 @@ pub fn register(env: &mut Environment<'static>) {
         "sum" => b::sum, "indent" => b::indent, "select" => b::select, "reject" => b::reject,
         "selectattr" => b::selectattr, "rejectattr" => b::rejectattr, "map" => b::map,
         "items" => b::items, "dictsort" => b::dictsort, "batch" => b::batch,
-        "slice" => b::slice, "round" => b::round, "abs" => b::abs, "format" => b::format,
+        "slice" => b::slice, "round" => core::round, "abs" => b::abs, "format" => b::format,
         "tojson" => b::tojson, "urlencode" => b::urlencode,
     });
     filters!(env, "ansible.builtin", {

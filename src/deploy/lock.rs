@@ -1,0 +1,229 @@
+//! The per-cluster lock: `<state>/lock` holding the owner's PID and start time, created with
+//! O_EXCL so exactly one `kinit run` wins. A lock whose PID no longer runs is stale and is
+//! taken over (saying so); a live one is refused with its holder named, or waited for.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "cluster `{cluster}` is locked by another kinit (PID {pid}, started {started}); \
+         wait for it to finish, or pass `--wait-lock` to wait (lock file `{}`)",
+        path.display()
+    )]
+    Held {
+        cluster: String,
+        pid: u32,
+        started: String,
+        path: PathBuf,
+    },
+    #[error("cannot create the lock file `{}`", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The holder recorded in a lock file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub pid: u32,
+    /// RFC 3339 UTC.
+    pub started: String,
+}
+
+impl Holder {
+    fn parse(text: &str) -> Option<Self> {
+        let mut pid = None;
+        let mut started = None;
+        for line in text.lines() {
+            if let Some(v) = line.strip_prefix("pid=") {
+                pid = v.trim().parse().ok();
+            } else if let Some(v) = line.strip_prefix("started=") {
+                started = Some(v.trim().to_string());
+            }
+        }
+        Some(Self {
+            pid: pid?,
+            started: started?,
+        })
+    }
+
+    fn alive(&self) -> bool {
+        Path::new("/proc").join(self.pid.to_string()).exists()
+    }
+}
+
+/// A held lock; removed when dropped.
+#[derive(Debug)]
+pub struct ClusterLock {
+    path: PathBuf,
+}
+
+impl Drop for ClusterLock {
+    fn drop(&mut self) {
+        // Only remove the file when it is still ours (a takeover by someone else after we
+        // were presumed dead must not be undone).
+        if let Ok(t) = fs::read_to_string(&self.path)
+            && Holder::parse(&t).is_some_and(|h| h.pid == std::process::id())
+        {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Take the lock of `cluster` at `path`. `wait`: poll until the holder is gone instead of
+/// refusing. `note` receives the messages for the user (stale takeover, waiting).
+pub fn acquire(
+    path: &Path,
+    cluster: &str,
+    wait: bool,
+    mut note: impl FnMut(String),
+) -> Result<ClusterLock, LockError> {
+    let io = |source| LockError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let me = format!(
+        "pid={}\nstarted={}\n",
+        std::process::id(),
+        rfc3339(SystemTime::now())
+    );
+    let mut said_waiting = false;
+    let mut unreadable = 0;
+    loop {
+        match OpenOptions::new().write(true).create_new(true).open(path) {
+            Ok(mut f) => {
+                f.write_all(me.as_bytes()).map_err(io)?;
+                f.sync_all().map_err(io)?;
+                return Ok(ClusterLock {
+                    path: path.to_path_buf(),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io(e)),
+        }
+        let text = match fs::read_to_string(path) {
+            Ok(t) => t,
+            // Removed between our create and our read: try again.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io(e)),
+        };
+        let Some(holder) = Holder::parse(&text) else {
+            // The holder is between creating and writing the file; give it a moment.
+            unreadable += 1;
+            if unreadable < 20 {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            note(format!(
+                "taking over the unreadable lock `{}` of cluster `{cluster}`",
+                path.display()
+            ));
+            take_over(path, &text).map_err(io)?;
+            continue;
+        };
+        if !holder.alive() {
+            note(format!(
+                "taking over the stale lock of cluster `{cluster}`: PID {} (started {}) is no longer running",
+                holder.pid, holder.started
+            ));
+            take_over(path, &text).map_err(io)?;
+            continue;
+        }
+        if !wait {
+            return Err(LockError::Held {
+                cluster: cluster.to_string(),
+                pid: holder.pid,
+                started: holder.started,
+                path: path.to_path_buf(),
+            });
+        }
+        if !said_waiting {
+            note(format!(
+                "waiting for the lock of cluster `{cluster}`, held by PID {} (started {})",
+                holder.pid, holder.started
+            ));
+            said_waiting = true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Remove a stale lock, but only if it still is the one we judged stale (another process may
+/// have taken it over in between).
+fn take_over(path: &Path, seen: &str) -> std::io::Result<()> {
+    match fs::read_to_string(path) {
+        Ok(now) if now == seen => match fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// `SystemTime` as `YYYY-MM-DDTHH:MM:SSZ` (UTC), without a date crate.
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day), Howard Hinnant's algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        assert_eq!(rfc3339(t), "2026-11-18T11:06:40Z");
+    }
+
+    #[test]
+    fn second_holder_refused_stale_taken_over() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("lock");
+        let held = acquire(&p, "c", false, |_| {}).unwrap();
+        let err = acquire(&p, "c", false, |_| {}).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("PID {}", std::process::id())),
+            "{err}"
+        );
+        drop(held);
+        assert!(!p.exists());
+        // PIDs are below 2^22 on Linux, so this one cannot be running.
+        fs::write(&p, "pid=4294967\nstarted=2020-01-01T00:00:00Z\n").unwrap();
+        let mut notes = Vec::new();
+        let _l = acquire(&p, "c", false, |n| notes.push(n)).unwrap();
+        assert!(notes[0].contains("stale lock"), "{notes:?}");
+        assert!(notes[0].contains("4294967"));
+    }
+}
