@@ -6,6 +6,7 @@ mod ansible_diff;
 mod ci;
 mod cluster_content;
 mod cluster_roles;
+mod deploy;
 mod fixtures;
 mod libvirt;
 mod modules;

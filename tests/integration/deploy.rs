@@ -1,0 +1,429 @@
+//! `kinit run`, `kinit state` and `kinit ssh` through the real binary. The phases up to
+//! create-network run for real on this machine against libvirt's test driver
+//! (`test:///default`, whose objects live inside the kinit process), with the local machine
+//! as the hypervisor; the hypervisor preparation (packages, libvirtd service) is switched off
+//! with `kinit_hypervisor_prepared`, and the capacity checks are relaxed because no test
+//! machine has the 40 GiB of RAM a real 1-1-1 cluster needs.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// A scratch folder with its own `XDG_STATE_HOME`, shared by the runs of one test.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+/// Variables that keep the cluster content on this machine and the libvirt test driver.
+fn local_vars(pool: &Path) -> Vec<String> {
+    vec![
+        "-e".into(),
+        "libvirt_uri=test:///default".into(),
+        "-e".into(),
+        "kinit_hypervisor_prepared=true".into(),
+        "-e".into(),
+        "kinit_hosted_deployment=true".into(),
+        "-e".into(),
+        r#"{"capacity_headroom": 0, "vcpus_per_core": 64}"#.into(),
+        "-e".into(),
+        format!("libvirt_pool_path={}", pool.display()),
+    ]
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn state(&self) -> PathBuf {
+        self.path().join("state/kinit/k8scluster")
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_kinit"));
+        c.args(args)
+            .current_dir(self.path())
+            .env("XDG_STATE_HOME", self.path().join("state"))
+            .env("NO_COLOR", "1")
+            .env_remove("KINIT_PLAYBOOK_DIR");
+        c
+    }
+
+    /// `kinit run --spec k8s-libvirt-1-1-1 <local vars> <args>`.
+    fn run(&self, args: &[&str]) -> Output {
+        let mut c = self.cmd(&["run", "--spec", "k8s-libvirt-1-1-1"]);
+        c.args(local_vars(&self.path().join("pool"))).args(args);
+        c.output().unwrap()
+    }
+
+    /// The run folders, oldest first.
+    fn runs(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.state().join("runs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap());
+        v
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(o: &Output) {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "--- stdout\n{}\n--- stderr\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+fn events(run: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn phases_ended(ev: &[Value]) -> Vec<(String, String)> {
+    ev.iter()
+        .filter(|e| e["event"] == "phase_end")
+        .map(|e| {
+            (
+                e["phase"].as_str().unwrap().to_string(),
+                e["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn changed_tasks(ev: &[Value]) -> Vec<String> {
+    ev.iter()
+        .filter(|e| e["event"] == "task_result" && e["status"] == "changed")
+        .map(|e| format!("{} on {}", e["task"], e["host"]))
+        .collect()
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// Every regular file under `dir`.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+const FIRST_SIX: [&str; 6] = [
+    "gather-facts",
+    "prepare-hypervisors",
+    "prepare-environment",
+    "cleanup-hypervisors",
+    "run-validations",
+    "create-network",
+];
+
+#[test]
+fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
+    let s = Scratch::new();
+    let first = s.run(&["--stop-after", "create-network"]);
+    ok(&first);
+    let out = text(&first.stdout);
+    assert!(out.contains("PHASES"), "{out}");
+    assert!(out.contains("create-network"), "{out}");
+
+    // Phases that ran, in order, from the JSON event log.
+    let run1 = s.runs().pop().unwrap();
+    let ev = events(&run1);
+    let ran = phases_ended(&ev);
+    assert_eq!(
+        ran.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+        FIRST_SIX
+    );
+    assert!(ran.iter().all(|p| p.1 == "ok"), "{ran:?}");
+    let changed = changed_tasks(&ev);
+    assert!(
+        changed.iter().any(|c| c.contains("Cluster network")),
+        "the network is created on the test driver: {changed:?}"
+    );
+    assert!(run1.join("junit.xml").is_file());
+
+    // State folder contents and modes.
+    let st = s.state();
+    assert_eq!(mode(&st), 0o700);
+    assert_eq!(mode(&st.join("id_ed25519")), 0o600);
+    assert_eq!(mode(&st.join("windows-admin-password")), 0o600);
+    assert!(
+        std::fs::read_to_string(st.join("id_ed25519.pub"))
+            .unwrap()
+            .starts_with("ssh-ed25519 ")
+    );
+    let inv: Value =
+        serde_json::from_str(&std::fs::read_to_string(st.join("inventory.json")).unwrap()).unwrap();
+    assert_eq!(
+        inv["_meta"]["hostvars"]["controller-01"]["kinit_ip"],
+        "10.0.0.1"
+    );
+    assert!(!st.join("lock").exists(), "the lock is released at the end");
+    let key = std::fs::read(st.join("id_ed25519")).unwrap();
+    let password = std::fs::read_to_string(st.join("windows-admin-password")).unwrap();
+    assert!(password.len() >= 20);
+
+    // Teardown, then the same teardown again: the second changes nothing.
+    let down = s.run(&["--stop-after", "cleanup-hypervisors"]);
+    ok(&down);
+    let again = s.run(&["--stop-after", "cleanup-hypervisors"]);
+    ok(&again);
+    let run3 = s.runs().pop().unwrap();
+    let ev3 = events(&run3);
+    assert_eq!(
+        phases_ended(&ev3)
+            .iter()
+            .map(|p| p.0.as_str())
+            .collect::<Vec<_>>(),
+        FIRST_SIX[..4]
+    );
+    assert_eq!(
+        changed_tasks(&ev3),
+        Vec::<String>::new(),
+        "a re-run converges"
+    );
+    assert_eq!(
+        std::fs::read(st.join("id_ed25519")).unwrap(),
+        key,
+        "key kept"
+    );
+    assert_eq!(
+        std::fs::read_to_string(st.join("windows-admin-password")).unwrap(),
+        password,
+        "password never regenerated"
+    );
+
+    // `kinit state show` names what is there, never a secret.
+    let show = s
+        .cmd(&["state", "show", "--spec", "k8s-libvirt-1-1-1"])
+        .output()
+        .unwrap();
+    ok(&show);
+    let shown = text(&show.stdout);
+    assert!(shown.contains("0600"), "{shown}");
+    assert!(
+        shown.contains("windows administrator password: yes"),
+        "{shown}"
+    );
+    assert!(shown.contains("ssh keypair: yes"), "{shown}");
+    let path = s
+        .cmd(&["state", "path", "--spec", "k8s-libvirt-1-1-1"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&path.stdout).trim(), st.display().to_string());
+
+    // The password appears in no byte kinit wrote: outputs, logs, reports, inventory.
+    let mut written: Vec<(String, Vec<u8>)> = Vec::new();
+    for o in [&first, &down, &again, &show, &path] {
+        written.push(("stdout".into(), o.stdout.clone()));
+        written.push(("stderr".into(), o.stderr.clone()));
+    }
+    for f in files(&st) {
+        if f.file_name().unwrap() != "windows-admin-password" {
+            written.push((f.display().to_string(), std::fs::read(&f).unwrap()));
+        }
+    }
+    let needle = password.trim().as_bytes();
+    for (name, bytes) in &written {
+        assert!(
+            !bytes.windows(needle.len()).any(|w| w == needle),
+            "the generated password leaked into {name}"
+        );
+    }
+}
+
+/// A playbook folder whose gather-facts phase holds the lock for a while and prints the
+/// generated password (which the redaction layer must mask).
+fn slow_playbooks(s: &Scratch) -> PathBuf {
+    let dir = s.path().join("slow/playbooks");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("site.yml"),
+        "- name: gather-facts\n  hosts: localhost\n  gather_facts: false\n  tags: [gather-facts]\n  tasks:\n    - command: sleep 2\n      changed_when: false\n    - debug:\n        msg: \"pw {{ kinit_windows_admin_password }}\"\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn two_concurrent_runs_exactly_one_proceeds() {
+    let s = Scratch::new();
+    let dir = slow_playbooks(&s);
+    let spawn = |extra: &[&str]| {
+        let mut c = s.cmd(&[
+            "run",
+            "--spec",
+            "k8s-libvirt-1-1-1",
+            "--stop-after",
+            "gather-facts",
+        ]);
+        c.arg("--playbook-dir").arg(&dir).args(extra);
+        c.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let a = spawn(&[]);
+    let b = spawn(&[]);
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let codes = [a.status.code(), b.status.code()];
+    assert!(
+        codes.contains(&Some(0)) && codes.contains(&Some(1)),
+        "exactly one proceeds: {codes:?}\n{}\n{}",
+        text(&a.stderr),
+        text(&b.stderr)
+    );
+    let loser = if a.status.code() == Some(1) { &a } else { &b };
+    let msg = text(&loser.stderr);
+    assert!(msg.contains("is locked by another kinit (PID "), "{msg}");
+    assert!(msg.contains("started 20"), "{msg}");
+    assert_eq!(s.runs().len(), 1, "the refused run wrote nothing");
+
+    // With --wait-lock the second one waits, then runs.
+    let a = spawn(&[]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let b = spawn(&["--wait-lock"]);
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    ok(&a);
+    ok(&b);
+    assert!(
+        text(&b.stderr).contains("waiting for the lock"),
+        "{}",
+        text(&b.stderr)
+    );
+}
+
+#[test]
+fn stale_lock_is_taken_over() {
+    let s = Scratch::new();
+    let dir = slow_playbooks(&s);
+    std::fs::create_dir_all(s.state()).unwrap();
+    // Linux PIDs stay below 2^22, so this holder cannot be running.
+    std::fs::write(
+        s.state().join("lock"),
+        "pid=4194999\nstarted=2026-01-01T00:00:00Z\n",
+    )
+    .unwrap();
+    let mut c = s.cmd(&[
+        "run",
+        "--spec",
+        "k8s-libvirt-1-1-1",
+        "--stop-after",
+        "gather-facts",
+    ]);
+    let o = c.arg("--playbook-dir").arg(&dir).output().unwrap();
+    ok(&o);
+    let err = text(&o.stderr);
+    assert!(err.contains("taking over the stale lock"), "{err}");
+    assert!(err.contains("PID 4194999"), "{err}");
+    assert!(!s.state().join("lock").exists());
+    // A task printed the password: every sink shows the mask instead.
+    let password = std::fs::read_to_string(s.state().join("windows-admin-password")).unwrap();
+    let out = text(&o.stdout);
+    assert!(out.contains("pw ********"), "{out}");
+    let log = std::fs::read_to_string(s.runs()[0].join("events.jsonl")).unwrap();
+    assert!(log.contains("pw ********"), "{log}");
+    for bytes in [out, err, log] {
+        assert!(!bytes.contains(password.trim()), "password leaked");
+    }
+}
+
+#[test]
+fn bad_input_is_refused_before_touching_state() {
+    let s = Scratch::new();
+    let o = s
+        .cmd(&["run", "--spec", "k8s-libvirt-2-1-1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("controllers `2` must be 1, 3 or 5"));
+    let o = s
+        .cmd(&[
+            "run",
+            "--spec",
+            "k8s-libvirt-1-1-1",
+            "--stop-after",
+            "cleanup",
+        ])
+        .output()
+        .unwrap();
+    assert!(text(&o.stderr).contains("unknown phase `cleanup`"));
+    assert!(!s.path().join("state").exists());
+}
+
+/// `kinit ssh` execs OpenSSH; a recording stand-in named `ssh` first on PATH captures its
+/// arguments (no guest exists here to log into).
+#[test]
+fn ssh_builds_the_openssh_command() {
+    let s = Scratch::new();
+    let bin = s.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let rec = s.path().join("argv");
+    std::fs::write(
+        bin.join("ssh"),
+        format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {}\n", rec.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("ssh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let o = s
+        .cmd(&[
+            "ssh",
+            "compute-01",
+            "--spec",
+            "k8s-libvirt-1-1-2",
+            "--hypervisor-hosts-spec",
+            "[[ansible_host=nyctea],[ansible_host=tyto,ssh_port=2222]]",
+            "--",
+            "uptime",
+        ])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    ok(&o);
+    let argv = std::fs::read_to_string(&rec).unwrap();
+    let st = s.path().join("state/kinit/k8scluster");
+    let expected = format!(
+        "-i\n{key}\n-o\nUserKnownHostsFile={kh}\n-o\nStrictHostKeyChecking=accept-new\n-o\nIdentitiesOnly=yes\n-J\nroot@tyto:2222\nroot@10.0.0.2\n--\nuptime\n",
+        key = st.join("id_ed25519").display(),
+        kh = st.join("known_hosts").display()
+    );
+    assert_eq!(argv, expected);
+    let o = s
+        .cmd(&["ssh", "compute-07", "--spec", "k8s-libvirt-1-1-1"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("node `compute-07` is not in cluster `k8scluster`; its nodes are: hypervisor-01, controller-01, compute-01, service"),
+        "{}",
+        text(&o.stderr)
+    );
+}
