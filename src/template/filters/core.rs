@@ -227,20 +227,24 @@ pub fn extract(
     Ok(v)
 }
 
-/// Jinja2's `round(precision=0, method='common')`: `common` rounds half away from zero,
-/// `ceil` and `floor` always round up or down; the result is a float, as in Jinja2.
+/// Jinja2's `round(precision=0, method='common')`: `common` is Python's `round` (half to
+/// even), `ceil` and `floor` always round up or down; a float stays a float and an integer is
+/// returned unchanged, as in Jinja2.
 pub fn round(value: Value, precision: Option<i32>, method: Option<String>) -> Result<Value, Error> {
     reject_undefined(&value)?;
+    if value.is_integer() {
+        return Ok(value);
+    }
     let x = f64::try_from(value.clone()).map_err(|_| {
         Error::new(
             ErrorKind::InvalidOperation,
-            format!("round: `{value}` is not a number"),
+            format!("round: a {} is not a number", value.kind()),
         )
     })?;
     let scale = 10f64.powi(precision.unwrap_or(0));
     let scaled = x * scale;
     let r = match method.as_deref().unwrap_or("common") {
-        "common" => scaled.round(),
+        "common" => scaled.round_ties_even(),
         "ceil" => scaled.ceil(),
         "floor" => scaled.floor(),
         other => {
