@@ -81,8 +81,10 @@ def run_once(runner, args, lab, cell, n):
     cpu, rss = parse_time(tfile)
     logins = lab.logins_since(off)
     if p.returncode != 0:
-        tail = p.stdout.decode("utf-8", "replace")[-1500:]
-        print(f"!! {runner} exit {p.returncode} in {d} N={n}:\n{tail}", file=sys.stderr)
+        log = os.path.join(args.work, f"failed-{runner}-{os.path.basename(d)}-n{n}-{time.time_ns()}.log")
+        with open(log, "wb") as f:
+            f.write(p.stdout)
+        print(f"!! {runner} exit {p.returncode} in {d} N={n}: full output in {log}", file=sys.stderr)
     return {"wall": wall, "cpu": cpu, "rss_kib": rss, "logins": logins, "rc": p.returncode}
 
 
