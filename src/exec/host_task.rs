@@ -1,7 +1,6 @@
 //! One task on one host: `when`, loops, `until`/`retries`, `changed_when`/`failed_when`,
 //! `register`, `notify`, `ignore_errors`, `no_log` censoring, and the result event.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
@@ -72,7 +71,6 @@ impl Executor {
         inh: &Inherit,
         host: &str,
         task_id: usize,
-        hostvars: Option<Arc<Value>>,
     ) -> HostOutcome {
         let started = Instant::now();
         self.emit(Event::HostTask {
@@ -83,9 +81,16 @@ impl Executor {
         let mut flow = Flow::Continue;
         let mut unreachable = false;
         let looped = kw.loop_.is_some();
-        let result = match self.task_vars(pr, host, inh, &kw.vars, hostvars) {
+        let mut delegate_shown = None;
+        let result = match self.task_vars(pr, host, inh, &kw.vars) {
             Err(e) => self.error_result(task, e.to_string()),
             Ok(mut ctx) => {
+                // Shown (and used for `delegate_facts`) rendered; one that needs a loop
+                // item cannot be rendered here and is shown as written.
+                delegate_shown = kw
+                    .delegate_to
+                    .as_ref()
+                    .and_then(|d| self.templar.render_str(d, &ctx).ok());
                 let conds: Vec<String> = inh.when.iter().chain(kw.when.iter()).cloned().collect();
                 match &kw.loop_ {
                     None => match self.check_when(&conds, &ctx) {
@@ -113,6 +118,17 @@ impl Executor {
                     },
                 }
             }
+        };
+        let rendered_kw;
+        let kw = match delegate_shown {
+            Some(d) => {
+                rendered_kw = Keywords {
+                    delegate_to: Some(d),
+                    ..kw.clone()
+                };
+                &rendered_kw
+            }
+            None => kw,
         };
         self.finish(
             pr,
@@ -173,6 +189,26 @@ impl Executor {
             .as_ref()
             .filter(|d| d.as_str() != host)
             .cloned();
+        let module = task.module_name();
+        let returned_facts = match (status, module) {
+            // `set_fact`/`include_vars` keep their own precedence layers (see `actions`).
+            (_, Some("set_fact" | "include_vars")) => None,
+            (Status::Ok | Status::Changed, _) => result
+                .as_object()
+                .and_then(crate::modules::setup::host_facts),
+            _ => None,
+        };
+        if let Some(facts) = returned_facts {
+            let target = match (&kw.delegate_to, kw.delegate_facts) {
+                (Some(d), Some(true)) => d.clone(),
+                _ => host.to_string(),
+            };
+            let gathered = module == Some("setup");
+            self.with_state(&target, |s| {
+                crate::vars::overlay(&mut s.facts, &facts);
+                s.facts_gathered |= gathered;
+            });
+        }
         self.with_state(host, |s| {
             if let Some(r) = &kw.register {
                 s.set_facts.insert(r.clone(), result.clone());

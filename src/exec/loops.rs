@@ -97,7 +97,9 @@ impl Executor {
         let mut includes = Vec::new();
         let mut unreachable = false;
         for (i, item) in items.iter().enumerate() {
-            if self.cancel.is_cancelled() {
+            // An unreachable host leaves the play: its remaining items are not tried (each
+            // would only wait for the same connection to fail), as in Ansible.
+            if self.cancel.is_cancelled() || (unreachable && kw.ignore_unreachable != Some(true)) {
                 break;
             }
             if i > 0
@@ -165,7 +167,10 @@ impl Executor {
         let mut agg = Map::new();
         agg.insert("changed".into(), json!(any("changed")));
         let failed = any("failed");
-        if failed {
+        if let Some(lost) = results.iter().rev().find(|r| flag(r, "unreachable")) {
+            agg.insert("unreachable".into(), json!(true));
+            agg.insert("msg".into(), lost.get("msg").cloned().unwrap_or(json!("")));
+        } else if failed {
             agg.insert("failed".into(), json!(true));
             agg.insert("msg".into(), json!("One or more items failed"));
         } else {

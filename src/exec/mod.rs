@@ -15,6 +15,7 @@ pub mod actions;
 pub mod command;
 mod conn;
 mod host_task;
+mod hostvars;
 mod include;
 mod loops;
 mod remote;
@@ -78,8 +79,8 @@ impl Default for RunOptions {
 pub struct Executor {
     pub(crate) templar: Templar,
     pub(crate) loader: Arc<Loader>,
-    pub(crate) inventory: RwLock<Inventory>,
-    pub(crate) hosts: Mutex<HashMap<String, HostState>>,
+    pub(crate) inventory: Arc<RwLock<Inventory>>,
+    pub(crate) hosts: Arc<Mutex<HashMap<String, HostState>>>,
     conns: conn::ConnPool,
     pub(crate) events: EventSender,
     pub(crate) opts: RunOptions,
@@ -136,13 +137,20 @@ impl Executor {
             }
         }
         let playbook_dir = Mutex::new(loader.base_dir());
+        let inventory = Arc::new(RwLock::new(inventory));
+        let hosts = Arc::new(Mutex::new(HashMap::new()));
+        let source = hostvars::ExecHostVars {
+            inventory: inventory.clone(),
+            hosts: hosts.clone(),
+            extra_vars: opts.extra_vars.clone(),
+        };
         Self {
-            templar: Templar::new(),
+            templar: Templar::new().with_hostvars(Arc::new(source)),
             forks: Semaphore::new(opts.forks.max(1)),
             started: AtomicBool::new(opts.start_at_task.is_none()),
             loader,
-            inventory: RwLock::new(inventory),
-            hosts: Mutex::new(HashMap::new()),
+            inventory,
+            hosts,
             conns: conn::ConnPool::default(),
             events,
             opts,
@@ -277,7 +285,8 @@ impl Executor {
         }
     }
 
-    /// Fact gathering: the `setup` module when kinit has it, as an implicit first task.
+    /// Fact gathering: `setup` as an implicit first task on the hosts not gathered yet;
+    /// `finish` stores the returned facts.
     async fn gather_facts(&self, pr: &PlayRun<'_>) {
         if crate::modules::lookup("setup").is_none() {
             return;
@@ -294,7 +303,17 @@ impl Executor {
         };
         let mut inh = walk::Inherit::from_play(pr.play);
         inh.tags = vec!["always".into()];
-        self.run_tasks(pr, &pr.batch, std::slice::from_ref(&task), &inh)
+        // Facts are gathered once per host per run; later plays reuse them.
+        let hosts: Vec<String> = pr
+            .batch
+            .iter()
+            .filter(|h| !self.with_state(h, |s| s.facts_gathered))
+            .cloned()
+            .collect();
+        if hosts.is_empty() {
+            return;
+        }
+        self.run_tasks(pr, &hosts, std::slice::from_ref(&task), &inh)
             .await;
     }
 
@@ -304,7 +323,7 @@ impl Executor {
         }
         for h in &pr.batch {
             let inh = walk::Inherit::from_play(pr.play);
-            let ctx = match self.task_vars(pr, h, &inh, &VarMap::new(), None) {
+            let ctx = match self.task_vars(pr, h, &inh, &VarMap::new()) {
                 Ok(c) => c,
                 Err(_) => continue,
             };
@@ -315,7 +334,12 @@ impl Executor {
                     .templar
                     .render_str(f, &ctx)
                     .unwrap_or_else(|_| f.clone());
-                let path = self.playbook_dir().join(&name);
+                // Relative to the file that holds the play (an imported playbook's own
+                // folder), as Ansible resolves them.
+                let path = match pr.play.loc.file.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.join(&name),
+                    _ => self.playbook_dir().join(&name),
+                };
                 match self.loader.vars_file(&path) {
                     Ok(v) => crate::vars::overlay(&mut loaded, &v),
                     Err(e) => error = Some(e.to_string()),

@@ -166,7 +166,7 @@ impl Executor {
             Err(ModuleError::Transport(TransportError::Timeout { after, .. })) => {
                 Attempt::failed(format!("the task timed out after {after:?}"))
             }
-            Err(ModuleError::Transport(e)) => unreachable(e),
+            Err(ModuleError::Transport(e)) => transport_failure(&conn, e).await,
             Err(e) => Attempt::failed(e.to_string()),
         }
     }
@@ -253,6 +253,30 @@ impl Executor {
         out.dedup();
         out
     }
+}
+
+/// A module's transport error: the host is unreachable only when its connection is gone.
+/// File errors travel as transport errors too (an upload into a missing folder, a missing
+/// file over SFTP), so on a connection that still answers they fail the task instead.
+async fn transport_failure(conn: &crate::transport::Connection, e: TransportError) -> Attempt {
+    use crate::transport::Connection;
+    let may_be_gone = match &e {
+        TransportError::Connect { .. }
+        | TransportError::Auth { .. }
+        | TransportError::HostKey { .. } => return unreachable(e),
+        TransportError::Io { .. } | TransportError::Cancelled { .. } => {
+            !matches!(conn, Connection::Local(_))
+        }
+        _ => false,
+    };
+    if may_be_gone {
+        let mut probe = crate::transport::ExecRequest::new("echo kinit-alive");
+        probe.timeout = Some(Duration::from_secs(10));
+        if conn.exec(&probe).await.is_err() {
+            return unreachable(e);
+        }
+    }
+    Attempt::failed(e.to_string())
 }
 
 fn unreachable(e: TransportError) -> Attempt {

@@ -10,6 +10,8 @@ use crate::vars::VarMap;
 pub struct HostState {
     /// `ansible_facts` (from `setup`/fact gathering and `set_fact: cacheable`).
     pub facts: VarMap,
+    /// `setup` ran on this host during this run (implicit fact gathering is not repeated).
+    pub facts_gathered: bool,
     /// `set_fact` and `register` results.
     pub set_facts: VarMap,
     pub include_vars: VarMap,

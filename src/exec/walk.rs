@@ -215,13 +215,11 @@ impl Executor {
         }
         let run_once = kw.run_once == Some(true);
         let targets: &[String] = if run_once { &hosts[..1] } else { hosts };
-        let hostvars = self.hostvars_for(pr, task, inh);
         let outcomes: Vec<HostOutcome> = join_all(targets.iter().map(|h| {
-            let hv = hostvars.clone();
             let kw = &kw;
             async move {
                 let _permit = self.forks.acquire().await;
-                self.run_host_task(pr, task, kw, inh, h, id, hv).await
+                self.run_host_task(pr, task, kw, inh, h, id).await
             }
         }))
         .await;

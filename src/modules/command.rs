@@ -182,8 +182,10 @@ async fn guard(ctx: &ModuleCtx<'_>, c: &Common) -> Result<Option<ModuleResult>, 
             .with("rc", 0)
             .with("stdout", msg.clone())
             .with("stdout_lines", vec![msg.clone()])
-            .with("stderr", "");
-        r.msg = Some(format!("did not run command since `{path}` {why}"));
+            .with("stderr", "")
+            .with("stderr_lines", Vec::<String>::new());
+        // Ansible's wording, which playbooks match on.
+        r.msg = Some(format!("Did not run command since '{path}' {why}"));
         Some(r)
     };
     Ok(if out.contains("creates") {

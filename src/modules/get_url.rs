@@ -1,5 +1,6 @@
 //! `get_url`: download a URL *on the host* (curl, else python3) to a path, verified against a
-//! checksum when one is given.
+//! checksum when one is given (`sha256:<hex>`, or `sha256:<url>` of a `SHA256SUMS`-style file
+//! fetched on the host too). `file://` URLs work like HTTP ones (without a status code).
 //!
 //! One probe (destination stat + checksum, which HTTP client the host has); when a download is
 //! needed, one command downloads to a temporary sibling, verifies the checksum, and either
@@ -61,11 +62,11 @@ pub struct Params {
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let _ = p.force_basic_auth;
-    let want = match &p.checksum {
+    let spec = match &p.checksum {
         Some(c) => Some(parse_checksum(c)?),
         None => None,
     };
-    let algo = want.as_ref().map_or(Algo::Sha256, |w| w.0);
+    let algo = spec.as_ref().map_or(Algo::Sha256, |w| w.0);
     let name = url_file_name(&p.url);
     let inner = join(&p.dest, &name);
     let reqs = [
@@ -87,6 +88,14 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             msg: format!("cannot inspect `{}`: {}", p.dest, out.stderr_str().trim()),
         })?;
     let tool = http::tool_in(&String::from_utf8_lossy(&rest));
+    let want = match spec {
+        Some((a, Sum::Hex(hex))) => Some((a, hex)),
+        Some((a, Sum::Url(url))) => {
+            let hex = checksum_from_url(ctx, tool, &url, &p.url, p.validate_certs).await?;
+            Some((a, hex))
+        }
+        None => None,
+    };
     let (dest, stat) = if stats[0].kind == Kind::Directory {
         (inner, stats.pop().expect("two records"))
     } else {
@@ -159,6 +168,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let text = out.stdout_str();
     let resp = http::parse(&out.stdout);
     let status = resp.as_ref().map_or(0, |r| r.status);
+    // `file://` has no HTTP status: the tool's success is the answer.
+    let status = match &resp {
+        Some(r) if is_file_url(&p.url) && r.tool_rc == 0 && status == 0 => 200,
+        _ => status,
+    };
     r = r.with("status_code", status);
     let ok_status = (200..300).contains(&status);
     if !ok_status || resp.as_ref().is_none_or(|r| r.tool_rc != 0) {
@@ -208,20 +222,96 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     Ok(r)
 }
 
-/// `sha256:abc` → (algorithm, lower-case hex).
-fn parse_checksum(c: &str) -> Result<(Algo, String), ModuleError> {
+/// What `checksum` gives after `<algorithm>:`: the digest, or where to read it from.
+#[derive(Debug, PartialEq)]
+enum Sum {
+    Hex(String),
+    /// A checksums file (`SHA256SUMS`), fetched on the host like the download itself.
+    Url(String),
+}
+
+fn is_file_url(url: &str) -> bool {
+    url.starts_with("file://")
+}
+
+/// `sha256:abc` → (algorithm, lower-case hex); `sha256:https://.../SHA256SUMS` → the URL.
+fn parse_checksum(c: &str) -> Result<(Algo, Sum), ModuleError> {
     let bad = || ModuleError::BadArgs {
         module: "get_url",
         detail: format!(
-            "`checksum` `{c}` is not `<algorithm>:<hex>` (md5, sha1, sha224, sha256, sha384, sha512)"
+            "`checksum` `{c}` is not `<algorithm>:<hex>` or `<algorithm>:<url of a checksums \
+             file>` (md5, sha1, sha224, sha256, sha384, sha512)"
         ),
     };
-    let (a, hex) = c.split_once(':').ok_or_else(bad)?;
+    let (a, rest) = c.split_once(':').ok_or_else(bad)?;
     let algo: Algo = serde_json::from_value(serde_json::json!(a)).map_err(|_| bad())?;
-    if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if ["http://", "https://", "ftp://", "file://"]
+        .iter()
+        .any(|s| rest.starts_with(s))
+    {
+        return Ok((algo, Sum::Url(rest.to_string())));
+    }
+    if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(bad());
     }
-    Ok((algo, hex.to_ascii_lowercase()))
+    Ok((algo, Sum::Hex(rest.to_ascii_lowercase())))
+}
+
+/// Fetch a checksums file on the host and pick the digest of `url`'s file name.
+async fn checksum_from_url(
+    ctx: &ModuleCtx<'_>,
+    tool: Tool,
+    sums_url: &str,
+    url: &str,
+    validate_certs: bool,
+) -> Result<String, ModuleError> {
+    let failed = |why: String| ModuleError::Failed {
+        msg: format!("cannot read the checksums file `{sums_url}`: {why}"),
+    };
+    if tool == Tool::None {
+        return Err(failed("the host has neither curl nor python3".into()));
+    }
+    let req = Request {
+        url: sums_url.to_string(),
+        method: "GET".into(),
+        timeout_secs: 10,
+        validate_certs,
+        follow_redirects: true,
+        ..Request::default()
+    };
+    let (fetch, stdin) = http::script(tool, &req);
+    let out = ctx.run_with_stdin(fetch, Some(stdin)).await?;
+    let resp = http::parse(&out.stdout).ok_or_else(|| failed(out.stderr_str().trim().into()))?;
+    let ok = (200..300).contains(&resp.status) || (is_file_url(sums_url) && resp.tool_rc == 0);
+    if !ok || resp.tool_rc != 0 {
+        return Err(failed(
+            resp.error
+                .unwrap_or_else(|| format!("HTTP status {}", resp.status)),
+        ));
+    }
+    pick_checksum(&String::from_utf8_lossy(&resp.body), &url_file_name(url))
+        .ok_or_else(|| failed(format!("no checksum for `{}` in it", url_file_name(url))))
+}
+
+/// The digest for `file` in a `sha256sum`-style listing (`<hex>  name` or `<hex> *name`);
+/// a listing of one bare digest is that digest.
+fn pick_checksum(text: &str, file: &str) -> Option<String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if let [only] = lines.as_slice()
+        && !only.contains(char::is_whitespace)
+    {
+        return Some(only.to_ascii_lowercase());
+    }
+    lines.iter().find_map(|l| {
+        let (hex, name) = l.split_once(char::is_whitespace)?;
+        let name = name.trim().trim_start_matches('*').trim_start_matches("./");
+        (name == file && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| hex.to_ascii_lowercase())
+    })
 }
 
 /// The last path segment of a URL (without query), or `index.html`.
@@ -234,4 +324,28 @@ fn url_file_name(url: &str) -> String {
         .filter(|s| !s.is_empty())
         .unwrap_or("index.html")
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksum_is_a_digest_or_a_checksums_file_url() {
+        let (a, s) = parse_checksum("sha256:ABCdef01").unwrap();
+        assert_eq!((a, s), (Algo::Sha256, Sum::Hex("abcdef01".into())));
+        let (_, s) = parse_checksum("sha256:https://example.org/SHA256SUMS").unwrap();
+        assert_eq!(s, Sum::Url("https://example.org/SHA256SUMS".into()));
+        assert!(parse_checksum("sha256:nothex").is_err());
+        assert!(parse_checksum("crc:abc").is_err());
+    }
+
+    #[test]
+    fn picks_the_digest_of_the_downloaded_file_name() {
+        let sums = "aa11  other.tar.gz\nBB22 *kinit.tar.gz\ncc33  ./third\n";
+        assert_eq!(pick_checksum(sums, "kinit.tar.gz").as_deref(), Some("bb22"));
+        assert_eq!(pick_checksum(sums, "third").as_deref(), Some("cc33"));
+        assert_eq!(pick_checksum(sums, "missing"), None);
+        assert_eq!(pick_checksum("dd44\n", "any").as_deref(), Some("dd44"));
+    }
 }

@@ -71,6 +71,8 @@ impl TemplateError {
 #[derive(Clone)]
 pub struct Templar {
     env: Arc<minijinja::Environment<'static>>,
+    /// Where every scope of this templar finds `hostvars` (see `with_hostvars`).
+    hostvars: Option<Arc<dyn HostVarsSource>>,
 }
 
 impl Default for Templar {
@@ -93,12 +95,22 @@ impl Templar {
         env.add_function("query", lookup::query);
         env.add_function("q", lookup::query);
         filters::register(&mut env);
-        Self { env: Arc::new(env) }
+        Self {
+            env: Arc::new(env),
+            hostvars: None,
+        }
+    }
+
+    /// This templar with `hostvars` read lazily from `source` in every scope it makes:
+    /// `hostvars[h].x` renders `x` with host `h`'s variables when a template reads it.
+    pub fn with_hostvars(mut self, source: Arc<dyn HostVarsSource>) -> Self {
+        self.hostvars = Some(source);
+        self
     }
 
     /// A scope over `vars` (cheap to clone: the map is shared).
     pub fn scope(&self, vars: Arc<VarMap>) -> Scope {
-        self.scope_with_hostvars(vars, None)
+        self.scope_with_hostvars(vars, self.hostvars.clone())
     }
 
     /// A scope whose `hostvars` come from `hostvars` (unless `vars` defines `hostvars`).

@@ -7,6 +7,7 @@ mod ci;
 mod cluster_content;
 mod cluster_roles;
 mod deploy;
+mod engine_fixes;
 mod fixtures;
 mod libvirt;
 mod modules;

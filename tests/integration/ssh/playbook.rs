@@ -125,7 +125,7 @@ fn playbook_host_killed_mid_run_is_unreachable_in_recap() {
     let mut lab = SshLab::new(3);
     let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n\
                     \x20   - command: 'true'\n\
-                    \x20   - command: sleep 2\n\
+                    \x20   - command: \"sleep {{ 8 if inventory_hostname == 'host1' else 2 }}\"\n\
                     \x20   - command: 'true'\n";
     let test = with_known_hosts(Test::new(), &lab)
         .write("hosts.ini", &inventory(&lab))
@@ -140,7 +140,8 @@ fn playbook_host_killed_mid_run_is_unreachable_in_recap() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    // Well inside the `sleep 2` task.
+    // Inside the second task: host1's sleep is long, so a loaded machine cannot let it end
+    // before the kill.
     std::thread::sleep(std::time::Duration::from_millis(700));
     lab.hosts[1].kill();
     let ran = runner.join().unwrap();
@@ -161,4 +162,28 @@ fn playbook_host_killed_mid_run_is_unreachable_in_recap() {
         );
     }
     assert_ne!(ran.output.status.code(), Some(0), "{out}");
+}
+
+/// Fact gathering over SSH: `ansible_distribution` and friends are defined on the host.
+#[test]
+fn gather_facts_defines_ansible_distribution_over_ssh() {
+    let lab = SshLab::new(1);
+    let playbook = "- hosts: all\n  tasks:\n\
+        \x20   - assert:\n        that:\n          - ansible_distribution is string\n\
+        \x20         - ansible_distribution | length > 0\n\
+        \x20         - ansible_os_family | length > 0\n\
+        \x20         - ansible_hostname == ansible_facts.hostname\n\
+        \x20         - ansible_facts.distribution == ansible_distribution\n";
+    let test = with_known_hosts(Test::new(), &lab)
+        .write("hosts.ini", &inventory(&lab))
+        .write("site.yml", playbook);
+    let ran = test.args(["playbook", "site.yml", "-i", "hosts.ini"]).run();
+    assert_eq!(
+        ran.output.status.code(),
+        Some(0),
+        "{}\n{}",
+        ran.stdout(),
+        ran.stderr()
+    );
+    assert!(ran.stdout().contains("Gathering Facts"), "{}", ran.stdout());
 }

@@ -1,0 +1,58 @@
+//! `hostvars` for the executor's templates: each host's variables as other hosts see them
+//! (inventory, magic variables, facts, `vars_files`, `include_vars`, `set_fact`/`register`,
+//! extra vars), read from the live run state when a template asks for them. The templating
+//! scope renders them in that host's own context, so `hostvars[other].x` is `other`'s `x`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::{Value, json};
+
+use super::HostState;
+use crate::inventory::Inventory;
+use crate::template::HostVarsSource;
+use crate::vars::{VarMap, overlay};
+
+pub(crate) struct ExecHostVars {
+    pub inventory: Arc<RwLock<Inventory>>,
+    pub hosts: Arc<Mutex<HashMap<String, HostState>>>,
+    pub extra_vars: VarMap,
+}
+
+impl HostVarsSource for ExecHostVars {
+    fn host_names(&self) -> Vec<String> {
+        self.inventory
+            .read()
+            .unwrap()
+            .hosts
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn vars_of(&self, host: &str) -> Option<Arc<VarMap>> {
+        let mut m = {
+            let inv = self.inventory.read().unwrap();
+            if !inv.has_host(host) {
+                return None;
+            }
+            let mut v = inv.host_vars(host);
+            overlay(&mut v, &inv.magic_vars(host));
+            v
+        };
+        if let Some(s) = self.hosts.lock().unwrap().get(host) {
+            if !s.facts.is_empty() {
+                m.insert("ansible_facts".into(), Value::Object(s.facts.clone()));
+                for (k, v) in &s.facts {
+                    m.insert(format!("ansible_{k}"), v.clone());
+                }
+            }
+            overlay(&mut m, &s.vars_files);
+            overlay(&mut m, &s.include_vars);
+            overlay(&mut m, &s.set_facts);
+        }
+        overlay(&mut m, &self.extra_vars);
+        m.insert("inventory_hostname".into(), json!(host));
+        Some(Arc::new(m))
+    }
+}
