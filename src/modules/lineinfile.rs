@@ -2,6 +2,8 @@
 //! string matches), or that matching lines are gone. The file is read in the probe, edited on
 //! the controller by [`edit`] (pure, unit tested), and written back only when it changed.
 
+use std::sync::LazyLock;
+
 use regex::Regex;
 use serde::Deserialize;
 
@@ -193,9 +195,11 @@ pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
     if let Some(i) = pick(matches) {
         let new = match (&e.matcher, e.backrefs) {
             (Some(Matcher::Regex(r)), true) => {
-                let caps = r.captures(&ls[i]).expect("matched above");
+                // `i` was picked because `r` matched it, so captures are always there.
                 let mut out = String::new();
-                caps.expand(&python_backrefs(&line), &mut out);
+                if let Some(caps) = r.captures(&ls[i]) {
+                    caps.expand(&python_backrefs(&line), &mut out);
+                }
                 out
             }
             _ => line,
@@ -223,13 +227,17 @@ pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
 /// Python's `\1` / `\g<name>` references in Rust's `${1}` / `${name}` form; a literal `$`
 /// is escaped.
 fn python_backrefs(line: &str) -> String {
+    // Compiled once: backrefs are expanded on every matched line of every host.
+    static BACKREF: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\\(\d+)|\\g<(\w+)>").expect("the backref pattern is a valid regex")
+    });
     let escaped = line.replace('$', "$$");
-    let re = Regex::new(r"\\(\d+)|\\g<(\w+)>").expect("valid regex");
-    re.replace_all(&escaped, |c: &regex::Captures<'_>| {
-        let name = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
-        format!("${{{name}}}")
-    })
-    .into_owned()
+    BACKREF
+        .replace_all(&escaped, |c: &regex::Captures<'_>| {
+            let name = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
+            format!("${{{name}}}")
+        })
+        .into_owned()
 }
 
 #[cfg(test)]
