@@ -59,10 +59,11 @@ impl Content {
         })
     }
 
-    fn text(&self) -> Option<String> {
+    /// The content as text for a diff; async because a file source is read from disk.
+    async fn text(&self) -> Option<String> {
         match &self.source {
             Source::Bytes(b) => String::from_utf8(b.clone()).ok(),
-            Source::File(p) if self.size < 256 * 1024 => std::fs::read_to_string(p).ok(),
+            Source::File(p) if self.size < 256 * 1024 => tokio::fs::read_to_string(p).await.ok(),
             Source::File(_) => None,
         }
     }
@@ -158,7 +159,7 @@ pub async fn apply(
                 .as_ref()
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .unwrap_or_default(),
-            after: content.text().unwrap_or_else(|| "<binary>".into()),
+            after: content.text().await.unwrap_or_else(|| "<binary>".into()),
         });
     }
 
