@@ -91,20 +91,9 @@ pub(super) async fn put(
                 let mut local = tokio::fs::File::open(p)
                     .await
                     .map_err(|e| io(&c.name, &format!("reading local `{}`", p.display()), e))?;
-                let mut buf = vec![0u8; CHUNK];
-                loop {
-                    let n = local
-                        .read(&mut buf)
-                        .await
-                        .map_err(|e| io(&c.name, &what, e))?;
-                    if n == 0 {
-                        break;
-                    }
-                    hasher.update(&buf[..n]);
-                    file.write_all(&buf[..n])
-                        .await
-                        .map_err(|e| io(&c.name, &what, e))?;
-                }
+                copy_hashed(&mut local, &mut file, &mut hasher)
+                    .await
+                    .map_err(|e| io(&c.name, &what, e))?;
             }
         }
         file.shutdown().await.map_err(|e| io(&c.name, &what, e))?;
@@ -156,48 +145,48 @@ pub(super) async fn get(c: &SshConnection, src: &str, dest: &Path) -> Result<(),
             .await
             .map_err(|e| io(&c.name, &format!("writing `{}`", tmp.display()), e))?;
         let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; CHUNK];
-        loop {
-            let n = remote
-                .read(&mut buf)
-                .await
-                .map_err(|e| io(&c.name, &what, e))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            local
-                .write_all(&buf[..n])
-                .await
-                .map_err(|e| io(&c.name, &what, e))?;
-        }
+        copy_hashed(&mut remote, &mut local, &mut hasher)
+            .await
+            .map_err(|e| io(&c.name, &what, e))?;
         local.flush().await.map_err(|e| io(&c.name, &what, e))?;
         Ok::<_, TransportError>(hex::encode(hasher.finalize()))
     };
     let sum_req = ExecRequest::new(format!("sha256sum {} | cut -c1-64", quote::sh(src)));
     let remote_sum = c.exec(&sum_req);
     let (got, remote_sum) = tokio::join!(download, remote_sum);
-    let fail = |e| {
-        let _ = std::fs::remove_file(&tmp);
-        Err(e)
-    };
-    let got = match got {
-        Ok(g) => g,
-        Err(e) => return fail(e),
-    };
-    let remote_sum = match remote_sum {
-        Ok(r) => r,
-        Err(e) => return fail(e),
-    };
-    if remote_sum.stdout_str().trim() != got {
-        return fail(TransportError::Checksum {
+    let verdict = match (got, remote_sum) {
+        (Ok(got), Ok(sum)) if sum.stdout_str().trim() == got => Ok(()),
+        (Ok(_), Ok(_)) => Err(TransportError::Checksum {
             host: c.name.clone(),
             path: src.to_string(),
-        });
+        }),
+        (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+    };
+    if let Err(e) = verdict {
+        let _ = tokio::fs::remove_file(&tmp).await;
+        return Err(e);
     }
     tokio::fs::rename(&tmp, dest)
         .await
         .map_err(|e| io(&c.name, &format!("writing `{}`", dest.display()), e))
+}
+
+/// Copy `from` into `to` in `CHUNK`s, feeding every byte to `hasher` on the way: both
+/// directions check the bytes that crossed the wire against the remote `sha256sum`.
+async fn copy_hashed<R, W>(from: &mut R, to: &mut W, hasher: &mut Sha256) -> std::io::Result<()>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = from.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        hasher.update(&buf[..n]);
+        to.write_all(&buf[..n]).await?;
+    }
 }
 
 fn io(host: &str, what: &str, source: std::io::Error) -> TransportError {
