@@ -77,15 +77,7 @@ pub(super) async fn authenticate(
                 continue;
             }
         };
-        let hash = if key.algorithm().is_rsa() {
-            handle
-                .best_supported_rsa_hash()
-                .await
-                .map_err(proto)?
-                .flatten()
-        } else {
-            None
-        };
+        let hash = rsa_hash(handle, key.algorithm()).await.map_err(proto)?;
         tried.push(format!("key `{}`", path.display()));
         let res = handle
             .authenticate_publickey(creds.user, PrivateKeyWithHashAlg::new(Arc::new(key), hash))
@@ -98,15 +90,7 @@ pub(super) async fn authenticate(
 
     if let Some(agent) = agent.as_mut() {
         for key in &agent_keys {
-            let hash = if key.algorithm().is_rsa() {
-                handle
-                    .best_supported_rsa_hash()
-                    .await
-                    .map_err(proto)?
-                    .flatten()
-            } else {
-                None
-            };
+            let hash = rsa_hash(handle, key.algorithm()).await.map_err(proto)?;
             tried.push(format!("agent key {}", key.algorithm()));
             match handle
                 .authenticate_publickey_with(creds.user, key.clone(), hash, agent)
@@ -147,6 +131,18 @@ pub(super) async fn authenticate(
 }
 
 /// The explicit files, or OpenSSH's defaults that exist.
+/// The signature hash to use with `algorithm`: the best one the server offers for RSA keys,
+/// none for every other kind.
+async fn rsa_hash(
+    handle: &mut Handle<Client>,
+    algorithm: russh::keys::Algorithm,
+) -> Result<Option<russh::keys::HashAlg>, russh::Error> {
+    if !algorithm.is_rsa() {
+        return Ok(None);
+    }
+    Ok(handle.best_supported_rsa_hash().await?.flatten())
+}
+
 fn key_files(explicit: &[PathBuf]) -> Vec<PathBuf> {
     if !explicit.is_empty() {
         return explicit.to_vec();
