@@ -242,6 +242,13 @@ pub struct CiArgs {
     pub command: CiCommand,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CiListFormat {
+    Table,
+    Json,
+    Labels,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum CiCommand {
     /// List the jobs of the matrix.
@@ -249,6 +256,18 @@ pub enum CiCommand {
         /// Job matrix file.
         #[arg(long, default_value = "ci/jobs.yml")]
         jobs: PathBuf,
+        /// Only jobs of this schedule class (`nightly`, `weekly`).
+        #[arg(long, value_name = "CLASS")]
+        schedule: Option<String>,
+        /// Only jobs that run on this runner pool (`kinit-hypervisor-1`).
+        #[arg(long, value_name = "RUNNER")]
+        runner: Option<String>,
+        /// Only these job labels (comma-separated; others are ignored, e.g. a PR's labels).
+        #[arg(long, value_name = "LABELS")]
+        labels: Option<String>,
+        /// `table`, `json` (a scheduler's matrix) or `labels` (one per line).
+        #[arg(long, value_enum, default_value_t = CiListFormat::Table)]
+        format: CiListFormat,
     },
     /// Deploy a job's cluster, validate it, always tear it down, write reports.
     Run {

@@ -36,6 +36,15 @@ pub enum Schedule {
     Weekly,
 }
 
+impl Schedule {
+    pub fn word(self) -> &'static str {
+        match self {
+            Schedule::Nightly => "nightly",
+            Schedule::Weekly => "weekly",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {

@@ -6,8 +6,11 @@
 mod html;
 mod index;
 pub mod jobs;
+#[cfg(test)]
+mod jobs_tests;
 mod junit;
-mod launch;
+pub mod launch;
+mod list;
 mod name;
 pub mod summary;
 mod svg;
@@ -54,17 +57,29 @@ pub(crate) fn write(path: &Path, text: &str) -> Result<(), CiError> {
 
 pub fn command(args: CiArgs) -> Result<Outcome, crate::Error> {
     match args.command {
-        CiCommand::List { jobs } => {
+        CiCommand::List {
+            jobs,
+            schedule,
+            runner,
+            labels,
+            format,
+        } => {
             let m = Matrix::load(&jobs).map_err(CiError::from)?;
-            for j in &m.jobs {
-                let sched = serde_json::to_value(j.schedule).unwrap_or_default();
-                println!(
-                    "{:<28} {:<8} {}",
-                    j.label,
-                    sched.as_str().unwrap_or_default(),
-                    j.runner
-                );
-            }
+            let wanted: Option<Vec<&str>> = labels
+                .as_deref()
+                .map(|l| l.split(',').map(str::trim).collect());
+            let selected: Vec<&jobs::Job> = m
+                .jobs
+                .iter()
+                .filter(|j| schedule.as_deref().is_none_or(|s| j.schedule.word() == s))
+                .filter(|j| runner.as_deref().is_none_or(|r| j.runner == r))
+                .filter(|j| {
+                    wanted
+                        .as_ref()
+                        .is_none_or(|w| w.contains(&j.label.as_str()))
+                })
+                .collect();
+            print!("{}", list::render(&selected, format));
             Ok(Outcome::Success)
         }
         CiCommand::Run {

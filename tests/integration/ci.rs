@@ -285,3 +285,22 @@ fn index_and_run_page_render_in_chromium() {
     assert!(dom.contains("class=\"failed-task\""));
     assert!(!dom.contains(SECRET));
 }
+
+/// Every job of the shipped matrix describes a cluster `kinit plan` accepts: the same
+/// arguments the launcher gives `kinit run` (extra vars through a file, as it does).
+#[test]
+fn every_shipped_job_plans() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let m = kinit::ci::Matrix::load(&root.join("ci/jobs.yml")).unwrap();
+    assert!(m.jobs.len() >= 4);
+    for job in &m.jobs {
+        let t = Test::new().write(
+            "vars.json",
+            &serde_json::to_string(&job.extra_vars).unwrap(),
+        );
+        let vars = t.path().join("vars.json");
+        let args = kinit::ci::launch::cluster_args(job, Some(&vars));
+        let ran = t.args(["plan".to_string()]).args(args).succeeds();
+        assert!(ran.stdout().contains(&job.shape.spec()), "{}", job.label);
+    }
+}
