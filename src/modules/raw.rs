@@ -1,16 +1,18 @@
 //! `raw`: send text to the host's shell as it is: no `creates`, no `chdir`, no check-mode
-//! prediction (like Ansible, it is skipped in check mode).
+//! prediction (like Ansible, it is skipped in check mode). On a WinRM host the text is
+//! PowerShell, run as it is by the transport (Ansible's `raw` works the same on Windows).
 
 use std::time::Instant;
 
 use serde::Deserialize;
 
+use crate::transport::ShellKind;
 use crate::transport::quote::sh;
 
 use super::command::finish;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
-typed_module!(Raw, "raw", Params, run);
+typed_module!(Raw, "raw", Params, run, windows);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,6 +32,13 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         return Ok(r);
     }
     let script = match &p.executable {
+        Some(exe) if ctx.conn.shell() == ShellKind::PowerShell => {
+            return Ok(ModuleResult::failed(format!(
+                "raw: `executable: {exe}` is not supported on the Windows (PowerShell) host \
+                 `{}`; the text always runs as PowerShell there",
+                ctx.host
+            )));
+        }
         Some(exe) => format!("{} -c {}", sh(exe), sh(&p.raw_params)),
         None => p.raw_params.clone(),
     };

@@ -122,3 +122,38 @@ async fn posix_modules_refuse_a_powershell_host() {
     fx.finish().await;
     conn.close().await;
 }
+
+/// `raw` works on Windows as in Ansible: the text goes to the shell as it is. The test server
+/// runs the PowerShell text it receives with sh, so the text is valid in both.
+#[tokio::test]
+async fn raw_runs_its_text_on_a_powershell_host() {
+    let srv = WinRmServer::for_mode(Mode::HttpNtlmSealed, &[]);
+    let conn = Connection::open(&srv.target(Mode::HttpNtlmSealed))
+        .await
+        .unwrap();
+    let fx = Fixture::new(&conn).await;
+    let before = srv.stat("commands").await;
+    let r = fx
+        .run("raw", json!({"_raw_params": "echo raw-on-winrm; exit 3"}))
+        .await;
+    assert!(r.failed, "exit 3 must fail the task");
+    assert_eq!(r.data["rc"], 3, "{r:?}");
+    assert_eq!(
+        r.data["stdout"].as_str().map(str::trim),
+        Some("raw-on-winrm")
+    );
+    assert!(
+        srv.stat("commands").await > before,
+        "nothing ran on the host"
+    );
+    let r = fx
+        .run(
+            "raw",
+            json!({"_raw_params": "echo x", "executable": "/bin/bash"}),
+        )
+        .await;
+    assert!(r.failed);
+    assert!(r.msg.unwrap().contains("not supported on the Windows"));
+    fx.finish().await;
+    conn.close().await;
+}
