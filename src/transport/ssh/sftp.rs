@@ -23,6 +23,10 @@ const MISMATCH: i32 = 97;
 #[derive(Default)]
 pub(super) struct SftpCell {
     session: OnceCell<(SftpSession, OwnedSemaphorePermit)>,
+    /// Temporary upload files not yet renamed into place or removed. An upload whose future
+    /// is dropped (Ctrl-C cancels the task) leaves its entry here, and `close` removes the
+    /// file, so an interrupted run leaves no `.name.kinit-tmp-*` beside the destination.
+    pending: std::sync::Mutex<Vec<String>>,
 }
 
 impl SftpCell {
@@ -54,6 +58,10 @@ impl SftpCell {
 
     pub async fn close(&self) {
         if let Some((s, _)) = self.session.get() {
+            let abandoned = std::mem::take(&mut *self.pending.lock().unwrap());
+            for tmp in abandoned {
+                let _ = s.remove_file(tmp).await;
+            }
             let _ = s.close().await;
         }
     }
@@ -75,6 +83,25 @@ pub(super) async fn put(
 ) -> Result<(), TransportError> {
     let sftp = c.sftp.get(c).await?;
     let tmp = temp_sibling(Path::new(dest)).display().to_string();
+    c.sftp.pending.lock().unwrap().push(tmp.clone());
+    let done = put_via(c, sftp, src, dest, mode, &tmp).await;
+    if done.is_ok() {
+        c.sftp.pending.lock().unwrap().retain(|p| p != &tmp);
+    }
+    done
+}
+
+/// Upload into `tmp`, check, chmod and rename into `dest`; removes `tmp` on the failures it
+/// sees itself (a dropped future is `SftpCell::close`'s to clean up).
+async fn put_via(
+    c: &SshConnection,
+    sftp: &SftpSession,
+    src: &Source,
+    dest: &str,
+    mode: Option<u32>,
+    tmp: &str,
+) -> Result<(), TransportError> {
+    let tmp = tmp.to_string();
     let what = format!("uploading `{dest}`");
     let sent = async {
         let mut file = sftp
