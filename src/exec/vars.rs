@@ -83,7 +83,30 @@ impl Executor {
             m.insert("ansible_failed_result".into(), res);
             m.insert("ansible_failed_task".into(), json!({ "name": task }));
         }
+        self.register_secret_vars(&m);
         Ok(m)
+    }
+
+    /// Secret-named variables from any layer (play/role/block/task vars, `vars_files`,
+    /// `set_fact`) are masked like inventory passwords, before a task can print them; a
+    /// templated one is registered with its rendered value too.
+    fn register_secret_vars(&self, m: &VarMap) {
+        let secret: Vec<&String> = m.keys().filter(|k| super::is_secret_name(k)).collect();
+        if secret.is_empty() {
+            return;
+        }
+        let mut scope = None;
+        for k in secret {
+            let v = &m[k];
+            self.events.redactor.add_value(v);
+            if crate::playbook::task_contains_template(v) {
+                let scope =
+                    scope.get_or_insert_with(|| self.templar.scope(std::sync::Arc::new(m.clone())));
+                if let Ok(Some(r)) = scope.get(k) {
+                    self.events.redactor.add_value(&r);
+                }
+            }
+        }
     }
 
     fn run_tags(&self) -> Vec<String> {

@@ -1,0 +1,282 @@
+//! Secrets scan: run the scenarios that handle secrets (no_log tasks, registered secret
+//! results in loops and failures, `-v`/`-vvv`, `--diff`, `debug: var=`, inventory SSH and
+//! become passwords over real sshd, secret-named `-e` vars, WinRM Basic and NTLM credentials
+//! against the test server including a wrong password and an injected 500), with JSON and
+//! JUnit logs, then grep every byte kinit wrote (stdout, stderr, every file it created in its
+//! scratch folder and state dir) for each secret in raw, base64, UTF-16LE and
+//! base64-of-UTF-16LE form. Any hit fails the test, naming the secret, form and place.
+
+use std::path::Path;
+
+use base64::Engine;
+
+use crate::fixtures::netns::is_root;
+use crate::fixtures::sshd::{PW_USER, PW_USER_PASSWORD, SshLab};
+use crate::support::{Ran, Test};
+use crate::winrm_server::{Mode, PASSWORD as WINRM_PASSWORD, USER as WINRM_USER, WinRmServer};
+
+/// Values only this test uses, so a hit can only come from kinit writing them.
+const VAULT_TOKEN: &str = "Tok3n-Qx7-Zebra-Orchid";
+const DB_PASSWORD: &str = "Db-Pw-Marmalade-8812";
+const NOLOG_VALUE: &str = "NoLog-Kumquat-5521";
+const LOOP_SECRET: &str = "Loop-Secret-Pelican-77";
+const WRONG_WINRM: &str = "Wr0ng-WinRM-Pw-9931";
+
+/// Every form a secret could leak in: raw, base64 at each byte alignment (as inside a longer
+/// encoded blob), UTF-16LE (PowerShell strings) and its base64 (`-EncodedCommand`).
+fn forms(secret: &str) -> Vec<(String, Vec<u8>)> {
+    let mut out = vec![("raw".to_string(), secret.as_bytes().to_vec())];
+    let utf16: Vec<u8> = secret.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    out.push(("utf-16le".into(), utf16.clone()));
+    for (name, bytes) in [
+        ("base64", secret.as_bytes().to_vec()),
+        ("base64(utf-16le)", utf16),
+    ] {
+        for pad in 0..3usize {
+            let mut buf = vec![b'x'; pad];
+            buf.extend_from_slice(&bytes);
+            let enc = base64::engine::general_purpose::STANDARD.encode(&buf);
+            // Skip the characters that mix in the prefix, and the last group (mixes the suffix).
+            let start = [0, 2, 3][pad];
+            let core = &enc.as_bytes()[start..enc.len() - 4];
+            out.push((format!("{name}@{pad}"), core.to_vec()));
+        }
+    }
+    out
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Every file under `dir` except the inputs the test wrote itself.
+fn written_files(dir: &Path, inputs: &[&str], out: &mut Vec<(String, Vec<u8>)>, root: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        let rel = p.strip_prefix(root).unwrap().display().to_string();
+        if p.is_dir() {
+            written_files(&p, inputs, out, root);
+        } else if !inputs.contains(&rel.as_str()) {
+            out.push((rel, std::fs::read(&p).unwrap_or_default()));
+        }
+    }
+}
+
+/// Collect (place, bytes) for everything one run wrote.
+fn outputs(label: &str, ran: &Ran, inputs: &[&str]) -> Vec<(String, Vec<u8>)> {
+    let mut out = vec![
+        (format!("{label}: stdout"), ran.output.stdout.clone()),
+        (format!("{label}: stderr"), ran.output.stderr.clone()),
+    ];
+    let mut files = Vec::new();
+    written_files(&ran.dir, inputs, &mut files, &ran.dir);
+    out.extend(files.into_iter().map(|(p, b)| (format!("{label}: {p}"), b)));
+    out
+}
+
+fn assert_no_leaks(secrets: &[&str], places: &[(String, Vec<u8>)]) {
+    let mut hits = Vec::new();
+    for s in secrets {
+        for (form, needle) in forms(s) {
+            for (place, bytes) in places {
+                if find(bytes, &needle) {
+                    hits.push(format!("{s:?} as {form} in {place}"));
+                }
+            }
+        }
+    }
+    assert!(hits.is_empty(), "secrets leaked:\n{}", hits.join("\n"));
+}
+
+#[test]
+fn scan_finds_a_planted_secret_in_every_form() {
+    // The scanner itself must be able to fail.
+    let s = "Planted-Secret-123";
+    let b64 = base64::engine::general_purpose::STANDARD.encode(format!("pre{s}post"));
+    let utf16: Vec<u8> = s.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let u16b64 = base64::engine::general_purpose::STANDARD.encode([&b"ab"[..], &utf16].concat());
+    for hay in [
+        format!("x{s}y").into_bytes(),
+        b64.into_bytes(),
+        utf16,
+        u16b64.into_bytes(),
+    ] {
+        assert!(forms(s).iter().any(|(_, n)| find(&hay, n)));
+    }
+}
+
+const SSH_PLAYBOOK: &str = r#"- hosts: all
+  gather_facts: false
+  vars:
+    api_token: "Tok3n-Qx7-Zebra-Orchid"
+  tasks:
+    - name: use a secret without no_log (secret-named var)
+      command: echo token={{ api_token }}
+      register: tok
+    - debug: var=tok
+    - debug: var=api_token
+    - debug: msg="db is {{ db_password }}"
+    - name: no_log task registers a secret result
+      command: echo NoLog-Kumquat-5521
+      register: hidden
+      no_log: true
+    - debug: var=hidden
+    - debug: msg="hidden said {{ hidden.stdout }}"
+    - name: no_log loop
+      command: echo {{ item }}
+      loop: ["Loop-Secret-Pelican-77", "second-Loop-Secret-Pelican-77"]
+      register: looped
+      no_log: true
+    - debug: var=looped
+    - name: write a secret file with diff
+      copy:
+        content: "password={{ db_password }}\n"
+        dest: /tmp/kinit-secret-scan-{{ inventory_hostname }}
+        mode: "0600"
+    - name: become with a password
+      command: id -un
+      become: true
+    - name: failing no_log task
+      shell: echo NoLog-Kumquat-5521 >&2; exit 3
+      no_log: true
+      ignore_errors: true
+    - name: failing task with a secret argument
+      shell: echo {{ db_password }} {{ api_token }} >&2; exit 4
+      ignore_errors: true
+"#;
+
+#[test]
+fn no_secret_reaches_any_output_over_ssh() {
+    if !is_root() {
+        eprintln!("skipped: the sudo-with-password user needs root");
+        return;
+    }
+    let lab = SshLab::new(1);
+    let h = &lab.hosts[0];
+    let inventory = format!(
+        "[all]\n{} ansible_host={} ansible_port={}\n[all:vars]\nansible_user={PW_USER}\n\
+         ansible_password={PW_USER_PASSWORD}\nansible_become_password={PW_USER_PASSWORD}\n",
+        h.name, h.address, h.port
+    );
+    let inputs = ["hosts.ini", "site.yml", ".home/.ssh/known_hosts"];
+    let mut places = Vec::new();
+    for (label, flags) in [
+        ("plain", vec![]),
+        ("-v", vec!["-v"]),
+        ("-vvv", vec!["-vvv"]),
+        ("--diff", vec!["--diff", "-v"]),
+    ] {
+        let test = Test::new()
+            .write("hosts.ini", &inventory)
+            .write("site.yml", SSH_PLAYBOOK)
+            .write(
+                ".home/.ssh/known_hosts",
+                &std::fs::read_to_string(&lab.known_hosts).unwrap(),
+            );
+        let home = test.path().join(".home").display().to_string();
+        let ran = test
+            .env("HOME", &home)
+            .args(["playbook", "site.yml", "-i", "hosts.ini"])
+            .args(["-e", &format!("db_password={DB_PASSWORD}")])
+            .args(["--log-json", "log.jsonl", "--junit", "junit.xml"])
+            .args(flags)
+            .run();
+        assert_eq!(
+            ran.output.status.code(),
+            Some(0),
+            "{label}\n{}\n{}",
+            ran.stdout(),
+            ran.stderr()
+        );
+        // The scan must have looked at something: the logs exist and the run did its work.
+        assert!(ran.dir.join("log.jsonl").exists() && ran.dir.join("junit.xml").exists());
+        assert!(ran.stdout().contains("ok="), "{}", ran.stdout());
+        places.extend(outputs(label, &ran, &inputs));
+    }
+    assert_no_leaks(
+        &[
+            VAULT_TOKEN,
+            DB_PASSWORD,
+            NOLOG_VALUE,
+            LOOP_SECRET,
+            PW_USER_PASSWORD,
+        ],
+        &places,
+    );
+}
+
+fn winrm_inventory(port: u16, scheme: &str, auth: &str, password: &str) -> String {
+    format!(
+        "all:\n  hosts:\n    win:\n      ansible_host: 127.0.0.1\n      ansible_port: {port}\n\
+         \x20     ansible_connection: winrm\n      ansible_winrm_scheme: {scheme}\n\
+         \x20     ansible_winrm_transport: {auth}\n\
+         \x20     ansible_user: '{WINRM_USER}'\n      ansible_password: '{password}'\n"
+    )
+}
+
+const WIN_PLAYBOOK: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n\
+    \x20   - win_shell: echo {{ db_password }}; exit 0\n      register: out\n      no_log: true\n\
+    \x20   - debug: var=out\n\
+    \x20   - win_shell: echo again; exit 0\n";
+
+#[tokio::test]
+async fn no_secret_reaches_any_output_over_winrm() {
+    let inputs = ["hosts.yml", "site.yml"];
+    let mut places = Vec::new();
+    let basic = WinRmServer::for_mode(Mode::HttpsBasic, &["--auth", "basic"]);
+    let ntlm = WinRmServer::for_mode(Mode::HttpNtlmSealed, &[]);
+    let cases: Vec<(&str, &WinRmServer, &str, &str, &str, bool)> = vec![
+        ("basic", &basic, "https", "basic", WINRM_PASSWORD, true),
+        ("ntlm", &ntlm, "http", "ntlm", WINRM_PASSWORD, true),
+        (
+            "ntlm wrong password",
+            &ntlm,
+            "http",
+            "ntlm",
+            WRONG_WINRM,
+            false,
+        ),
+        (
+            "basic wrong password",
+            &basic,
+            "https",
+            "basic",
+            WRONG_WINRM,
+            false,
+        ),
+        ("ntlm 500", &ntlm, "http", "ntlm", WINRM_PASSWORD, false),
+    ];
+    for (label, srv, scheme, auth, pw, ok) in cases {
+        if label.ends_with("500") {
+            srv.control(serde_json::json!({"fail_next": 50})).await;
+        }
+        let mut t = Test::new()
+            .write("hosts.yml", &winrm_inventory(srv.port, scheme, auth, pw))
+            .write("site.yml", WIN_PLAYBOOK)
+            .args(["playbook", "site.yml", "-i", "hosts.yml", "-vvv"])
+            .args(["-e", &format!("db_password={DB_PASSWORD}")])
+            .args(["--log-json", "log.jsonl", "--junit", "junit.xml"]);
+        if srv.https {
+            t = t.args([
+                "--winrm-ca-file".to_string(),
+                srv.ca_file().display().to_string(),
+            ]);
+        }
+        let ran = tokio::task::spawn_blocking(move || t.run()).await.unwrap();
+        if label.ends_with("500") {
+            srv.control(serde_json::json!({"fail_next": 0})).await;
+        }
+        assert_eq!(
+            ran.output.status.code() == Some(0),
+            ok,
+            "{label}\n{}\n{}",
+            ran.stdout(),
+            ran.stderr()
+        );
+        places.extend(outputs(label, &ran, &inputs));
+    }
+    assert_no_leaks(&[WINRM_PASSWORD, WRONG_WINRM, DB_PASSWORD], &places);
+}
