@@ -3,6 +3,7 @@
 //! tests themselves. Each area has its own module; `support` holds the shared builder.
 
 mod ansible_diff;
+mod chaos;
 mod ci;
 mod cluster_content;
 mod cluster_roles;
@@ -15,6 +16,7 @@ mod plan;
 mod playbook;
 mod playbook_diff;
 mod readme;
+mod secrets_scan;
 mod ssh;
 mod support;
 mod winrm;
