@@ -206,6 +206,9 @@ fn temp_leftovers(snap: &BTreeMap<String, String>) -> Vec<String> {
         .collect()
 }
 
+/// Point index, SIGINT delay, exit code of the interrupted run, convergence verdict.
+type PointResult = (usize, Duration, Option<i32>, Result<(), String>);
+
 fn chaos(points: usize, parallel: usize) {
     let seed: u64 = std::env::var("CHAOS_SEED")
         .ok()
@@ -230,47 +233,46 @@ fn chaos(points: usize, parallel: usize) {
     let delays: Vec<Duration> = (0..points)
         .map(|_| Duration::from_millis(rng.next() % span))
         .collect();
-    let results: Vec<(usize, Duration, Option<i32>, Result<(), String>)> =
-        std::thread::scope(|s| {
-            let chunks: Vec<Vec<(usize, Duration)>> = (0..parallel)
-                .map(|w| {
-                    delays
-                        .iter()
-                        .copied()
-                        .enumerate()
-                        .filter(|(i, _)| i % parallel == w)
-                        .collect()
+    let results: Vec<PointResult> = std::thread::scope(|s| {
+        let chunks: Vec<Vec<(usize, Duration)>> = (0..parallel)
+            .map(|w| {
+                delays
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .filter(|(i, _)| i % parallel == w)
+                    .collect()
+            })
+            .collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                let lab = &lab;
+                let reference = &reference;
+                s.spawn(move || {
+                    chunk
+                        .into_iter()
+                        .map(|(i, delay)| {
+                            let dir = lab.managed_dir(&format!("point{i}"));
+                            let code = lab.interrupted(&dir, delay);
+                            lab.run_ok(&dir, &format!("point {i} (delay {delay:?})"));
+                            let snap = snapshot(&dir);
+                            let verdict = if &snap == reference {
+                                Ok(())
+                            } else {
+                                Err(format!("differs: {:?}", diff(reference, &snap)))
+                            };
+                            (i, delay, code, verdict)
+                        })
+                        .collect::<Vec<_>>()
                 })
-                .collect();
-            let handles: Vec<_> = chunks
-                .into_iter()
-                .map(|chunk| {
-                    let lab = &lab;
-                    let reference = &reference;
-                    s.spawn(move || {
-                        chunk
-                            .into_iter()
-                            .map(|(i, delay)| {
-                                let dir = lab.managed_dir(&format!("point{i}"));
-                                let code = lab.interrupted(&dir, delay);
-                                lab.run_ok(&dir, &format!("point {i} (delay {delay:?})"));
-                                let snap = snapshot(&dir);
-                                let verdict = if &snap == reference {
-                                    Ok(())
-                                } else {
-                                    Err(format!("differs: {:?}", diff(reference, &snap)))
-                                };
-                                (i, delay, code, verdict)
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap())
-                .collect()
-        });
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
     let interrupted = results.iter().filter(|r| r.2 == Some(130)).count();
     let failures: Vec<String> = results
         .iter()
