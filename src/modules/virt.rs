@@ -105,3 +105,70 @@ mod tests {
         assert!(!is_controller_local("garbage"));
     }
 }
+
+/// What must happen to a network or pool to bring its running and autostart flags to what
+/// the task asked for; worked out without touching libvirt, applied by the module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Activity {
+    pub start: bool,
+    pub stop: bool,
+    /// `Some(on)` when autostart must be switched.
+    pub autostart: Option<bool>,
+}
+
+impl Activity {
+    /// `want_active`: `Some(true)` for `state: active`, `Some(false)` for `inactive`, `None`
+    /// to leave it as it is; `want_autostart` likewise.
+    pub fn plan(
+        want_active: Option<bool>,
+        active: bool,
+        want_autostart: Option<bool>,
+        autostart: bool,
+    ) -> Self {
+        Self {
+            start: want_active == Some(true) && !active,
+            stop: want_active == Some(false) && active,
+            autostart: want_autostart.filter(|&on| on != autostart),
+        }
+    }
+
+    pub fn changed(&self) -> bool {
+        self.start || self.stop || self.autostart.is_some()
+    }
+
+    /// The words the module reports in `actions`, in the order they are applied.
+    pub fn actions(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.start {
+            out.push("started");
+        }
+        if self.stop {
+            out.push("stopped");
+        }
+        match self.autostart {
+            Some(true) => out.push("autostart on"),
+            Some(false) => out.push("autostart off"),
+            None => {}
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod activity_tests {
+    use super::Activity;
+
+    #[test]
+    fn plans_only_what_differs() {
+        assert_eq!(
+            Activity::plan(Some(true), false, Some(true), false).actions(),
+            ["started", "autostart on"]
+        );
+        assert_eq!(
+            Activity::plan(Some(false), true, Some(false), true).actions(),
+            ["stopped", "autostart off"]
+        );
+        assert!(!Activity::plan(Some(true), true, Some(false), false).changed());
+        assert!(!Activity::plan(None, false, None, true).changed());
+    }
+}

@@ -142,41 +142,33 @@ impl Module for VirtNetwork {
                 (Some(_), _) => {}
             }
 
-            match p.state {
-                NetState::Active if !active => {
-                    changed = true;
-                    actions.push("started");
-                    if !check {
-                        hv.start_network(&p.name).await.map_err(failed)?;
-                    }
-                    active = true;
+            let todo = super::virt::Activity::plan(
+                match p.state {
+                    NetState::Active => Some(true),
+                    NetState::Inactive => Some(false),
+                    _ => None,
+                },
+                active,
+                p.autostart,
+                autostart,
+            );
+            changed |= todo.changed();
+            actions.extend(todo.actions());
+            if !check {
+                if todo.start {
+                    hv.start_network(&p.name).await.map_err(failed)?;
                 }
-                NetState::Inactive if active => {
-                    changed = true;
-                    actions.push("stopped");
-                    if !check {
-                        hv.stop_network(&p.name).await.map_err(failed)?;
-                    }
-                    active = false;
+                if todo.stop {
+                    hv.stop_network(&p.name).await.map_err(failed)?;
                 }
-                _ => {}
-            }
-            if let Some(want) = p.autostart
-                && want != autostart
-            {
-                changed = true;
-                actions.push(if want {
-                    "autostart on"
-                } else {
-                    "autostart off"
-                });
-                if !check {
-                    hv.set_network_autostart(&p.name, want)
+                if let Some(on) = todo.autostart {
+                    hv.set_network_autostart(&p.name, on)
                         .await
                         .map_err(failed)?;
                 }
-                autostart = want;
             }
+            active = (active || todo.start) && !todo.stop;
+            autostart = todo.autostart.unwrap_or(autostart);
             let state = if active { "active" } else { "inactive" };
             Ok(result(&p, changed, actions, state).with("autostart", autostart))
         })

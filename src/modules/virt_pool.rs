@@ -132,39 +132,31 @@ async fn run(ctx: &ModuleCtx<'_>, args: Value) -> Result<ModuleResult, ModuleErr
         }
     };
 
-    match p.state {
-        PoolState::Active if !active => {
-            changed = true;
-            actions.push("started");
-            if !check {
-                hv.start_pool(&p.name).await.map_err(failed)?;
-            }
-            active = true;
+    let todo = super::virt::Activity::plan(
+        match p.state {
+            PoolState::Active => Some(true),
+            PoolState::Inactive => Some(false),
+            _ => None,
+        },
+        active,
+        p.autostart,
+        autostart,
+    );
+    changed |= todo.changed();
+    actions.extend(todo.actions());
+    if !check {
+        if todo.start {
+            hv.start_pool(&p.name).await.map_err(failed)?;
         }
-        PoolState::Inactive if active => {
-            changed = true;
-            actions.push("stopped");
-            if !check {
-                hv.stop_pool(&p.name).await.map_err(failed)?;
-            }
-            active = false;
+        if todo.stop {
+            hv.stop_pool(&p.name).await.map_err(failed)?;
         }
-        _ => {}
+        if let Some(on) = todo.autostart {
+            hv.set_pool_autostart(&p.name, on).await.map_err(failed)?;
+        }
     }
-    if let Some(want) = p.autostart
-        && want != autostart
-    {
-        changed = true;
-        actions.push(if want {
-            "autostart on"
-        } else {
-            "autostart off"
-        });
-        if !check {
-            hv.set_pool_autostart(&p.name, want).await.map_err(failed)?;
-        }
-        autostart = want;
-    }
+    active = (active || todo.start) && !todo.stop;
+    autostart = todo.autostart.unwrap_or(autostart);
     let state = if active { "active" } else { "inactive" };
     Ok(result(&p, changed, actions, state).with("autostart", autostart))
 }
