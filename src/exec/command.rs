@@ -11,7 +11,7 @@ use super::{Executor, RunOptions, TagFilter};
 use crate::cli::PlaybookArgs;
 use crate::inventory::Inventory;
 use crate::playbook::{Loader, LoaderOptions, Playbook, list};
-use crate::report::{self, ReportOptions};
+use crate::report::{self, EventSender, ReportOptions};
 use crate::{Error, Outcome};
 
 pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
@@ -66,8 +66,7 @@ async fn run(
 ) -> Result<Outcome, Error> {
     let cancel = CancellationToken::new();
     if args.list_hosts {
-        let (events, _) = report::start(ReportOptions::default(), Default::default())?;
-        let exec = Executor::new(loader, inventory, opts, events, cancel);
+        let exec = Executor::new(loader, inventory, opts, EventSender::discard(), cancel);
         for b in &books {
             print!(
                 "{}",

@@ -54,6 +54,16 @@ impl EventSender {
         // The reporter only goes away at shutdown; a lost event then is harmless.
         let _ = self.tx.send(ev);
     }
+
+    /// A sender with no reporter behind it: for commands that only inspect a playbook
+    /// (`--list-hosts`) and must print nothing but their own listing, not a recap.
+    pub fn discard() -> EventSender {
+        let (tx, _) = mpsc::unbounded_channel();
+        EventSender {
+            tx,
+            redactor: Redactor::default(),
+        }
+    }
 }
 
 /// Start the reporter task. It ends (returning the stats) when every `EventSender` is dropped.

@@ -16,6 +16,7 @@ mod plan;
 mod playbook;
 mod playbook_diff;
 mod readme;
+mod regression;
 mod secrets_scan;
 mod ssh;
 mod support;
