@@ -1,9 +1,13 @@
-//! File transfer over SFTP (one SFTP session per connection, opened on first use).
+//! File transfer: small uploads through one command, the rest over SFTP (one SFTP session per
+//! connection, opened on first use).
 //!
-//! Uploads stream into a temporary file next to the destination while hashing, then one
-//! remote command checks `sha256sum`, applies the mode and renames into place. Downloads
-//! stream into a local temporary file while hashing and compare with the remote
-//! `sha256sum` (run concurrently). Nothing holds a whole file in memory.
+//! An upload of at most `INLINE_MAX` bytes is one command (one round trip): the bytes go in
+//! as the command's stdin, and the same command writes the temporary file next to the
+//! destination, checks its `sha256sum`, applies the mode and renames it into place. Larger
+//! uploads stream into the temporary file over SFTP while hashing (open, writes, close: three
+//! or more round trips), then the same finishing command runs. Downloads stream into a local
+//! temporary file while hashing and compare with the remote `sha256sum` (run concurrently).
+//! Only inline uploads hold the file in memory, and those are small.
 
 use std::path::Path;
 
@@ -14,9 +18,12 @@ use tokio::sync::{OnceCell, OwnedSemaphorePermit};
 
 use super::SshConnection;
 use crate::transport::local::temp_sibling;
-use crate::transport::{ExecRequest, Source, TransportError, quote};
+use crate::transport::{ExecOutput, ExecRequest, Source, TransportError, quote};
 
 const CHUNK: usize = 256 * 1024;
+/// Uploads up to this size go inline through one command instead of SFTP. The bytes travel
+/// base64-encoded inside the command text, so this also bounds that text.
+const INLINE_MAX: u64 = 64 * 1024;
 /// Exit status of the finishing command when the checksum does not match.
 const MISMATCH: i32 = 97;
 
@@ -81,14 +88,52 @@ pub(super) async fn put(
     dest: &str,
     mode: Option<u32>,
 ) -> Result<(), TransportError> {
-    let sftp = c.sftp.get(c).await?;
     let tmp = temp_sibling(Path::new(dest)).display().to_string();
+    let inline = match src {
+        Source::Bytes(b) if b.len() as u64 <= INLINE_MAX => Some(b.clone()),
+        Source::File(p) => match tokio::fs::metadata(p).await {
+            Ok(m) if m.len() <= INLINE_MAX => Some(
+                tokio::fs::read(p)
+                    .await
+                    .map_err(|e| io(&c.name, &format!("reading local `{}`", p.display()), e))?,
+            ),
+            _ => None,
+        },
+        Source::Bytes(_) => None,
+    };
+    if let Some(bytes) = inline {
+        // The remote shell runs the whole command even when this future is dropped, and the
+        // command itself removes the temporary file on every failure it sees.
+        return put_inline(c, bytes, dest, mode, &tmp).await;
+    }
+    let sftp = c.sftp.get(c).await?;
     c.sftp.pending.lock().unwrap().push(tmp.clone());
     let done = put_via(c, sftp, src, dest, mode, &tmp).await;
     if done.is_ok() {
         c.sftp.pending.lock().unwrap().retain(|p| p != &tmp);
     }
     done
+}
+
+/// Write `bytes` to `dest` in one command: stdin into `tmp`, then [`install`].
+async fn put_inline(
+    c: &SshConnection,
+    bytes: Vec<u8>,
+    dest: &str,
+    mode: Option<u32>,
+    tmp: &str,
+) -> Result<(), TransportError> {
+    let expected = hex::encode(Sha256::digest(&bytes));
+    let t = quote::sh(tmp);
+    let script = format!(
+        "cat > {t} || {{ rc=$?; rm -f {t}; exit $rc; }}; {}",
+        install_script(tmp, dest, mode, &expected)
+    );
+    let req = ExecRequest {
+        stdin: Some(bytes),
+        ..ExecRequest::new(script)
+    };
+    finish(c, dest, c.exec(&req).await?)
 }
 
 /// Upload into `tmp`, check, chmod and rename into `dest`; removes `tmp` on the failures it
@@ -134,17 +179,27 @@ async fn put_via(
             return Err(e);
         }
     };
-    let (t, d) = (quote::sh(&tmp), quote::sh(dest));
+    let script = install_script(&tmp, dest, mode, &expected);
+    finish(c, dest, c.exec(&ExecRequest::new(script)).await?)
+}
+
+/// The finishing command of every upload: check the temporary file's SHA-256, apply the
+/// mode, rename it into place; remove it on any failure.
+fn install_script(tmp: &str, dest: &str, mode: Option<u32>, expected: &str) -> String {
+    let (t, d) = (quote::sh(tmp), quote::sh(dest));
     let chmod = match mode {
         Some(m) => format!("chmod {m:o} {t}"),
         // Replacing a file keeps its permissions, as writing into it would.
         None => format!("if [ -e {d} ]; then chmod --reference={d} {t} 2>/dev/null; fi"),
     };
-    let script = format!(
+    format!(
         "h=$(sha256sum {t} | cut -c1-64); if [ \"$h\" != {expected} ]; then rm -f {t}; \
          exit {MISMATCH}; fi; {chmod} && mv -f {t} {d} || {{ rc=$?; rm -f {t}; exit $rc; }}"
-    );
-    let out = c.exec(&ExecRequest::new(script)).await?;
+    )
+}
+
+/// The upload's outcome from its finishing command's exit status.
+fn finish(c: &SshConnection, dest: &str, out: ExecOutput) -> Result<(), TransportError> {
     match out.rc {
         0 => Ok(()),
         MISMATCH => Err(TransportError::Checksum {

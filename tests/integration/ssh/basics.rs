@@ -56,6 +56,31 @@ async fn exec_put_get_over_ssh() {
         .unwrap();
     assert_eq!(out.stdout_str(), "640\nhello\n");
 
+    // Small uploads go through one command: every byte value survives, a replaced file
+    // keeps its mode, and a missing directory is an error naming the path.
+    let every_byte: Vec<u8> = (0..=255u8).rev().collect();
+    c.put(&Source::Bytes(every_byte.clone()), &dest, None)
+        .await
+        .unwrap();
+    let back = lab.dir().join("every_byte.back");
+    c.get(&dest, &back).await.unwrap();
+    assert_eq!(std::fs::read(&back).unwrap(), every_byte);
+    let mode = c
+        .exec(&ExecRequest::new(format!("stat -c %a {dest}")))
+        .await
+        .unwrap()
+        .stdout_str();
+    assert_eq!(mode, "640\n");
+    let err = c
+        .put(
+            &Source::Bytes(b"x".to_vec()),
+            &format!("{home}/no/such/dir/f"),
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no/such/dir"), "{err}");
+
     // A file bigger than one SFTP packet and one read buffer, streamed both ways.
     let big: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
     let local = lab.dir().join("big.bin");

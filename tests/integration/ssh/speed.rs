@@ -7,8 +7,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use kinit::transport::ExecRequest;
 use kinit::transport::ssh::SshConnection;
+use kinit::transport::{ExecRequest, Source};
 
 use crate::fixtures::delay_proxy::DelayProxy;
 use crate::fixtures::sshd::SshLab;
@@ -98,6 +98,77 @@ async fn slow_link_round_trips_per_command() {
         chan >= 1.5,
         "exec channels should need two round trips, measured {chan:.2}"
     );
+    c.close().await;
+    direct.close().await;
+}
+
+/// The fastest of `n` uploads of `bytes` to `dest`.
+async fn fastest_put(c: &SshConnection, n: u32, bytes: &[u8], dest: &str) -> Duration {
+    let mut best = Duration::MAX;
+    for _ in 0..n {
+        let start = Instant::now();
+        c.put(&Source::Bytes(bytes.to_vec()), dest, Some(0o644))
+            .await
+            .unwrap();
+        best = best.min(start.elapsed());
+    }
+    best
+}
+
+/// A small upload (what `copy`, `template` and `lineinfile` send) is one command, so one
+/// round trip on a slow link; a large one goes over SFTP and needs several. Measured as in
+/// `slow_link_round_trips_per_command`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_link_small_upload_is_one_round_trip() {
+    let lab = SshLab::new(1);
+    let upstream: SocketAddr = format!("{}:{}", lab.hosts[0].address, lab.hosts[0].port)
+        .parse()
+        .unwrap();
+    let rtt = Duration::from_millis(40);
+    let proxy = DelayProxy::start(upstream, rtt / 2).await;
+    let direct = SshConnection::connect(&lab.target(0)).await.unwrap();
+    let mut t = lab.target(0);
+    t.address = proxy.addr.ip().to_string();
+    t.port = Some(proxy.addr.port());
+    t.host_key_checking = kinit::cli::HostKeyChecking::Off;
+    let c = SshConnection::connect(&t).await.unwrap();
+    let home = c
+        .exec(&ExecRequest::new("printf %s \"$HOME\""))
+        .await
+        .unwrap()
+        .stdout_str();
+    let dest = format!("{home}/rt.txt");
+    let small = vec![b'x'; 1024];
+    let large = vec![b'y'; 256 * 1024];
+    fastest_put(&c, 1, &large, &dest).await; // SFTP session started
+    fastest_put(&direct, 1, &large, &dest).await;
+    let rt = |slow: Duration, floor: Duration| {
+        slow.saturating_sub(floor).as_secs_f64() / rtt.as_secs_f64()
+    };
+    let small_rt = rt(
+        fastest_put(&c, 5, &small, &dest).await,
+        fastest_put(&direct, 5, &small, &dest).await,
+    );
+    let large_rt = rt(
+        fastest_put(&c, 3, &large, &dest).await,
+        fastest_put(&direct, 3, &large, &dest).await,
+    );
+    eprintln!("round trips per upload: 1 KiB {small_rt:.2}, 256 KiB {large_rt:.2}");
+    assert!(
+        (0.9..=1.5).contains(&small_rt),
+        "1 KiB upload: {small_rt:.2} round trips"
+    );
+    assert!(
+        large_rt >= 2.5,
+        "a 256 KiB upload over SFTP should need several round trips, measured {large_rt:.2}"
+    );
+    let out = c
+        .exec(&ExecRequest::new(format!("wc -c < {dest}; ls -a {home}")))
+        .await
+        .unwrap()
+        .stdout_str();
+    assert!(out.starts_with("262144\n"), "{out}");
+    assert!(!out.contains("kinit-tmp"), "temp files left behind: {out}");
     c.close().await;
     direct.close().await;
 }
