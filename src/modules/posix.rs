@@ -22,7 +22,7 @@ const PRELUDE: &str = r#"_ks() {
     _a=$(stat $_f -c '%a %u %g %s %Y %U %G' -- "$_p" 2>/dev/null)
     [ -r "$_p" ] && _x=r; [ -w "$_p" ] && _x=${_x}w; [ -x "$_p" ] && _x=${_x}x
   fi
-  if [ $_k = file ] && [ -n "$3" ]; then _s=$(${3}sum -- "$_p" 2>/dev/null | cut -d' ' -f1); fi
+  if [ $_k = file ] && [ -n "$3" ]; then _s=$(${3}sum 2>/dev/null < "$_p"); _s=${_s%% *}; fi
   printf 'kinit-stat|%s|%s|%s|%s|%s\n' "$_k" "$_a" "$_x" "$_s" "$_l"
 }
 printf 'kinit-id|%s|%s\n' "$(id -u)" "$(id -g)"

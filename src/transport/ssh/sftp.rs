@@ -193,7 +193,7 @@ fn install_script(tmp: &str, dest: &str, mode: Option<u32>, expected: &str) -> S
         None => format!("if [ -e {d} ]; then chmod --reference={d} {t} 2>/dev/null; fi"),
     };
     format!(
-        "h=$(sha256sum {t} | cut -c1-64); if [ \"$h\" != {expected} ]; then rm -f {t}; \
+        "h=$(sha256sum < {t}); h=${{h%% *}}; if [ \"$h\" != {expected} ]; then rm -f {t}; \
          exit {MISMATCH}; fi; {chmod} && mv -f {t} {d} || {{ rc=$?; rm -f {t}; exit $rc; }}"
     )
 }
