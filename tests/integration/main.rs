@@ -10,6 +10,7 @@ mod cluster_roles;
 mod deploy;
 mod engine_fixes;
 mod fixtures;
+mod hypervisor;
 mod libvirt;
 mod modules;
 mod plan;
