@@ -18,6 +18,7 @@ mod host_task;
 mod hostvars;
 mod include;
 mod loops;
+mod reboot;
 mod remote;
 mod retry;
 mod state;

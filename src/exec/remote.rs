@@ -162,6 +162,13 @@ impl Executor {
             _ = self.cancel.cancelled() => return Attempt::failed("interrupted"),
         };
         match outcome {
+            Ok(r)
+                if name == "win_reboot" && r.data.get("reboot_requested") == Some(&json!(true)) =>
+            {
+                Attempt::ok(result_value(
+                    self.await_reboot(&resolved.target, conn, r).await,
+                ))
+            }
             Ok(r) => Attempt::ok(result_value(r)),
             Err(ModuleError::Transport(TransportError::Timeout { after, .. })) => {
                 Attempt::failed(format!("the task timed out after {after:?}"))

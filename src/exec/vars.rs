@@ -79,6 +79,16 @@ impl Executor {
             m.insert("role_name".into(), json!(r.name));
             m.insert("role_path".into(), json!(self.abs(&r.path)));
         }
+        // Where lookups (`file`, `template`) find relative names, as in Ansible: the roles
+        // from the innermost out, then the playbook's folder.
+        let search: Vec<String> = inh
+            .roles
+            .iter()
+            .rev()
+            .map(|r| self.abs(&r.path))
+            .chain([self.abs(&self.playbook_dir())])
+            .collect();
+        m.insert("ansible_search_path".into(), json!(search));
         if let Some((res, task)) = failed {
             m.insert("ansible_failed_result".into(), res);
             m.insert("ansible_failed_task".into(), json!({ "name": task }));

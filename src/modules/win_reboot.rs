@@ -4,7 +4,7 @@
 //! it cannot wait for the host itself, because the connection it was given dies with the
 //! reboot. It returns `reboot_requested: true` with the waiting parameters
 //! (`reboot_timeout`, `post_reboot_delay`, `connect_timeout`, `test_command`,
-//! `previous_boot_time`): the **executor** then drops the host's connection, reconnects
+//! `previous_boot_time`): the **executor** (`exec::reboot`) then drops the host's connection, reconnects
 //! until `reboot_timeout` (the host counts as unreachable after that), waits
 //! `post_reboot_delay`, runs `test_command`, and sets `elapsed` and `rebooted: true`. In check
 //! mode nothing is scheduled and `reboot_requested` is false.

@@ -27,10 +27,13 @@ Execution convention (documented in the README): the command line is joined as W
 snippets cannot run under sh and are emulated: kinit's upload script (first line `# kinit:put`)
 and download script (`# kinit:get`), recognised by that marker and replaced by the sh
 pipeline with the same protocol (base64 lines in, SHA-256 hex out / base64 lines and a
-`sha256:` line out).
+`sha256:` line out). With `--windows-root DIR` (recording mode) the decoded scripts go to
+`windows_standin.py` instead, which acts out kinit's Windows module scripts and start.ps1 on
+a fake C: drive in DIR and records every action in DIR/calls.log.
 
 Usage: server.py --state-dir DIR [--port 0] [--https] [--auth basic,ntlm]
        [--allow-unencrypted] [--max-shells 30] [--user 'DOMAIN\\user:password']...
+       [--windows-root DIR]
 Prints `READY <port>` on stdout once listening.
 """
 
@@ -176,13 +179,15 @@ def ps_quoted(script, var):
     return m.group(1).replace("''", "'")
 
 
-def to_sh(command_line):
+def to_sh(command_line, windows=None):
     """The sh script a WinRS command line runs (see the module doc for the convention)."""
     m = re.match(r"^\s*powershell(?:\.exe)?\s.*?-(?:EncodedCommand|enc|e)\s+(\S+)\s*$",
                  command_line, re.I | re.S)
     if not m:
         return command_line
     script = base64.b64decode(m.group(1)).decode("utf-16-le")
+    if windows is not None:
+        return windows.to_sh(script)
     first = script.lstrip().split("\n", 1)[0].strip()
     if first == "# kinit:put":
         path = shlex.quote(ps_quoted(script, "path"))
@@ -515,7 +520,9 @@ class Handler(BaseHTTPRequestHandler):
         args = [a.text or "" for a in line.findall("rsp:Arguments", NS)]
         cid = line.get("CommandId") or str(uuid.uuid4()).upper()
         if cid not in shell.commands:
-            shell.commands[cid] = Command(to_sh(join_command_line(cmd, args)))
+            with self.server.lock:
+                script = to_sh(join_command_line(cmd, args), self.server.windows)
+            shell.commands[cid] = Command(script)
             self.server.stats.inc("commands")
         return envelope(ACT_SHELL + "CommandResponse", mid,
                         "<rsp:CommandResponse><rsp:CommandId>%s</rsp:CommandId>"
@@ -633,6 +640,8 @@ def main():
     p.add_argument("--allow-unencrypted", action="store_true")
     p.add_argument("--max-shells", type=int, default=30)
     p.add_argument("--user", action="append", default=[])
+    p.add_argument("--windows-root", help="act out kinit's Windows module scripts on a fake "
+                   "C: drive in this folder, recording each action (windows_standin.py)")
     opts = p.parse_args()
     opts.auth = opts.auth.split(",")
     if not opts.user:
@@ -650,6 +659,10 @@ def main():
 
     srv = Server(("127.0.0.1", opts.port), opts)
     srv.cert_der = None
+    srv.windows = None
+    if opts.windows_root:
+        from windows_standin import Windows
+        srv.windows = Windows(opts.windows_root)
     if opts.https:
         cert, key, der = make_certs(opts.state_dir)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

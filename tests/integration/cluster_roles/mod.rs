@@ -5,6 +5,7 @@
 
 mod hosts;
 mod libvirt;
+mod windows;
 
 use serde_json::{Value, json};
 
@@ -14,11 +15,15 @@ use hosts::Lab;
 
 /// The deploy-cluster plays these roles belong to, taken from the repository's playbook.
 fn plays() -> String {
-    let wanted = [
+    plays_named(&[
         "deploy-cluster (control plane)",
         "deploy-cluster (pod network)",
         "deploy-cluster (Linux workers)",
-    ];
+    ])
+}
+
+/// The plays of the repository's deploy-cluster playbook with these names, in its order.
+pub(super) fn plays_named(wanted: &[&str]) -> String {
     let plays: Vec<Value> = yaml("playbooks/deploy-cluster.yml")
         .as_array()
         .unwrap()
@@ -32,7 +37,19 @@ fn plays() -> String {
 
 /// kinit's own k8s-libvirt-1-1-1 inventory, with the two cluster nodes pointed at the lab.
 fn lab_inventory(lab: &Lab, state: &std::path::Path) -> String {
-    let inv = inventory(Compute::Linux);
+    lab_inventory_with(Compute::Linux, lab, state, |_, _| {})
+}
+
+/// kinit's own k8s-libvirt-1-1-1 inventory (with a Linux or Windows compute), with
+/// controller-01 and compute-01 pointed at the lab's SSH hosts; `adjust` changes a host's
+/// variables after that (a Windows compute gets its WinRM server there).
+pub(super) fn lab_inventory_with(
+    compute: Compute,
+    lab: &Lab,
+    state: &std::path::Path,
+    adjust: impl Fn(&str, &mut serde_json::Map<String, Value>),
+) -> String {
+    let inv = inventory(compute);
     let mut all_vars = inv.groups["all"].vars.clone();
     all_vars.insert("kinit_state_dir".into(), json!(state.display().to_string()));
     let mut children = serde_json::Map::new();
@@ -48,14 +65,16 @@ fn lab_inventory(lab: &Lab, state: &std::path::Path) -> String {
         {
             let mut vars = inv.hosts[h].vars.clone();
             vars.remove("kinit_jump_host");
-            vars.insert("ansible_connection".into(), json!("ssh"));
-            vars.insert("ansible_host".into(), json!("127.0.0.1"));
-            vars.insert("ansible_port".into(), json!(lab.host(h).port));
-            vars.insert("ansible_user".into(), json!("root"));
-            vars.insert(
-                "ansible_ssh_private_key_file".into(),
-                json!(lab.client_key.display().to_string()),
-            );
+            if vars["ansible_connection"] == "ssh" {
+                vars.insert("ansible_host".into(), json!("127.0.0.1"));
+                vars.insert("ansible_port".into(), json!(lab.host(h).port));
+                vars.insert("ansible_user".into(), json!("root"));
+                vars.insert(
+                    "ansible_ssh_private_key_file".into(),
+                    json!(lab.client_key.display().to_string()),
+                );
+            }
+            adjust(h, &mut vars);
             hosts.insert(h.clone(), Value::Object(vars));
         }
         children.insert(name.clone(), json!({ "hosts": hosts }));
@@ -72,7 +91,7 @@ fn lab_inventory(lab: &Lab, state: &std::path::Path) -> String {
 
 /// A one-file HTTP server on 127.0.0.1 standing in for the flannel release download (the
 /// namespace hosts share the machine's network). Returns the URL.
-fn serve(body: &'static str) -> String {
+pub(super) fn serve(body: &'static str) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/kube-flannel.yml", listener.local_addr().unwrap());
     std::thread::spawn(move || {
@@ -91,10 +110,22 @@ fn serve(body: &'static str) -> String {
 }
 
 fn run(lab: &Lab, test_dir: &std::path::Path, manifest: &str) -> (String, String) {
+    run_with(lab, test_dir, manifest, &[])
+}
+
+/// `kinit playbook deploy.yml -i inventory.yml` in `test_dir` with `extra` arguments; fails
+/// the test (with the stand-ins' calls) unless it exits 0.
+pub(super) fn run_with(
+    lab: &Lab,
+    test_dir: &std::path::Path,
+    manifest: &str,
+    extra: &[&str],
+) -> (String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kinit"))
         .current_dir(test_dir)
         .args(["playbook", "deploy.yml", "-i", "inventory.yml"])
         .args(["-e", &format!("flannel_manifest_url={manifest}")])
+        .args(extra)
         .env("HOME", test_dir.join("home"))
         .env("NO_COLOR", "1")
         .output()
@@ -264,7 +295,7 @@ fn linux_roles_drive_kubeadm_and_kubectl_in_order_and_rerun_without_changes() {
 
 /// The kubeadm discovery hash of a CA certificate, computed as the kubeadm documentation
 /// shows (independently of the role's own pipeline text).
-fn ca_hash(cert: &std::path::Path) -> String {
+pub(super) fn ca_hash(cert: &std::path::Path) -> String {
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(

@@ -1,0 +1,318 @@
+"""A recording stand-in for the Windows side of kinit's Windows worker join.
+
+No Windows host and no PowerShell can exist on the build machine, so when the WinRM test
+server runs with `--windows-root DIR` it hands each decoded PowerShell script to this module
+instead of running it with sh. It recognises the scripts of kinit's Windows modules by the
+lines their module bodies always contain (src/modules/win_*.rs), acts them out on a fake
+`C:` drive under DIR/fs, and appends one line per action to DIR/calls.log, in order:
+
+    Install-WindowsFeature Containers      win_feature (the feature then needs a reboot)
+    shutdown.exe /r /t 2                   win_reboot (a new boot; pending reboots done)
+    mkdir C:\\k                             win_file state=directory, win_copy parents
+    put C:\\k\\start.ps1                     an upload (win_copy, kinit's `# kinit:put`)
+    remove C:\\k\\kubeadm-join.yaml          win_file state=absent
+    start.ps1 -ManagementIP 10.0.0.2 ...   the script's parameters as given
+    containerd --register-service          what start.ps1 does, see `start_ps1`
+    service kubelet / flanneld / kube-proxy
+    kubeadm join --config C:\\k\\kubeadm-join.yaml
+
+Read-only probes (win_stat, win_copy's hash probe) answer from the fake drive without a log
+line. Any other script still runs with sh (the server's usual convention), which is what
+`win_reboot`'s `whoami` and the reconnection probe need.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+
+FEATURES = {"Containers", "Hyper-V", "Hyper-V-PowerShell"}
+
+
+class Windows:
+    def __init__(self, root):
+        self.root = root
+        self.fs = os.path.join(root, "fs")
+        os.makedirs(os.path.join(self.fs, "C"), exist_ok=True)
+        self.state_file = os.path.join(root, "state.json")
+        if not os.path.exists(self.state_file):
+            self.save({"features": [], "boots": 1, "reboot_pending": False, "services": []})
+
+    # ---- bookkeeping ---------------------------------------------------------------------
+
+    def load(self):
+        with open(self.state_file) as f:
+            return json.load(f)
+
+    def save(self, st):
+        with open(self.state_file, "w") as f:
+            json.dump(st, f)
+
+    def log(self, line):
+        with open(os.path.join(self.root, "calls.log"), "a") as f:
+            f.write(line + "\n")
+
+    def local(self, winpath):
+        """The file under DIR/fs that a Windows path names (`C:\\k\\x` -> fs/C/k/x)."""
+        m = re.match(r"^([A-Za-z]):[\\/]?(.*)$", winpath)
+        if not m:
+            raise ValueError("not an absolute Windows path: %r" % winpath)
+        parts = [p for p in re.split(r"[\\/]+", m.group(2)) if p]
+        return os.path.join(self.fs, m.group(1).upper(), *parts)
+
+    # ---- dispatch ------------------------------------------------------------------------
+
+    def to_sh(self, script):
+        """The sh script the server runs for this PowerShell `script`."""
+        first = script.lstrip().split("\n", 1)[0].strip()
+        if first == "# kinit:put":
+            path = ps_var(script, "path")
+            self.log("put " + path)
+            dest = shlex.quote(self.local(path))
+            tmp = shlex.quote(self.local(path) + ".kinit-tmp")
+            return ("set -e; tr -d '\\r' | base64 -d > %s; mv -f %s %s; "
+                    "sha256sum %s | cut -d' ' -f1" % (tmp, tmp, dest, dest))
+        if first == "# kinit:get":
+            path = shlex.quote(self.local(ps_var(script, "path")))
+            return ("set -e; base64 -w 65536 %s; printf 'sha256:%%s\\n' \"$(sha256sum %s | "
+                    "cut -d' ' -f1)\"" % (path, path))
+        check = "$check = $true" in script
+        for marker, handler in (
+                ("Get-WindowsFeature -Name $names", self.feature),
+                ("& shutdown.exe /r", self.reboot),
+                ("$r.stat = $st", self.stat),
+                ("$r.hashes = $h", self.copy_probe),
+                ("foreach ($d in @(", self.mkdirs),
+                ("$i = Get-Item -LiteralPath $p -Force", self.file),
+        ):
+            if marker in script:
+                result = handler(script, check)
+                return "printf '%%s\\n' %s" % shlex.quote("kinit-json:" + json.dumps(result))
+        m = re.match(r"^\s*&\s+'([^']*start\.ps1)'\s+(.*?)\n", script, re.S)
+        if m:
+            out, rc = self.start_ps1(m.group(1), m.group(2))
+            return "printf '%%s' %s; exit %d" % (shlex.quote(out), rc)
+        return script
+
+    # ---- kinit's Windows modules ---------------------------------------------------------
+
+    def feature(self, script, check):
+        names = ps_list(re.search(r"^\$names = (@\(.*\))$", script, re.M).group(1))
+        unknown = [n for n in names if n not in FEATURES]
+        r = {"changed": False, "reboot_required": False}
+        if unknown:
+            return dict(r, failed=True, msg="unknown feature(s): " + ", ".join(unknown))
+        st = self.load()
+        install = "Install-WindowsFeature" in script
+        todo = [n for n in names if (n in st["features"]) != install]
+        if todo:
+            r["changed"] = True
+            if not check:
+                verb = "Install-WindowsFeature" if install else "Uninstall-WindowsFeature"
+                self.log("%s %s" % (verb, " ".join(todo)))
+                if install:
+                    st["features"] += todo
+                else:
+                    st["features"] = [f for f in st["features"] if f not in todo]
+                st["reboot_pending"] = True
+                self.save(st)
+                r.update(success=True, exitcode="SuccessRestartRequired", reboot_required=True)
+        return r
+
+    def reboot(self, script, check):
+        st = self.load()
+        r = {"changed": True, "reboot_requested": not check,
+             "previous_boot_time": "boot-%d" % st["boots"]}
+        if not check:
+            self.log(re.search(r"& (shutdown\.exe /r /t \d+)", script).group(1))
+            st["boots"] += 1
+            st["reboot_pending"] = False
+            self.save(st)
+        return r
+
+    def stat(self, script, check):
+        path = ps_var(script, "p")
+        local = self.local(path)
+        st = {"exists": os.path.exists(local)}
+        if st["exists"]:
+            st.update(path=path, isdir=os.path.isdir(local), isreg=os.path.isfile(local))
+        return {"changed": False, "stat": st}
+
+    def copy_probe(self, script, check):
+        root = ps_var(script, "root")
+        leaf = re.search(r"\$root = Join-Path \$root ('(?:[^']|'')*')", script)
+        if leaf and (os.path.isdir(self.local(root)) or root.endswith(("\\", "/"))):
+            root = root.rstrip("\\/") + "\\" + ps_list("@(%s)" % leaf.group(1))[0]
+        rels = ps_list(re.search(r"foreach \(\$rel in (@\(.*?\))\)", script).group(1))
+        hashes = {}
+        for rel in rels:
+            p = self.local(root if rel == "" else root + "\\" + rel)
+            if os.path.isfile(p):
+                with open(p, "rb") as f:
+                    hashes[rel] = hashlib.sha256(f.read()).hexdigest()
+            elif os.path.isdir(p):
+                hashes[rel] = "directory"
+        parent = os.path.dirname(self.local(root))
+        return {"changed": False, "dest": root, "hashes": hashes,
+                "parent_exists": os.path.isdir(parent)}
+
+    def mkdirs(self, script, check):
+        for d in ps_list(re.search(r"foreach \(\$d in (@\(.*?\))\)", script).group(1)):
+            self.log("mkdir " + d)
+            os.makedirs(self.local(d), exist_ok=True)
+        return {"changed": False}
+
+    def file(self, script, check):
+        path = ps_var(script, "p")
+        local = self.local(path)
+        r = {"changed": False, "path": path}
+        if "-ItemType Directory" in script:
+            if os.path.exists(local) and not os.path.isdir(local):
+                return dict(r, failed=True, msg="path %s exists but is not a directory" % path)
+            if not os.path.exists(local):
+                r["changed"] = True
+                if not check:
+                    self.log("mkdir " + path)
+                    os.makedirs(local)
+        elif "Remove-Item" in script:
+            if os.path.exists(local):
+                r["changed"] = True
+                if not check:
+                    self.log("remove " + path)
+                    if os.path.isdir(local):
+                        shutil.rmtree(local)
+                    else:
+                        os.remove(local)
+        else:
+            return dict(r, failed=True, msg="win_file state not acted out by the stand-in")
+        return r
+
+    # ---- start.ps1 -----------------------------------------------------------------------
+
+    def start_ps1(self, script_path, arg_text):
+        """Act out kinit's start.ps1 (files/start.ps1, as uploaded): returns (output, rc).
+
+        The parameters are checked against the param block of the uploaded script the way
+        PowerShell binds them (unknown name, missing mandatory, ValidateSet); the script's
+        own preconditions are checked (Containers installed and rebooted, net-conf.json and
+        the CNI configuration agree with -NetworkMode and -ClusterCIDR); then the script's
+        node steps are taken in the order the uploaded script has them: the containerd
+        service, `Set-NssmService` services, and `kubeadm join` (once: only while
+        C:\\etc\\kubernetes\\kubelet.conf is absent, with the -JoinConfig file, which is kept
+        as DIR/joined-with.yaml). The last line is KINIT_CHANGED=True/False, as the script's.
+        """
+        local = self.local(script_path)
+        if not os.path.isfile(local):
+            return ("The term '%s' is not recognized\n" % script_path, 1)
+        with open(local) as f:
+            source = f.read()
+        args = ps_args(arg_text)
+        self.log("start.ps1 " + " ".join("-%s %s" % kv for kv in args))
+        given = dict(args)
+        params = re.search(r"^param\((.*?)^\)", source, re.S | re.M).group(1)
+        declared = re.findall(r"\]\s*\$(\w+)", params)
+        for name in given:
+            if name not in declared:
+                return ("A parameter cannot be found that matches parameter name '%s'.\n"
+                        % name, 1)
+        for name in re.findall(r"Mandatory = \$true\)\]\[\w+\]\$(\w+)", params):
+            if name not in given:
+                return ("missing mandatory parameter -%s\n" % name, 1)
+        for values, name in re.findall(r"\[ValidateSet\(([^)]*)\)\]\[\w+\]\$(\w+)", params):
+            allowed = re.findall(r'"([^"]*)"', values)
+            if name in given and given[name] not in allowed:
+                return ("Cannot validate argument on parameter '%s'.\n" % name, 1)
+        defaults = dict(re.findall(r"\$(\w+) = \"([^\"]*)\"", params))
+        p = dict(defaults, **given)
+        st = self.load()
+        if "Containers" not in st["features"] or st["reboot_pending"]:
+            return ("the Containers feature is not installed (kinit installs it and reboots "
+                    "before start.ps1)\n", 1)
+        with open(self.local(r"C:\etc\kube-flannel\net-conf.json")) as f:
+            net_conf = json.load(f)
+        backend = {"l2bridge": "host-gw", "overlay": "vxlan"}[p["NetworkMode"]]
+        if net_conf["Backend"]["Type"] != backend or net_conf["Network"] != p["ClusterCIDR"]:
+            return ("net-conf.json does not match -NetworkMode/-ClusterCIDR\n", 1)
+        network = "flannel.%s" % net_conf["Backend"].get("VNI") if backend == "vxlan" else "cbr0"
+        with open(self.local(r"C:\etc\cni\net.d\10-flannel.conf")) as f:
+            if json.load(f)["name"] != network:
+                return ("CNI configuration names another network than %s\n" % network, 1)
+        kube_dir = p.get("KubeDir", "C:\\k")
+        join_config = p.get("JoinConfig") or kube_dir + "\\kubeadm-join.yaml"
+        kubelet_conf = self.local(r"C:\etc\kubernetes\kubelet.conf")
+        out, changed = [], False
+        step = re.compile(r'--register-service|Set-NssmService -Name "([^"]+)"|'
+                          r'"kubeadm\.exe"\) join --config')
+        for m in step.finditer(strip_functions(source)):
+            if m.group(0) == "--register-service":
+                name, cmd = "containerd", "containerd --register-service"
+            elif m.group(1):
+                name, cmd = m.group(1), "service " + m.group(1)
+            else:
+                if os.path.exists(kubelet_conf):
+                    continue
+                jc = self.local(join_config)
+                if not os.path.isfile(jc):
+                    return ("the node has not joined and there is no join configuration at %s\n"
+                            % join_config, 1)
+                self.log("kubeadm join --config " + join_config)
+                with open(jc) as src, open(os.path.join(self.root, "joined-with.yaml"), "w") as dst:
+                    dst.write(src.read())
+                os.makedirs(os.path.dirname(kubelet_conf), exist_ok=True)
+                with open(kubelet_conf, "w") as f:
+                    f.write("apiVersion: v1\nkind: Config\n")
+                out.append("kinit: kubeadm join as %s" % p.get("NodeName"))
+                changed = True
+                continue
+            if name not in st["services"]:
+                self.log(cmd)
+                st["services"].append(name)
+                out.append("kinit: registering service " + name)
+                changed = True
+        self.save(st)
+        out.append("KINIT_CHANGED=%s" % changed)
+        return ("\n".join(out) + "\n", 0)
+
+
+def strip_functions(source):
+    """The script without its `function Name { ... }` definitions (brace-balanced)."""
+    out, i = [], 0
+    for m in re.finditer(r"^function [\w-]+\([^)]*\) \{$|^function [\w-]+ \{$", source, re.M):
+        if m.start() < i:
+            continue
+        out.append(source[i:m.start()])
+        depth, j = 0, m.end() - 1
+        while j < len(source):
+            depth += {"{": 1, "}": -1}.get(source[j], 0)
+            j += 1
+            if depth == 0:
+                break
+        i = j
+    out.append(source[i:])
+    return "".join(out)
+
+
+def ps_var(script, var):
+    m = re.search(r"^\$" + var + r" = '((?:[^']|'')*)'", script, re.M)
+    if not m:
+        raise ValueError("no $%s in script" % var)
+    return m.group(1).replace("''", "'")
+
+
+def ps_list(text):
+    """The strings of a PowerShell `@('a', 'b')` literal."""
+    return [s.replace("''", "'") for s in re.findall(r"'((?:[^']|'')*)'", text)]
+
+
+def ps_args(text):
+    """`-Name value` pairs of a PowerShell command line (values bare or single-quoted)."""
+    pairs = []
+    for m in re.finditer(r"-(\w+)\s+('(?:[^']|'')*'|\S+)", text):
+        v = m.group(2)
+        if v.startswith("'"):
+            v = v[1:-1].replace("''", "'")
+        pairs.append((m.group(1), v))
+    return pairs
+
