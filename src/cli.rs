@@ -291,6 +291,14 @@ pub enum CiCommand {
         /// The kinit binary the steps run (default: this one).
         #[arg(long, value_name = "PATH")]
         kinit: Option<PathBuf>,
+        /// Extra variables on top of the job's `extra_vars` (same forms as `kinit run -e`;
+        /// later wins), e.g. another `libvirt_uri`; given to every step through a private file.
+        #[arg(short = 'e', long = "extra-vars", value_name = "VARS")]
+        extra_vars: Vec<String>,
+        /// Deploy only up to this phase (e.g. `create-network` where guests cannot run); the
+        /// validations are then skipped, the teardown runs as always.
+        #[arg(long, value_name = "PHASE")]
+        stop_after: Option<String>,
     },
     /// Render the index page and badges over all runs in a reports folder.
     Index {

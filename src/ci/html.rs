@@ -70,9 +70,9 @@ pub fn run_page(s: &RunSummary) -> String {
     for p in &s.phases {
         let _ = writeln!(
             o,
-            "<tr class=\"phase\" data-phase=\"{ph}\"><td>{}</td><td>{ph}</td><td class=\"{st}\">{st}</td><td>{:.1}s</td></tr>",
-            esc(&p.step),
+            "<tr class=\"phase\" data-step=\"{step}\" data-phase=\"{ph}\"><td>{step}</td><td>{ph}</td><td class=\"{st}\">{st}</td><td>{:.1}s</td></tr>",
             p.duration,
+            step = esc(&p.step),
             ph = esc(&p.phase),
             st = esc(&p.status)
         );

@@ -1,82 +1,71 @@
 //! JUnit XML for one run: a suite per step, a test case per step, per phase and per failed
-//! task, so a CI server shows which phase broke and what the task said.
-
-use std::fmt::Write;
+//! task, so a CI server shows which phase broke and what the task said. Written by the same
+//! writer as `kinit playbook --junit` (`report::junit`).
 
 use super::summary::{RunSummary, StepStatus};
-use super::svg::esc;
+use crate::report::junit::{Case, CaseOutcome, Suite, write_xml};
 
 pub fn render(s: &RunSummary) -> String {
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(out, "<testsuites name=\"{}\">", esc(&s.name));
+    let mut suites = Vec::new();
     for step in &s.steps {
-        let mut cases = String::new();
-        let (mut tests, mut failures, mut skipped) = (0, 0, 0);
-        let mut case = |class: &str, name: &str, secs: f64, failure: Option<&str>, skip: bool| {
-            tests += 1;
-            let _ = write!(
-                cases,
-                "    <testcase classname=\"{}\" name=\"{}\" time=\"{secs:.3}\"",
-                esc(class),
-                esc(name)
-            );
-            if let Some(msg) = failure {
-                failures += 1;
-                let first = msg.lines().next().unwrap_or_default();
-                let _ = writeln!(
-                    cases,
-                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
-                    esc(first),
-                    esc(msg)
-                );
-            } else if skip {
-                skipped += 1;
-                cases.push_str(">\n      <skipped/>\n    </testcase>\n");
-            } else {
-                cases.push_str("/>\n");
-            }
-        };
         let class = format!("{}.{}", s.label, step.name);
-        let failed = matches!(step.status, StepStatus::Failed | StepStatus::Interrupted);
+        let first = |msg: &str| msg.lines().next().unwrap_or_default().to_string();
         let msg = format!("{} ({})\n{}", step.status.word(), step.command, step.output);
-        case(
-            &class,
-            &step.name,
-            step.duration,
-            failed.then_some(msg.as_str()),
-            step.status == StepStatus::Skipped,
-        );
+        let outcome = match step.status {
+            StepStatus::Ok => CaseOutcome::Passed,
+            StepStatus::Skipped => CaseOutcome::Skipped,
+            StepStatus::Failed => CaseOutcome::Failed {
+                message: first(&msg),
+                text: msg,
+            },
+            // Stopped from outside: not a verdict on the cluster.
+            StepStatus::Interrupted => CaseOutcome::Error {
+                message: first(&msg),
+                text: msg,
+            },
+        };
+        let mut cases = vec![Case {
+            classname: class.clone(),
+            name: step.name.clone(),
+            secs: step.duration,
+            outcome,
+        }];
         for p in s.phases.iter().filter(|p| p.step == step.name) {
-            let m = format!("phase {} ended {}", p.phase, p.status);
-            case(
-                &class,
-                &p.phase,
-                p.duration,
-                (p.status != "ok").then_some(m.as_str()),
-                false,
-            );
+            let message = format!("phase {} ended {}", p.phase, p.status);
+            cases.push(Case {
+                classname: class.clone(),
+                name: p.phase.clone(),
+                secs: p.duration,
+                outcome: match p.status.as_str() {
+                    "ok" => CaseOutcome::Passed,
+                    "interrupted" => CaseOutcome::Error {
+                        text: message.clone(),
+                        message,
+                    },
+                    _ => CaseOutcome::Failed {
+                        text: message.clone(),
+                        message,
+                    },
+                },
+            });
         }
         for t in s.failed_tasks.iter().filter(|t| t.step == step.name) {
-            let name = format!("{}: {} on {}", t.phase, t.task, t.host);
-            let m = format!("{}\n{}", t.location, t.output);
-            case(
-                &format!("{class}.{}", t.phase),
-                &name,
-                0.0,
-                Some(m.as_str()),
-                false,
-            );
+            let text = format!("{}\n{}", t.location, t.output);
+            cases.push(Case {
+                classname: format!("{class}.{}", t.phase),
+                name: format!("{}: {} on {}", t.phase, t.task, t.host),
+                secs: 0.0,
+                outcome: CaseOutcome::Failed {
+                    message: first(&text),
+                    text,
+                },
+            });
         }
-        let _ = writeln!(
-            out,
-            "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" \
-             skipped=\"{skipped}\" time=\"{:.3}\">",
-            esc(&class),
-            step.duration
-        );
-        out.push_str(&cases);
-        out.push_str("  </testsuite>\n");
+        suites.push(Suite {
+            name: class,
+            time: Some(step.duration),
+            cases,
+        });
     }
-    out.push_str("</testsuites>\n");
-    out
+    write_xml(Some(&s.name), &suites)
 }

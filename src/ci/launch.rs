@@ -134,6 +134,9 @@ pub async fn step(
     }
     let mut child = match tokio::process::Command::new(exe)
         .args(args)
+        // Its own process group: a Ctrl-C at the terminal reaches only this launcher, which
+        // forwards it to the deploy and keeps it away from the teardown.
+        .process_group(0)
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -46,6 +46,8 @@ pub enum CiError {
     Exe(#[source] std::io::Error),
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
+    #[error("kinit ci run: {0}")]
+    ExtraVars(#[from] crate::extra_vars::ExtraVarsError),
 }
 
 pub(crate) fn write(path: &Path, text: &str) -> Result<(), CiError> {
@@ -90,9 +92,15 @@ pub fn command(args: CiArgs) -> Result<Outcome, crate::Error> {
             job_type,
             pipeline_id,
             kinit,
+            extra_vars,
+            stop_after,
         } => {
             let m = Matrix::load(&jobs).map_err(CiError::from)?;
-            let job = m.get(&label).map_err(CiError::from)?;
+            let mut job = m.get(&label).map_err(CiError::from)?.clone();
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            let over =
+                crate::extra_vars::parse_extra_vars(&extra_vars, &cwd).map_err(CiError::from)?;
+            job.extra_vars.extend(over);
             let exe = match kinit {
                 Some(p) => p,
                 None => std::env::current_exe().map_err(CiError::Exe)?,
@@ -108,8 +116,9 @@ pub fn command(args: CiArgs) -> Result<Outcome, crate::Error> {
                 job_type,
                 pipeline_id: pid,
                 exe,
+                stop_after,
             };
-            let s = rt.block_on(run_job(job, &opts))?;
+            let s = rt.block_on(run_job(&job, &opts))?;
             println!("{}", opts.out.join(&s.name).join("index.html").display());
             Ok(if s.interrupted {
                 Outcome::Interrupted
@@ -133,6 +142,8 @@ pub struct RunOptions {
     pub job_type: JobType,
     pub pipeline_id: String,
     pub exe: PathBuf,
+    /// Deploy only up to this phase; validations are skipped.
+    pub stop_after: Option<String>,
 }
 
 /// Deploy, validate, tear down, and write the run's reports. Returns the summary; the
@@ -168,18 +179,26 @@ pub async fn run_job(job: &jobs::Job, opts: &RunOptions) -> Result<RunSummary, C
         a
     };
     let mut steps: Vec<StepResult> = Vec::new();
-    let deploy = run_args("events-deploy.jsonl", &[]);
+    let partial: Vec<&str> = match &opts.stop_after {
+        Some(p) => vec!["--stop-after", p.as_str()],
+        None => Vec::new(),
+    };
+    let deploy = run_args("events-deploy.jsonl", &partial);
     steps.push(launch::step(&opts.exe, "deploy", &deploy, &interrupt, true, &redactor).await);
     let deployed = steps[0].status == StepStatus::Ok;
     for v in &job.validate {
         let step_name = format!("validate: {}", v.name);
-        if !deployed || opts.dry_run {
-            let why = if opts.dry_run {
-                "dry run"
-            } else {
-                "the deployment did not finish"
-            };
-            steps.push(skipped(&step_name, why));
+        let why = if opts.dry_run {
+            Some("dry run".to_string())
+        } else if !deployed {
+            Some("the deployment did not finish".to_string())
+        } else {
+            opts.stop_after
+                .as_ref()
+                .map(|p| format!("the deployment stopped after {p}"))
+        };
+        if let Some(why) = why {
+            steps.push(skipped(&step_name, &why));
             continue;
         }
         let mut a = vec!["ssh".to_string(), v.node.clone()];
@@ -260,10 +279,12 @@ pub async fn run_job(job: &jobs::Job, opts: &RunOptions) -> Result<RunSummary, C
             t.output
         ));
     }
+    // Validations skipped on purpose (dry run, partial deployment) do not fail the run.
+    let skip_ok = opts.dry_run || opts.stop_after.is_some();
     s.passed = !s.interrupted
-        && s.steps.iter().all(|t| {
-            t.status == StepStatus::Ok || (opts.dry_run && t.status == StepStatus::Skipped)
-        });
+        && s.steps
+            .iter()
+            .all(|t| t.status == StepStatus::Ok || (skip_ok && t.status == StepStatus::Skipped));
     s.name = name::with_result(&prefix, Some(s.passed));
 
     let dir = opts.out.join(&s.name);

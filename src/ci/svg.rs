@@ -3,23 +3,7 @@
 
 use std::fmt::Write;
 
-/// Escape text for HTML/XML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            // XML 1.0 forbids most control characters even escaped.
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => o.push('\u{FFFD}'),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub use crate::report::junit::esc;
 
 /// Horizontal bars, one per (label, seconds, ok).
 pub fn timing_chart(rows: &[(String, f64, bool)]) -> String {

@@ -4,7 +4,7 @@
 //! sink's text passes through the `Redactor` first.
 
 pub mod event;
-mod junit;
+pub mod junit;
 pub mod plain;
 mod progress;
 pub mod recap;

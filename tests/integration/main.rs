@@ -5,6 +5,7 @@
 mod ansible_diff;
 mod chaos;
 mod ci;
+mod ci_real;
 mod cluster_content;
 mod cluster_roles;
 mod deploy;
