@@ -4,7 +4,10 @@
 //! the index and a run page render in headless Chromium.
 //!
 //! The steps run `tests/fixtures/ci/fake-kinit.sh` (through `--kinit`) instead of `kinit run`:
-//! a cluster deployment needs hypervisors, which this machine does not have.
+//! it goes through all eleven phases, which a real deployment cannot do without hypervisors,
+//! and feeds the reports task output to escape and a secret to redact. The real `kinit run`
+//! behind `kinit ci run` is covered in `ci_real` (phases up to create-network on libvirt's
+//! test driver).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,8 +3,9 @@
 //! kinit process), with the local machine as the hypervisor, its preparation switched off and
 //! the capacity checks relaxed, all passed as `kinit ci run -e`. Guests cannot run here, so
 //! the passing job deploys up to create-network (`--stop-after`). Covered: the three reports
-//! of a passing run, a failure injected in create-network (the middle of the eleven phases)
-//! that still tears down, and Ctrl-C forwarded to the deploy with the teardown still run.
+//! of a passing run and of a dry run (`--check`), a failure injected in create-network (the
+//! middle of the eleven phases) that still tears down, and Ctrl-C forwarded to the deploy
+//! with the teardown still run.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -71,6 +72,16 @@ impl Job {
             .env_remove("CI_PIPELINE_ID")
             .env_remove("GITHUB_RUN_ID");
         c
+    }
+
+    /// A guest disk left behind by an earlier run, in the pool folder: cleanup-hypervisors
+    /// removes it, a dry run must not.
+    fn leftover_disk(&self) -> PathBuf {
+        let pool = self.path().join("pool");
+        std::fs::create_dir_all(&pool).unwrap();
+        let disk = pool.join("k8scluster-controller-01.qcow2");
+        std::fs::write(&disk, "old disk").unwrap();
+        disk
     }
 
     fn state(&self) -> PathBuf {
@@ -205,11 +216,16 @@ fn logged_phases(events: &str) -> Vec<(String, String, String)> {
 #[test]
 fn real_deploy_to_create_network_writes_the_three_reports() {
     let job = Job::new();
+    let disk = job.leftover_disk();
     let ran = job
         .ci(&["--stop-after", "create-network"])
         .output()
         .unwrap();
     assert_eq!(ran.status.code(), Some(0), "{}", show(&ran));
+    assert!(
+        !disk.exists(),
+        "cleanup-hypervisors removed the old guest disk"
+    );
     let dir = job.run_dir();
     let name = dir.file_name().unwrap().to_str().unwrap();
     assert!(
@@ -372,10 +388,12 @@ fn ctrl_c_is_forwarded_to_the_deploy_and_the_teardown_still_runs() {
         .spawn()
         .unwrap();
     let state = job.state();
+    // The second phase: kinit run has long caught SIGINT by then, and five more phases
+    // (then create-services, which cannot finish here) leave the signal time to land.
     wait_for(
-        "the deploy to reach run-validations",
+        "the deploy to reach prepare-hypervisors",
         Duration::from_secs(120),
-        || live_log(&state).contains("\"event\":\"phase_start\",\"phase\":\"run-validations\""),
+        || live_log(&state).contains("\"event\":\"phase_start\",\"phase\":\"prepare-hypervisors\""),
     );
     assert!(ctrl_c(&child));
     // A second Ctrl-C once the teardown runs: it must not stop the teardown (it may have
@@ -419,4 +437,32 @@ fn ctrl_c_is_forwarded_to_the_deploy_and_the_teardown_still_runs() {
     xmllint_schema(&dir.join("junit.xml"));
     job.assert_no_secret(&dir);
     assert!(!state.join("lock").exists(), "the deploy released its lock");
+}
+
+#[test]
+fn real_dry_run_checks_every_phase_and_changes_nothing() {
+    let job = Job::new();
+    let disk = job.leftover_disk();
+    let ran = job
+        .ci(&["--dry-run", "--stop-after", "create-network"])
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(0), "{}", show(&ran));
+    let dir = job.run_dir();
+    let html = read(&dir, "index.html");
+    let rows = page_phases(&html);
+    assert_eq!(phases_of(&rows, "deploy"), ok_phases(&DEPLOYED));
+    assert_eq!(phases_of(&rows, "teardown"), ok_phases(&DEPLOYED[..4]));
+    let s = summary(&dir);
+    assert_eq!(s["dry_run"], true);
+    assert_eq!(s["passed"], true);
+    for t in s["steps"].as_array().unwrap() {
+        let cmd = t["command"].as_str().unwrap();
+        assert!(cmd.is_empty() || cmd.contains("--check"), "{cmd}");
+    }
+    // Check mode: cleanup-hypervisors only said what it would remove.
+    assert!(disk.exists(), "a dry run removed the old guest disk");
+    xmllint_schema(&dir.join("junit.xml"));
+    assert!(!read(&dir, "events.jsonl").is_empty());
+    job.assert_no_secret(&dir);
 }

@@ -23,7 +23,7 @@ const PHASES: [&str; 11] = [
 ];
 
 /// Task keywords that are not the module.
-const KEYWORDS: [&str; 22] = [
+const KEYWORDS: [&str; 23] = [
     "name",
     "when",
     "loop",
@@ -44,6 +44,7 @@ const KEYWORDS: [&str; 22] = [
     "ignore_errors",
     "loop_control",
     "environment",
+    "check_mode",
     "async",
     "poll",
 ];
