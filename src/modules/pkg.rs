@@ -192,7 +192,7 @@ pub fn plan(names: &[String], state: PkgState, have: &BTreeMap<String, Installed
         match state {
             PkgState::Present => match (&h.version, pinned) {
                 (None, _) => p.install.push(spec.clone()),
-                (Some(v), Some(want)) if !v.starts_with(want) => p.install.push(spec.clone()),
+                (Some(v), Some(want)) if !version_matches(v, want) => p.install.push(spec.clone()),
                 _ => {}
             },
             PkgState::Latest if h.version.is_none() => p.install.push(spec.clone()),
@@ -203,6 +203,24 @@ pub fn plan(names: &[String], state: PkgState, have: &BTreeMap<String, Installed
         }
     }
     p
+}
+
+/// Whether an installed version satisfies a pin: a glob when it has `*`/`?` (as apt and
+/// Ansible take `kubelet=1.34.1-*`), otherwise a prefix (`1.2` pins `1.2-3`).
+fn version_matches(have: &str, want: &str) -> bool {
+    fn glob(h: &[u8], w: &[u8]) -> bool {
+        match w.split_first() {
+            None => h.is_empty(),
+            Some((b'*', rest)) => (0..=h.len()).any(|i| glob(&h[i..], rest)),
+            Some((b'?', rest)) => !h.is_empty() && glob(&h[1..], rest),
+            Some((c, rest)) => h.first() == Some(c) && glob(&h[1..], rest),
+        }
+    }
+    if want.contains(['*', '?']) {
+        glob(have.as_bytes(), want.as_bytes())
+    } else {
+        have.starts_with(want)
+    }
 }
 
 /// Probe, decide, and (unless check mode) act: the body of `apt`, `dnf` and `package`.
@@ -259,6 +277,16 @@ pub async fn ensure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_pins_match_as_globs_or_prefixes() {
+        assert!(version_matches("1.37.2-1.1", "1.37.2-*"));
+        assert!(version_matches("1.37.2-1.1", "1.37.?-1.1"));
+        assert!(!version_matches("1.37.20-1.1", "1.37.2-*"));
+        assert!(!version_matches("1.36.0-1.1", "1.37.2-*"));
+        assert!(version_matches("1.2-3", "1.2"));
+        assert!(!version_matches("1.3-1", "1.2"));
+    }
 
     fn have(entries: &[(&str, Option<&str>, bool)]) -> BTreeMap<String, Installed> {
         entries

@@ -71,6 +71,15 @@ pub struct Lab {
 impl Lab {
     /// One host per name; `None` without root (mount namespaces and overlays need it).
     pub fn start(names: &[&str]) -> Option<Lab> {
+        Self::start_with(names, false)
+    }
+
+    /// Hosts for the Linux node role: also the node stand-ins of `node_standins`.
+    pub fn start_nodes(names: &[&str]) -> Option<Lab> {
+        Self::start_with(names, true)
+    }
+
+    fn start_with(names: &[&str], node: bool) -> Option<Lab> {
         if !crate::fixtures::netns::is_root() {
             return None;
         }
@@ -82,7 +91,10 @@ impl Lab {
             dir.path().join("authorized_keys"),
         )
         .unwrap();
-        let hosts: Vec<Host> = names.iter().map(|n| start_host(dir.path(), n)).collect();
+        let hosts: Vec<Host> = names
+            .iter()
+            .map(|n| start_host(dir.path(), n, node))
+            .collect();
         let known_hosts = dir.path().join("known_hosts");
         let lines: String = hosts
             .iter()
@@ -102,12 +114,18 @@ impl Lab {
     }
 }
 
-fn start_host(lab: &Path, name: &str) -> Host {
+fn start_host(lab: &Path, name: &str, node: bool) -> Host {
     let dir = lab.join(name);
     for d in ["etc-upper", "etc-work", "root-upper", "root-work", "bin"] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
     }
     write_standins(&dir);
+    let node_mounts = if node {
+        super::node_standins::write(&dir);
+        super::node_standins::mounts(&dir)
+    } else {
+        String::new()
+    };
     let host_key = dir.join("ssh_host_ed25519_key");
     keygen(&host_key, "ed25519");
     let pubkey = std::fs::read_to_string(host_key.with_extension("pub")).unwrap();
@@ -138,6 +156,7 @@ fn start_host(lab: &Path, name: &str) -> Host {
          mount -t overlay overlay -o lowerdir=/etc,upperdir={d}/etc-upper,workdir={d}/etc-work /etc\n\
          mount -t overlay overlay -o lowerdir=/root,upperdir={d}/root-upper,workdir={d}/root-work /root\n\
          mount --bind {d}/bin /usr/local/bin\n\
+         {node_mounts}\
          exec /usr/sbin/sshd -D -f {d}/sshd_config -E {d}/sshd.log\n"
     );
     let child = Command::new("unshare")

@@ -5,6 +5,8 @@
 
 mod hosts;
 mod libvirt;
+mod node;
+mod node_standins;
 mod windows;
 
 use serde_json::{Value, json};
