@@ -58,11 +58,18 @@ pub fn write_index(out: &Path, history: usize) -> Result<PathBuf, CiError> {
         let status = last.map(|r| r.passed);
         let file = format!("{}.svg", safe(label));
         write(&badges.join(&file), &badge(label, status))?;
+        // When it last passed, linked to that run.
         let last_pass = rs
             .iter()
             .rev()
             .find(|r| r.passed)
-            .map_or("never".to_string(), |r| human(r.started));
+            .map_or("never".to_string(), |r| {
+                format!(
+                    "<a href=\"{}/index.html\">{}</a>",
+                    esc(&r.name),
+                    human(r.started)
+                )
+            });
         let shown: Vec<&RunSummary> = rs.iter().rev().take(history).rev().copied().collect();
         let points: Vec<(f64, bool)> = shown.iter().map(|r| (r.duration, r.passed)).collect();
         let trend = last.map_or(String::new(), |l| regression(rs, l));
@@ -88,7 +95,7 @@ pub fn write_index(out: &Path, history: usize) -> Result<PathBuf, CiError> {
                 Some(false) => "failing",
                 None => "unknown",
             },
-            lp = esc(&last_pass),
+            lp = last_pass,
             d = last.map_or(String::new(), |r| format!("{:.1}s", r.duration)),
             spark = sparkline(&points),
         );

@@ -5,6 +5,8 @@
 
 mod html;
 mod index;
+#[cfg(test)]
+mod index_tests;
 pub mod jobs;
 #[cfg(test)]
 mod jobs_tests;
