@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::junit_schema::xmllint_schema;
 use crate::support::Test;
 
 const SECRET: &str = "Hunter2-Registry-Secret";
@@ -53,21 +54,6 @@ const PHASES: [&str; 11] = [
     "deploy-cluster",
     "post-deployment",
 ];
-
-fn xmllint_schema(file: &Path) {
-    let xsd = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ci/junit.xsd");
-    let out = Command::new("xmllint")
-        .args(["--noout", "--schema"])
-        .arg(&xsd)
-        .arg(file)
-        .output()
-        .expect("xmllint (apt libxml2-utils) is installed by ci/test.sh");
-    assert!(
-        out.status.success(),
-        "junit.xml does not validate:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 #[test]
 fn dry_run_writes_junit_event_log_and_page() {

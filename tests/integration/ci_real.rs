@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::junit_schema::xmllint_schema;
+
 const SECRET: &str = "Registry-Pa55-Real-Run";
 const LABEL: &str = "k8s-libvirt-1-1-1-h";
 
@@ -183,17 +185,6 @@ fn step_status(s: &Value, name: &str) -> String {
         .to_string()
 }
 
-fn xmllint_schema(file: &Path) {
-    let xsd = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ci/junit.xsd");
-    let out = Command::new("xmllint")
-        .args(["--noout", "--schema"])
-        .arg(&xsd)
-        .arg(file)
-        .output()
-        .expect("xmllint (apt libxml2-utils) is installed by ci/test.sh");
-    assert!(out.status.success(), "{}: {}", file.display(), show(&out));
-}
-
 /// Every line of the run's event log is JSON; the phase ends per step, in order.
 fn logged_phases(events: &str) -> Vec<(String, String, String)> {
     let mut step = String::new();
@@ -288,6 +279,16 @@ fn real_deploy_to_create_network_writes_the_three_reports() {
     // The job's variables went through a private temp file, removed at the end.
     assert!(!html.contains(SECRET) && !text(&ran.stderr).contains(SECRET));
     assert!(!job.state().join("lock").exists());
+    // The children's own JUnit files (kinit run's writer) are valid too.
+    let runs: Vec<PathBuf> = std::fs::read_dir(job.state().join("runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("junit.xml"))
+        .collect();
+    assert_eq!(runs.len(), 2, "deploy and teardown: {runs:?}");
+    for j in &runs {
+        xmllint_schema(j);
+    }
 }
 
 #[test]

@@ -12,6 +12,7 @@ mod deploy;
 mod engine_fixes;
 mod fixtures;
 mod hypervisor;
+mod junit_schema;
 mod libvirt;
 mod modules;
 mod plan;

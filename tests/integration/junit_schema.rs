@@ -1,0 +1,85 @@
+//! `kinit playbook --junit` writes JUnit valid against the schema CI servers read
+//! (`tests/fixtures/ci/junit.xsd`, checked with `xmllint --schema`), with the counts of each
+//! suite matching its cases: passed, skipped and failed tasks on the local machine, and an
+//! unreachable host (nothing listens on port 1) in a second play.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::Test;
+
+pub fn xmllint_schema(file: &Path) {
+    let xsd = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ci/junit.xsd");
+    let out = Command::new("xmllint")
+        .args(["--noout", "--schema"])
+        .arg(&xsd)
+        .arg(file)
+        .output()
+        .expect("xmllint (apt libxml2-utils) is installed by ci/test.sh");
+    assert!(
+        out.status.success(),
+        "{} does not validate:\n{}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+const PLAY: &str = r#"- name: local <play> & co
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: passes
+      command: echo ok
+    - name: skipped
+      command: echo never
+      when: false
+    - name: fails but is ignored
+      command: /bin/false
+      ignore_errors: true
+    - name: fails
+      command: sh -c 'echo "bad <xml> & \"quotes\"" >&2; exit 3'
+- name: far away
+  hosts: web
+  gather_facts: false
+  tasks:
+    - name: unreachable
+      command: echo hi
+"#;
+
+#[test]
+fn playbook_junit_is_valid_against_the_schema() {
+    let t = Test::new()
+        .write(
+            "hosts.ini",
+            "localhost ansible_connection=local\n[web]\nghost ansible_host=127.0.0.1 ansible_port=1 ansible_user=nobody\n",
+        )
+        .write("site.yml", PLAY);
+    let junit = t.path().join("junit.xml");
+    let ran = t
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .args(["--host-key-checking", "off"])
+        .args(["--junit", &junit.display().to_string()])
+        .run();
+    assert_ne!(ran.output.status.code(), Some(0), "{}", ran.stdout());
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    xmllint_schema(&junit);
+    let suite = |name: &str| {
+        xml.lines()
+            .find(|l| l.contains(&format!("<testsuite name=\"{name}\"")))
+            .unwrap_or_else(|| panic!("no suite {name}:\n{xml}"))
+            .to_string()
+    };
+    // An ignored failure passes, as with Ansible's junit callback (JUNIT_FAIL_ON_IGNORE off).
+    let local = suite("local &lt;play&gt; &amp; co");
+    assert!(
+        local.contains("tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"1\""),
+        "{local}"
+    );
+    let far = suite("far away");
+    assert!(
+        far.contains("tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\""),
+        "{far}"
+    );
+    assert!(xml.contains("classname=\"ghost\" name=\"unreachable\""));
+    assert!(xml.contains("<skipped/>"));
+}
