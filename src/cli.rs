@@ -102,6 +102,10 @@ pub struct RunArgs {
     /// Skip the phases before this one.
     #[arg(long, value_name = "PHASE")]
     pub start_at: Option<String>,
+    /// Skip plays and tasks with these tags inside the phases that run (comma-separated,
+    /// repeatable), e.g. `kubernetes` to create the guests of `deploy-cluster` only.
+    #[arg(long, value_name = "TAGS")]
+    pub skip_tags: Vec<String>,
     /// Wait for another `kinit run` on the same cluster to finish instead of refusing.
     #[arg(long)]
     pub wait_lock: bool,

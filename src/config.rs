@@ -62,6 +62,8 @@ impl PlanConfig {
 pub struct RunConfig {
     pub cluster: ClusterConfig,
     pub window: PhaseWindow,
+    /// `--skip-tags`: plays and tasks left out of every phase.
+    pub skip_tags: Vec<String>,
     pub exec: ExecArgs,
 }
 
@@ -79,6 +81,7 @@ impl RunConfig {
         Ok(Self {
             cluster: ClusterConfig::from_args(&args.cluster, base_dir)?,
             window,
+            skip_tags: args.skip_tags.clone(),
             exec: args.exec.clone(),
         })
     }

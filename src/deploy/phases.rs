@@ -117,7 +117,7 @@ async fn run_phase(
         check: cfg.exec.check,
         diff: cfg.exec.diff,
         verbose: cfg.exec.verbose,
-        tags: TagFilter::new(&[phase.name().to_string()], &[]),
+        tags: TagFilter::new(&[phase.name().to_string()], &cfg.skip_tags),
         start_at_task: None,
         extra_vars: job.extra_vars.clone(),
         limit: None,

@@ -3,17 +3,16 @@
 //! fetched on the host too). `file://` URLs work like HTTP ones (without a status code).
 //!
 //! One probe (destination stat + checksum, which HTTP client the host has); when a download is
-//! needed, one command downloads to a temporary sibling, verifies the checksum, and either
-//! drops it (same bytes as the existing file) or renames it into place; one more command fixes
-//! owner/mode only when needed.
+//! needed, `get_url_fetch` downloads to a temporary sibling (continuing a partial one with
+//! `resume`), verifies the checksum, and either drops it (same bytes as the existing file) or
+//! renames it into place; one more command fixes owner/mode only when needed.
 
 use serde::Deserialize;
-
-use crate::transport::quote::sh;
 
 use super::args::{boolish, opt_u64ish};
 use super::command::yes;
 use super::copy::join;
+use super::get_url_fetch::{self, Fetched};
 use super::http::{self, Request, Tool};
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Algo, Attrs, Kind, StatReq};
@@ -58,6 +57,10 @@ pub struct Params {
     /// Accepted for compatibility: credentials are always sent with the first request.
     #[serde(default, deserialize_with = "boolish")]
     force_basic_auth: bool,
+    /// kinit: keep the partial file of an interrupted download and continue it on the next
+    /// run with a Range request (needs curl on the host; the checksum still decides).
+    #[serde(default, deserialize_with = "boolish")]
+    resume: bool,
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
@@ -135,7 +138,6 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             "the host has neither curl nor python3 to download with",
         ));
     }
-    let tmp = format!("{dest}.kinit-dl");
     let req = Request {
         url: p.url.clone(),
         method: "GET".into(),
@@ -146,59 +148,37 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         follow_redirects: true,
         user: p.url_username,
         password: p.url_password,
-        out_file: Some(tmp.clone()),
+        out_file: Some(format!("{dest}.kinit-dl")),
+        resume: p.resume,
     };
-    let (fetch, stdin) = http::script(tool, &req);
-    let sum_tool = format!("{}sum", algo.tool());
-    let verify = format!(
-        "[ -f {t} ] || exit 0\n\
-         s=$({sum_tool} -- {t} | cut -d' ' -f1)\n\
-         if [ -n {w} ] && [ \"$s\" != {w} ]; then rm -f -- {t}; echo \"kinit-badsum=$s\"; exit 0; fi\n\
-         if [ -f {d} ] && cmp -s -- {t} {d}; then rm -f -- {t}; echo kinit-same; \
-         else mv -f -- {t} {d} && echo kinit-moved; fi\n",
-        t = sh(&tmp),
-        d = sh(&dest),
-        w = sh(want.as_ref().map_or("", |w| w.1.as_str())),
-    );
-    // The download's framing goes first; the verdict lines follow the body (which is empty
-    // here because it went to the file).
-    let out = ctx
-        .run_with_stdin(format!("{fetch}\n{verify}"), Some(stdin))
-        .await?;
-    let text = out.stdout_str();
-    let resp = http::parse(&out.stdout);
-    let status = resp.as_ref().map_or(0, |r| r.status);
-    // `file://` has no HTTP status: the tool's success is the answer.
-    let status = match &resp {
-        Some(r) if is_file_url(&p.url) && r.tool_rc == 0 && status == 0 => 200,
-        _ => status,
+    let want_ref = want.as_ref().map(|(a, h)| (*a, h.as_str()));
+    let status = match get_url_fetch::fetch(ctx, tool, req, &dest, want_ref).await? {
+        Fetched::Moved { status } => {
+            r.changed = true;
+            status
+        }
+        Fetched::Same { status } => status,
+        Fetched::BadSum { got } => {
+            return Ok(ModuleResult::failed(format!(
+                "the checksum of `{}` is `{got}`, expected `{}`",
+                p.url,
+                want.map(|w| w.1).unwrap_or_default()
+            )));
+        }
+        Fetched::Failed { status, why, kept } => {
+            let mut msg = format!("request to `{}` failed (HTTP status {status})", p.url);
+            if !why.is_empty() {
+                msg.push_str(&format!(": {why}"));
+            }
+            if kept {
+                msg.push_str(&format!(
+                    "; the partial download `{dest}.kinit-dl` is kept and a re-run continues it"
+                ));
+            }
+            return Ok(ModuleResult::failed(msg).with("status_code", status));
+        }
     };
     r = r.with("status_code", status);
-    let ok_status = (200..300).contains(&status);
-    if !ok_status || resp.as_ref().is_none_or(|r| r.tool_rc != 0) {
-        let _ = ctx.run(format!("rm -f -- {}", sh(&tmp))).await;
-        let why = resp
-            .and_then(|r| r.error)
-            .unwrap_or_else(|| out.stderr_str().trim().to_string());
-        return Ok(ModuleResult::failed(format!(
-            "request to `{}` failed (HTTP status {status}){}",
-            p.url,
-            if why.is_empty() {
-                String::new()
-            } else {
-                format!(": {why}")
-            }
-        ))
-        .with("status_code", status));
-    }
-    if let Some(got) = text.lines().find_map(|l| l.strip_prefix("kinit-badsum=")) {
-        return Ok(ModuleResult::failed(format!(
-            "the checksum of `{}` is `{got}`, expected `{}`",
-            p.url,
-            want.map(|w| w.1).unwrap_or_default()
-        )));
-    }
-    r.changed = text.contains("kinit-moved");
     // Bring the (new or unchanged) file to the requested attributes.
     let now = if r.changed {
         posix::RemoteStat {

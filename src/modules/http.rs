@@ -50,6 +50,8 @@ pub struct Request {
     pub password: Option<String>,
     /// Write the body to this host path instead of printing it.
     pub out_file: Option<String>,
+    /// Continue a partial `out_file` with a Range request (curl only: `continue-at = -`).
+    pub resume: bool,
 }
 
 const PYTHON: &str = r#"
@@ -133,6 +135,9 @@ pub fn script(tool: Tool, req: &Request) -> (String, Vec<u8>) {
             }
             if req.follow_redirects {
                 cfg.push_str("location\n");
+            }
+            if req.resume && req.out_file.is_some() {
+                cfg.push_str("continue-at = -\n");
             }
             if !req.validate_certs {
                 cfg.push_str("insecure\n");

@@ -31,6 +31,7 @@ pub mod dnf;
 pub mod fetch;
 pub mod file;
 pub mod get_url;
+mod get_url_fetch;
 pub mod lineinfile;
 pub mod modprobe;
 pub mod package;

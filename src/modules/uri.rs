@@ -142,6 +142,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         user: p.url_username,
         password: p.url_password,
         out_file: None,
+        resume: false,
     };
     // Which client the host has decides the script and what goes on its stdin.
     let (curl, curl_in) = http::script(http::Tool::Curl, &req);

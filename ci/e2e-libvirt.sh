@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The nightly end-to-end test of the libvirt provider, on a Debian 12 machine as root:
+# installs what is missing (QEMU, libvirt, debootstrap and image tools), starts libvirtd when
+# none answers on qemu:///system (by its init script when there is no systemd, stopped again
+# at the end), builds or reuses the Debian guest image (ci/e2e-image.sh), then runs the
+# ignored test `libvirt_e2e` (tests/integration/libvirt_e2e.rs) with KINIT_E2E=1.
+#
+#   ci/e2e-libvirt.sh                 # about 10-20 minutes; the first image build adds 3-5
+#   KINIT_E2E_CACHE=/var/cache/kinit-e2e ci/e2e-libvirt.sh   # keep the image elsewhere
+#   KINIT_SKIP_INSTALL=1 ci/e2e-libvirt.sh                    # machine already prepared
+#
+# KVM is used by libvirt when it works; without it kinit runs the guests under QEMU software
+# emulation (the test passes -e kinit_hosted_deployment=true).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" != 0 ]; then
+  echo "e2e-libvirt: run as root (libvirt's system daemon, debootstrap)" >&2
+  exit 1
+fi
+
+APT_PACKAGES=(
+  qemu-system-x86 qemu-utils ovmf                          # the guests (TCG without KVM)
+  libvirt-daemon-system libvirt-clients libvirt-dev pkg-config dnsmasq-base
+  genisoimage openssh-client                                # seed ISOs; kinit ssh
+  debootstrap e2fsprogs fdisk grub-pc-bin                   # the guest image
+)
+if [ "${KINIT_SKIP_INSTALL:-0}" != 1 ]; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+# libvirtd: reuse a running one; otherwise start it (and virtlogd, which QEMU domains log
+# through) and stop what was started when the script ends.
+started=()
+cleanup() {
+  for d in "${started[@]}"; do
+    if [ -x "/etc/init.d/$d" ]; then service "$d" stop || true; fi
+  done
+}
+trap cleanup EXIT
+if ! virsh -c qemu:///system version >/dev/null 2>&1; then
+  if pidof systemd >/dev/null 2>&1 && [ "$(ps -o comm= -p 1)" = systemd ]; then
+    systemctl start virtlogd libvirtd
+  else
+    for d in virtlogd libvirtd; do
+      if ! service "$d" status >/dev/null 2>&1; then
+        service "$d" start
+        started=("$d" "${started[@]}")
+      fi
+    done
+  fi
+  for _ in $(seq 1 30); do
+    virsh -c qemu:///system version >/dev/null 2>&1 && break
+    sleep 1
+  done
+fi
+virsh -c qemu:///system version
+
+IMAGE="$(ci/e2e-image.sh | tail -1)"
+echo "e2e-libvirt: guest image $IMAGE"
+
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+KINIT_E2E=1 KINIT_E2E_IMAGE="$IMAGE" \
+  cargo test --locked --test integration libvirt_e2e -- --ignored --nocapture
