@@ -217,8 +217,11 @@ impl CloudInit {
                 set_name: "eth0".into(),
                 dhcp4: false,
                 addresses: vec![self.address.to_string()],
+                // `0.0.0.0/0`, not `default`: cloud-init 22.4 (Debian 12's, in its cloud
+                // images too) rejects `default` as "not a valid ip network" and then applies
+                // no network configuration at all.
                 routes: vec![Route {
-                    to: "default",
+                    to: "0.0.0.0/0",
                     via: self.gateway.to_string(),
                 }],
                 nameservers: (!self.nameservers.is_empty() || !self.search.is_empty()).then(|| {
