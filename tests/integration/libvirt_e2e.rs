@@ -205,6 +205,7 @@ fn libvirt_e2e_guests_reachable_then_cleaned_up_twice() {
         );
         assert_ok(&out, &format!("kinit ssh {node}"));
         let stdout = text(&out.stdout);
+        eprintln!("kinit ssh {node}: {stdout}");
         let mut lines = stdout.lines();
         assert_eq!(lines.next(), Some(node), "hostname of {node}: {stdout}");
         assert!(
@@ -217,6 +218,13 @@ fn libvirt_e2e_guests_reachable_then_cleaned_up_twice() {
     for round in 1..=2 {
         let out = e.run(&["--stop-after", "cleanup-hypervisors"]);
         assert_ok(&out, &format!("cleanup round {round}"));
+        let recap = text(&out.stdout);
+        let hv = recap
+            .lines()
+            .find(|l| l.starts_with("hypervisor-01") && l.contains("changed="))
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(hv.contains("changed=0 "), round == 2, "cleanup round {round}: {hv}");
     }
     let listed = domains();
     assert!(!listed.contains(CLUSTER), "cluster domains left:\n{listed}");
