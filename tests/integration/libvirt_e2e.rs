@@ -224,7 +224,11 @@ fn libvirt_e2e_guests_reachable_then_cleaned_up_twice() {
             .find(|l| l.starts_with("hypervisor-01") && l.contains("changed="))
             .unwrap_or_default()
             .to_string();
-        assert_eq!(hv.contains("changed=0 "), round == 2, "cleanup round {round}: {hv}");
+        assert_eq!(
+            hv.contains("changed=0 "),
+            round == 2,
+            "cleanup round {round}: {hv}"
+        );
     }
     let listed = domains();
     assert!(!listed.contains(CLUSTER), "cluster domains left:\n{listed}");
