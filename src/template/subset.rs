@@ -2,7 +2,8 @@
 //! those into a scope instead of every variable of the host (hostvars included) per call:
 //! the names the template reads, then, transitively, the names read by the templated values
 //! of those variables. Anything that can reach variables by a computed name (`vars`,
-//! `lookup`, `query`) makes the whole map needed.
+//! `lookup`, `query`) makes the whole map needed, and so does a slice (`x[:3]`): minijinja's
+//! variable tracking does not visit the sliced expression, so `x` would be missed.
 
 use std::collections::HashSet;
 
@@ -31,6 +32,9 @@ pub(crate) fn needed(
         names.extend(template_names(env, t)?);
     }
     for e in expressions {
+        if has_slice(e) {
+            return None;
+        }
         let compiled = env.compile_expression(e).ok()?;
         names.extend(compiled.undeclared_variables(false));
     }
@@ -59,8 +63,22 @@ pub(crate) fn needed(
 }
 
 fn template_names(env: &Environment<'_>, source: &str) -> Option<HashSet<String>> {
+    if has_slice(source) {
+        return None;
+    }
     let tmpl = env.template_from_str(source).ok()?;
     Some(tmpl.undeclared_variables(false))
+}
+
+/// Whether `source` may hold a slice subscript: a `:` after a `[` with no quote or `]`
+/// between them. Errs towards yes (a dict inside a list literal counts too).
+fn has_slice(source: &str) -> bool {
+    source.split('[').skip(1).any(|after| {
+        after
+            .split([']', '\'', '"'])
+            .next()
+            .is_some_and(|inside| inside.contains(':'))
+    })
 }
 
 /// Call `f` on every templated string in `v`; false as soon as `f` gives up.

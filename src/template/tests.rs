@@ -46,6 +46,20 @@ fn variables_referencing_variables_render_lazily() {
 }
 
 #[test]
+fn slices_of_variables_see_the_variable() {
+    let v = json!({"n": "kinite2e", "b": "{{ ('kinit-' ~ n)[:9] }}", "l": [1, 2, 3]});
+    assert_eq!(render(v.clone(), "{{ n[:3] }}").unwrap(), json!("kin"));
+    assert_eq!(render(v.clone(), "{{ b }}").unwrap(), json!("kinit-kin"));
+    assert_eq!(render(v.clone(), "x{{ n[1:3] }}").unwrap(), json!("xin"));
+    assert_eq!(render(v.clone(), "{{ l[-2:] }}").unwrap(), json!([2, 3]));
+    assert!(
+        Templar::new()
+            .eval_bool("n[:5] == 'kinit'", &vars(v))
+            .unwrap()
+    );
+}
+
+#[test]
 fn cycles_are_reported_with_their_path() {
     let v = json!({"a": "{{ b }}", "b": "x{{ c }}", "c": "{{ a }}", "self": "{{ self }}"});
     let err = render(v.clone(), "{{ a }}").unwrap_err().to_string();
