@@ -18,6 +18,7 @@
 //! - `ci/`: periodic job launcher and HTML reports.
 //! - `extra_vars`: `-e key=value|@file.yml|{json}` with ansible-playbook's semantics.
 //! - `secret`: a string that never prints itself.
+//! - `interrupt`: Ctrl-C caught from the first line of `main`, turned into cancellation.
 
 pub mod ci;
 pub mod cli;
@@ -27,6 +28,7 @@ pub mod deploy;
 pub mod error;
 pub mod exec;
 pub mod extra_vars;
+pub mod interrupt;
 pub mod inventory;
 pub mod modules;
 pub mod playbook;
@@ -68,6 +70,9 @@ impl Outcome {
         match err {
             Error::NotImplemented { .. } => Outcome::NotImplemented,
             Error::Playbook(_) => Outcome::ParseError,
+            Error::Deploy(deploy::DeployError::Lock(deploy::LockError::Interrupted { .. })) => {
+                Outcome::Interrupted
+            }
             _ => Outcome::Error,
         }
     }

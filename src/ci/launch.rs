@@ -31,6 +31,11 @@ impl Interrupt {
     pub fn install(&self) {
         let me = self.clone();
         tokio::spawn(async move {
+            // A Ctrl-C caught before this task listened (see `crate::interrupt`) counts too.
+            if crate::interrupt::requested() && !me.seen.swap(true, Ordering::SeqCst) {
+                eprintln!("kinit ci: interrupted; stopping the deployment, then tearing down");
+                me.notify.notify_waiters();
+            }
             while tokio::signal::ctrl_c().await.is_ok() {
                 if me.seen.swap(true, Ordering::SeqCst) {
                     eprintln!("kinit ci: interrupted again; the teardown still runs to its end");

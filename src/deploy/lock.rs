@@ -20,6 +20,8 @@ pub enum LockError {
         started: String,
         path: PathBuf,
     },
+    #[error("interrupted while waiting for the lock of cluster `{cluster}`")]
+    Interrupted { cluster: String },
     #[error("cannot create the lock file `{}`", path.display())]
     Io {
         path: PathBuf,
@@ -149,6 +151,11 @@ pub fn acquire(
                 holder.pid, holder.started
             ));
             said_waiting = true;
+        }
+        if crate::interrupt::requested() {
+            return Err(LockError::Interrupted {
+                cluster: cluster.to_string(),
+            });
         }
         std::thread::sleep(Duration::from_millis(200));
     }

@@ -64,14 +64,7 @@ async fn run_phases(
     };
     let (events, reporter) = report::start(ropts, redactor)?;
     let cancel = CancellationToken::new();
-    let ctrl_c = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        })
-    };
+    let ctrl_c = crate::interrupt::watch(cancel.clone());
     let mut failed = false;
     for phase in cfg.window.phases() {
         if cancel.is_cancelled() {

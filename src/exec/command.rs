@@ -85,14 +85,7 @@ async fn run(
         frozen_time: std::env::var_os("KINIT_FROZEN_TIME").is_some(),
     };
     let (events, reporter) = report::start(ropts, Default::default())?;
-    let ctrl_c = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        })
-    };
+    let ctrl_c = crate::interrupt::watch(cancel.clone());
     let exec = Executor::new(loader, inventory, opts, events, cancel.clone());
     for b in &books {
         if exec.run(b).await {

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -88,44 +90,26 @@ impl LocalConnection {
         dest: &str,
         mode: Option<u32>,
     ) -> Result<(), TransportError> {
-        let dest = Path::new(dest);
-        let tmp = temp_sibling(dest);
-        let result = async {
-            let expected = match src {
-                Source::Bytes(b) => {
-                    tokio::fs::write(&tmp, b).await?;
-                    hex::encode(Sha256::digest(b))
-                }
-                Source::File(p) => {
-                    tokio::fs::copy(p, &tmp).await?;
-                    sha256_file(p).await?
-                }
-            };
-            if let Some(m) = mode {
-                use std::os::unix::fs::PermissionsExt;
-                tokio::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(m)).await?;
-            }
-            Ok::<_, std::io::Error>(expected)
-        }
-        .await;
-        let expected = match result {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = tokio::fs::remove_file(&tmp).await;
-                return Err(self.io("upload", e));
-            }
+        let dest = Path::new(dest).to_path_buf();
+        let cancelled = Arc::new(AtomicBool::new(false));
+        // Dropping this future (Ctrl-C cancels the task) tells the copy to stop; the copy
+        // owns its temp file and removes it, so nothing is left beside `dest`.
+        let _stop = StopOnDrop(cancelled.clone());
+        let job = {
+            let (src, dest) = (src.clone(), dest.clone());
+            tokio::task::spawn_blocking(move || put_blocking(&src, &dest, mode, &cancelled))
         };
-        let got = sha256_file(&tmp).await.map_err(|e| self.io("upload", e))?;
-        if got != expected {
-            let _ = tokio::fs::remove_file(&tmp).await;
-            return Err(TransportError::Checksum {
+        match job.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(PutError::Io(e))) => Err(self.io("upload", e)),
+            Ok(Err(PutError::Checksum)) => Err(TransportError::Checksum {
                 host: self.name.clone(),
                 path: dest.display().to_string(),
-            });
+            }),
+            Ok(Err(PutError::Cancelled)) | Err(_) => Err(TransportError::Cancelled {
+                host: self.name.clone(),
+            }),
         }
-        tokio::fs::rename(&tmp, dest)
-            .await
-            .map_err(|e| self.io("upload", e))
     }
 
     pub async fn get(&self, src: &str, dest: &Path) -> Result<(), TransportError> {
@@ -134,6 +118,86 @@ impl LocalConnection {
     }
 }
 
+enum PutError {
+    Io(std::io::Error),
+    Checksum,
+    Cancelled,
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Copy `src` into a temp sibling of `dest` in chunks (hashing as it goes), check what
+/// landed, set the mode and rename into place. The temp file is removed on every way out
+/// but the rename, including `cancelled` being set between chunks.
+fn put_blocking(
+    src: &Source,
+    dest: &Path,
+    mode: Option<u32>,
+    cancelled: &AtomicBool,
+) -> Result<(), PutError> {
+    use std::io::{Read, Write};
+    let tmp = temp_sibling(dest);
+    let _guard = TempFile(tmp.clone());
+    let mut out = std::fs::File::create(&tmp).map_err(PutError::Io)?;
+    let mut hasher = Sha256::new();
+    let mut write = |chunk: &[u8]| -> Result<(), PutError> {
+        if cancelled.load(Ordering::SeqCst) {
+            return Err(PutError::Cancelled);
+        }
+        hasher.update(chunk);
+        out.write_all(chunk).map_err(PutError::Io)
+    };
+    match src {
+        Source::Bytes(b) => {
+            for chunk in b.chunks(CHUNK) {
+                write(chunk)?;
+            }
+        }
+        Source::File(p) => {
+            let mut f = std::fs::File::open(p).map_err(PutError::Io)?;
+            let mut buf = vec![0u8; CHUNK];
+            loop {
+                let n = f.read(&mut buf).map_err(PutError::Io)?;
+                if n == 0 {
+                    break;
+                }
+                write(&buf[..n])?;
+            }
+        }
+    }
+    out.sync_all().map_err(PutError::Io)?;
+    drop(out);
+    if let Some(m) = mode {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(m)).map_err(PutError::Io)?;
+    }
+    let expected = hex::encode(hasher.finalize());
+    let mut landed = Sha256::new();
+    std::io::copy(
+        &mut std::fs::File::open(&tmp).map_err(PutError::Io)?,
+        &mut landed,
+    )
+    .map_err(PutError::Io)?;
+    if hex::encode(landed.finalize()) != expected {
+        return Err(PutError::Checksum);
+    }
+    if cancelled.load(Ordering::SeqCst) {
+        return Err(PutError::Cancelled);
+    }
+    // Once renamed, the guard finds nothing to remove.
+    std::fs::rename(&tmp, dest).map_err(PutError::Io)
+}
+
+/// Bytes per write of a local copy (a cancelled copy stops within one chunk).
+const CHUNK: usize = 1 << 20;
+
 /// `dir/.name.kinit-tmp-<pid>` next to `dest`, so the final rename stays on one filesystem.
 pub fn temp_sibling(dest: &Path) -> std::path::PathBuf {
     let name = dest
@@ -141,6 +205,16 @@ pub fn temp_sibling(dest: &Path) -> std::path::PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     dest.with_file_name(format!(".{name}.kinit-tmp-{}", std::process::id()))
+}
+
+/// A temporary file removed on drop (a no-op once it was renamed away).
+pub struct TempFile(pub std::path::PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        // Synchronous: drop cannot await, and one unlink does not stall the runtime.
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Streamed SHA-256 of a local file, hex.

@@ -32,6 +32,12 @@ use session::Connected;
 /// sshd's default `MaxSessions` is 10; staying below it leaves room for a user's own session.
 pub const MAX_CHANNELS_PER_HOST: usize = 8;
 
+/// How often a running operation checks that its connection still stands.
+const LOST_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How long closing a connection may take.
+const CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Persistent shells kept per host. Commands beyond this many in parallel use exec channels.
 const MAX_SHELLS_PER_HOST: usize = 2;
 
@@ -66,20 +72,27 @@ impl SshConnection {
     /// Run one command. Through the persistent shell when one is free, else on a new exec
     /// channel; both give the same `ExecOutput`.
     pub async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput, TransportError> {
-        if let Some(pool) = &self.shells
-            && let Some(out) = pool
-                .try_exec(&self.name, &self.conn, &self.channels, req)
-                .await
-        {
-            return out;
-        }
-        exec::run(&self.name, &self.conn, &self.channels, req).await
+        self.unless_lost("a command", async {
+            if let Some(pool) = &self.shells
+                && let Some(out) = pool
+                    .try_exec(&self.name, &self.conn, &self.channels, req)
+                    .await
+            {
+                return out;
+            }
+            exec::run(&self.name, &self.conn, &self.channels, req).await
+        })
+        .await
     }
 
     /// Run one command on a new exec channel, never the persistent shell (for measurements
     /// and for callers that need a fresh process environment).
     pub async fn exec_channel(&self, req: &ExecRequest) -> Result<ExecOutput, TransportError> {
-        exec::run(&self.name, &self.conn, &self.channels, req).await
+        self.unless_lost(
+            "a command",
+            exec::run(&self.name, &self.conn, &self.channels, req),
+        )
+        .await
     }
 
     pub async fn put(
@@ -88,19 +101,48 @@ impl SshConnection {
         dest: &str,
         mode: Option<u32>,
     ) -> Result<(), TransportError> {
-        sftp::put(self, src, dest, mode).await
+        self.unless_lost("an upload", sftp::put(self, src, dest, mode))
+            .await
     }
 
     pub async fn get(&self, src: &str, dest: &Path) -> Result<(), TransportError> {
-        sftp::get(self, src, dest).await
+        self.unless_lost("a download", sftp::get(self, src, dest))
+            .await
     }
 
-    /// Close the shells and the SFTP session, then disconnect every hop.
-    pub async fn close(self) {
-        if let Some(pool) = &self.shells {
-            pool.close().await;
+    /// `op`, unless the connection ends first (the server or the network went away): then
+    /// a connection error, also where a reply `op` waits for can never come (a channel
+    /// opened while the session was dying).
+    async fn unless_lost<T>(
+        &self,
+        what: &str,
+        op: impl std::future::Future<Output = Result<T, TransportError>>,
+    ) -> Result<T, TransportError> {
+        let lost = async {
+            while !self.conn.handle.is_closed() {
+                tokio::time::sleep(LOST_POLL).await;
+            }
+        };
+        tokio::select! {
+            r = op => r,
+            _ = lost => Err(TransportError::Io {
+                host: self.name.clone(),
+                what: format!("{what} (the connection was lost)"),
+                source: std::io::Error::from(std::io::ErrorKind::ConnectionAborted),
+            }),
         }
-        self.sftp.close().await;
-        self.conn.disconnect().await;
+    }
+
+    /// Close the shells and the SFTP session, then disconnect every hop. Bounded: a
+    /// connection whose server vanished gets no goodbye.
+    pub async fn close(self) {
+        let close = async {
+            if let Some(pool) = &self.shells {
+                pool.close().await;
+            }
+            self.sftp.close().await;
+            self.conn.disconnect().await;
+        };
+        let _ = tokio::time::timeout(CLOSE_LIMIT, close).await;
     }
 }

@@ -227,7 +227,19 @@ pub(crate) async fn connect(target: &HostTarget) -> Result<Connected, TransportE
         } else {
             format!("{} (jump host {})", target.name, hop.address)
         };
-        auth::authenticate(&mut handle, &name, &creds).await?;
+        // Bounded like the handshake: a server that dies mid-authentication must not leave
+        // the run waiting for a reply that never comes.
+        let auth = auth::authenticate(&mut handle, &name, &creds);
+        match tokio::time::timeout(target.connect_timeout, auth).await {
+            Ok(done) => done?,
+            Err(_) => {
+                return Err(TransportError::Timeout {
+                    host: name,
+                    what: "authentication".into(),
+                    after: target.connect_timeout,
+                });
+            }
+        }
         if is_target {
             return Ok(Connected { handle, jumps });
         }

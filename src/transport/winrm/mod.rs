@@ -245,6 +245,10 @@ async fn actor(mut shell: Shell, mut rx: mpsc::Receiver<Msg>) {
     while let Some(msg) = rx.recv().await {
         match msg {
             Msg::Job(job) => {
+                let upload_to = match &job.op {
+                    Op::Put { dest, .. } => Some(dest.clone()),
+                    _ => None,
+                };
                 let result = tokio::select! {
                     biased;
                     _ = job.cancel.cancelled() => None,
@@ -254,8 +258,14 @@ async fn actor(mut shell: Shell, mut rx: mpsc::Receiver<Msg>) {
                     Some(r) => {
                         let _ = job.reply.send(r);
                     }
-                    // The caller is gone: stop whatever the job left running.
-                    None => shell.terminate().await,
+                    // The caller is gone: stop whatever the job left running, and remove
+                    // the temp file of an upload it cut short.
+                    None => {
+                        shell.terminate().await;
+                        if let Some(dest) = upload_to {
+                            let _ = transfer::discard(&mut shell, &dest).await;
+                        }
+                    }
                 }
             }
             Msg::Close(ack) => {

@@ -3,7 +3,7 @@
 //! of what landed; downloads stream base64 lines out of one process followed by its SHA-256.
 //! Both sides hash, so a mismatch is caught; neither side holds the whole file in memory.
 //!
-//! The scripts start with a `# kinit:put` / `# kinit:get` marker line, which the repository's
+//! The scripts start with a `# kinit:put` / `# kinit:get` / `# kinit:discard` marker line, which the repository's
 //! WinRM test server recognises (it runs sh, not PowerShell; see tests/winrm_server).
 
 use std::io::Write as _;
@@ -59,6 +59,29 @@ if (Test-Path -LiteralPath $path) {{ [System.IO.File]::Delete($path) }}
 "#,
         path = quote::ps(dest)
     )
+}
+
+/// Removes what a cancelled upload to `dest` left behind (its `.kinit-tmp` file).
+fn discard_script(dest: &str) -> String {
+    format!(
+        "# kinit:discard\n$path = {path}\n\
+         Remove-Item -LiteralPath ($path + '.kinit-tmp') -Force -ErrorAction SilentlyContinue\n",
+        path = quote::ps(dest)
+    )
+}
+
+/// After a cancelled `put` (its command already terminated): remove the temp file it was
+/// writing, so an interrupted run leaves nothing beside the destination.
+pub async fn discard(shell: &mut Shell, dest: &str) -> Result<(), TransferError> {
+    let cid = shell
+        .start(&quote::ps_command_line(&discard_script(dest)))
+        .await?;
+    let mut err = Vec::new();
+    shell
+        .drive(&cid, &mut |_| Ok(()), &mut err, None)
+        .await
+        .map(drop)
+        .map_err(TransferError::from)
 }
 
 fn get_script(src: &str) -> String {
@@ -205,6 +228,8 @@ pub async fn get(shell: &mut Shell, src: &str, dest: &Path) -> Result<(), Transf
         source,
     };
     let file = std::fs::File::create(&tmp).map_err(local)?;
+    // Removed unless renamed into place, also when the download is cancelled (future dropped).
+    let _guard = crate::transport::local::TempFile(tmp.clone());
     let mut sink = LineSink {
         file: std::io::BufWriter::new(file),
         sha: Sha256::new(),
@@ -231,11 +256,6 @@ pub async fn get(shell: &mut Shell, src: &str, dest: &Path) -> Result<(), Transf
         Ok(())
     }
     .await;
-    match result {
-        Ok(()) => std::fs::rename(&tmp, dest).map_err(local),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    result?;
+    std::fs::rename(&tmp, dest).map_err(local)
 }

@@ -1,0 +1,79 @@
+//! Ctrl-C for the whole process. `install` runs on the first line of `main`, before the
+//! command line is parsed, so SIGINT never takes kinit's default action (death by signal,
+//! with a half-written state or temp files left behind): it only sets a flag. The run's
+//! runtime turns that flag, and any later SIGINT, into its cancellation token (`watch`);
+//! blocking waits before the runtime (the cluster lock) poll `requested`.
+
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio_util::sync::CancellationToken;
+
+static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+fn flag() -> &'static Arc<AtomicBool> {
+    FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
+}
+
+/// Catch SIGINT from now on (it sets the flag `requested` reads).
+pub fn install() -> std::io::Result<()> {
+    signal_hook::flag::register(signal_hook::consts::SIGINT, flag().clone()).map(drop)
+}
+
+/// Whether Ctrl-C arrived since `install`.
+pub fn requested() -> bool {
+    flag().load(Ordering::SeqCst)
+}
+
+/// Cancel `cancel` on Ctrl-C, including one that arrived before this was called (while the
+/// inputs were being parsed). Runs until the signal arrives; abort the handle when done.
+pub fn watch(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+    // Now, not in the task: the run must not start a first task before the task is polled.
+    if requested() {
+        cancel.cancel();
+    }
+    tokio::spawn(async move {
+        // Listen first, then look at the flag: a signal in between is seen by one of them.
+        let mut stream = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
+        if requested() {
+            cancel.cancel();
+            return;
+        }
+        match stream.as_mut() {
+            Ok(s) => {
+                if s.recv().await.is_some() {
+                    cancel.cancel();
+                }
+            }
+            // No signal driver: the flag alone still works.
+            Err(_) => loop {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                if requested() {
+                    cancel.cancel();
+                    return;
+                }
+            },
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_caught_sigint_sets_the_flag_instead_of_ending_the_process() {
+        install().unwrap();
+        assert!(!requested());
+        signal_hook::low_level::raise(signal_hook::consts::SIGINT).unwrap();
+        assert!(requested());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let cancel = CancellationToken::new();
+        rt.block_on(async { watch(cancel.clone()).await }).unwrap();
+        assert!(cancel.is_cancelled(), "an earlier Ctrl-C cancels the run");
+    }
+}
