@@ -17,6 +17,7 @@ APT_PACKAGES=(
   curl zip unzip xz-utils         # get_url/uri/unarchive module tests (HTTP client, archives)
   bind9-utils haproxy             # named-checkconf/haproxy -c check the service node's rendered configuration
   libxml2-utils chromium          # kinit ci tests: xmllint --schema on JUnit, headless page rendering
+  libvirt-daemon-system qemu-system-x86 qemu-utils   # a real libvirtd for the cross-process resume test
 )
 
 need_install=0
@@ -27,6 +28,15 @@ if [ "${KINIT_SKIP_INSTALL:-0}" != 1 ] && [ "$need_install" = 1 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}"
+fi
+
+# A real libvirtd for tests/integration/libvirt/resume_real.rs. No systemd on CI: start the
+# daemons by hand when none answers (the test prints why it skipped if this did not work).
+if ! timeout 10 virsh -c qemu:///system version >/dev/null 2>&1 \
+   && [ "$(id -u)" = 0 ] && command -v libvirtd >/dev/null; then
+  virtlogd -d || true
+  libvirtd -d || true
+  sleep 2
 fi
 
 # Python tools live in a venv under target/ so nothing outside the checkout changes.

@@ -4,15 +4,19 @@
 
 mod ansible_diff;
 mod chaos;
+mod chaos_sshd;
+mod chaos_winrm;
 mod ci;
 mod ci_real;
 mod cluster_content;
 mod cluster_roles;
 mod deploy;
+mod deploy_resume;
 mod engine_fixes;
 mod fixtures;
 mod get_url_resume;
 mod hypervisor;
+mod interrupt;
 mod junit_schema;
 mod libvirt;
 mod libvirt_e2e;

@@ -123,3 +123,24 @@ impl Ran {
         self
     }
 }
+
+/// Wait (bounded) until process `pid` catches SIGINT (its bit in `/proc/<pid>/status`
+/// `SigCgt`), i.e. kinit reached the first line of `main`. A SIGINT before that ends any
+/// process by default, before a line of kinit ran; tests that interrupt kinit on purpose
+/// measure their delays from here.
+pub fn wait_catching_sigint(pid: u32) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .is_some_and(|mask| mask & (1 << (2 - 1)) != 0);
+        // An exited process has no status left to read: nothing to wait for.
+        if caught || status.is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

@@ -19,7 +19,9 @@ speaks the wire protocol the way Windows does (shapes copied from recorded Windo
 * GET /_stats: JSON counters (shells created/deleted/open, handshakes, sealed and plaintext
   bodies, rejected bodies, timeouts, signals) so tests can assert "no shell leaked" and
   "no plaintext body". POST /_control with JSON `{"fail_next": N, "delay_ms": M}`: answer the
-  next N /wsman requests with a bare HTTP 500, delay every /wsman response by M ms.
+  next N /wsman requests with a bare HTTP 500, delay every /wsman response by M ms;
+  `{"drop_nth": N}`: carry out the Nth WS-Management operation from now, then close the
+  connection without sending its response (a reply lost on the network).
 
 Execution convention (documented in the README): the command line is joined as Windows does;
 `powershell ... -EncodedCommand B64` is decoded from UTF-16LE and the *script text runs with
@@ -27,8 +29,8 @@ Execution convention (documented in the README): the command line is joined as W
 snippets cannot run under sh and are emulated: kinit's upload script (first line `# kinit:put`)
 and download script (`# kinit:get`), recognised by that marker and replaced by the sh
 pipeline with the same protocol (base64 lines in, SHA-256 hex out / base64 lines and a
-`sha256:` line out). With `--windows-root DIR` (recording mode) the decoded scripts go to
-`windows_standin.py` instead, which acts out kinit's Windows module scripts and start.ps1 on
+`sha256:` line out); likewise `# kinit:discard` (remove a cancelled upload's temp file).
+With `--windows-root DIR` (recording mode) the decoded scripts go to `windows_standin.py` instead, which acts out kinit's Windows module scripts and start.ps1 on
 a fake C: drive in DIR and records every action in DIR/calls.log.
 
 Usage: server.py --state-dir DIR [--port 0] [--https] [--auth basic,ntlm]
@@ -101,7 +103,8 @@ class Stats:
             "requests", "shells_created", "shells_deleted", "commands", "ntlm_handshakes",
             "basic_auths", "auth_failures", "sealed_requests", "plaintext_requests",
             "tls_requests", "rejected_plaintext", "rejected_frames", "timeouts", "signals",
-            "sends", "injected_500", "quota_faults")}
+            "sends", "injected_500", "quota_faults", "operations", "dropped_responses",
+            "dropped_creates")}
 
     def inc(self, key, n=1):
         with self.lock:
@@ -194,6 +197,8 @@ def to_sh(command_line, windows=None):
         tmp = shlex.quote(ps_quoted(script, "path") + ".kinit-tmp")
         return ("set -e; tr -d '\\r' | base64 -d > %s; mv -f %s %s; "
                 "sha256sum %s | cut -d' ' -f1" % (tmp, tmp, path, path))
+    if first == "# kinit:discard":
+        return "rm -f %s" % shlex.quote(ps_quoted(script, "path") + ".kinit-tmp")
     if first == "# kinit:get":
         path = shlex.quote(ps_quoted(script, "path"))
         return ("set -e; test -f %s || { echo \"file not found: %s\" >&2; exit 2; }; "
@@ -214,6 +219,7 @@ class Server(ThreadingHTTPServer):
         self.shells = {}
         self.fail_next = 0
         self.delay_ms = 0
+        self.drop_in = 0
         self.users = {}
         for spec in opts.user:
             name, _, pw = spec.partition(":")
@@ -316,6 +322,8 @@ class Handler(BaseHTTPRequestHandler):
             with self.server.lock:
                 self.server.fail_next = ctl.get("fail_next", self.server.fail_next)
                 self.server.delay_ms = ctl.get("delay_ms", self.server.delay_ms)
+                if "drop_nth" in ctl:
+                    self.server.drop_in = ctl["drop_nth"]
             return self.reply(200, b"{}", "application/json")
         if self.path != "/wsman":
             return self.reply(404)
@@ -356,6 +364,24 @@ class Handler(BaseHTTPRequestHandler):
             # The empty request clients send to finish an auth handshake.
             return self.reply(200)
         code, xml = self.dispatch(body, user)
+        srv.stats.inc("operations")
+        with srv.lock:
+            drop = srv.drop_in == 1
+            if srv.drop_in > 0:
+                srv.drop_in -= 1
+        if drop:
+            # The operation happened; its response is lost with the connection.
+            srv.stats.inc("dropped_responses")
+            if ACT_CREATE.encode() in body:
+                # The client cannot know this shell's id: it stays open (Windows reclaims
+                # it after its idle timeout).
+                srv.stats.inc("dropped_creates")
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
         out = xml.encode("utf-8")
         if sealed:
             return self.reply(code, self.seal(out),

@@ -10,6 +10,8 @@
 mod config_iso;
 mod modules;
 mod real;
+mod resume;
+mod resume_real;
 mod validate;
 
 use kinit::modules::{ModuleCtx, ModuleError, ModuleResult, Render};
