@@ -311,3 +311,19 @@ fn measure_render_cost() {
     }
     eprintln!("eval_bool: {:?} per call", start.elapsed() / 1000);
 }
+
+#[test]
+fn slices_of_variables_see_the_variables() {
+    let v = json!({"l": [1, 2, 3, 4], "s": "abcd", "net": "10.1.2.0/24", "m": "{{ l[1:] }}"});
+    assert_eq!(render(v.clone(), "{{ l[:2] }}").unwrap(), json!([1, 2]));
+    assert_eq!(render(v.clone(), "{{ s[1:3] }}").unwrap(), json!("bc"));
+    assert_eq!(render(v.clone(), "{{ m }}").unwrap(), json!([2, 3, 4]));
+    assert_eq!(
+        render(
+            v,
+            "{{ (((net | split('/'))[0] | split('.') | list)[:3] | reverse | list) }}"
+        )
+        .unwrap(),
+        json!(["2", "1", "10"])
+    );
+}

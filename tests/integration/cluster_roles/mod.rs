@@ -7,6 +7,7 @@ mod hosts;
 mod libvirt;
 mod node;
 mod node_standins;
+mod services;
 mod windows;
 
 use serde_json::{Value, json};
@@ -26,7 +27,12 @@ fn plays() -> String {
 
 /// The plays of the repository's deploy-cluster playbook with these names, in its order.
 pub(super) fn plays_named(wanted: &[&str]) -> String {
-    let plays: Vec<Value> = yaml("playbooks/deploy-cluster.yml")
+    plays_from("playbooks/deploy-cluster.yml", wanted)
+}
+
+/// The plays of a repository playbook with these names, in its order.
+pub(super) fn plays_from(playbook: &str, wanted: &[&str]) -> String {
+    let plays: Vec<Value> = yaml(playbook)
         .as_array()
         .unwrap()
         .iter()
@@ -43,7 +49,7 @@ fn lab_inventory(lab: &Lab, state: &std::path::Path) -> String {
 }
 
 /// kinit's own k8s-libvirt-1-1-1 inventory (with a Linux or Windows compute), with
-/// controller-01 and compute-01 pointed at the lab's SSH hosts; `adjust` changes a host's
+/// controller-01, compute-01 and any other node the lab runs pointed at the lab's SSH hosts; `adjust` changes a host's
 /// variables after that (a Windows compute gets its WinRM server there).
 pub(super) fn lab_inventory_with(
     compute: Compute,
@@ -60,14 +66,12 @@ pub(super) fn lab_inventory_with(
             continue;
         }
         let mut hosts = serde_json::Map::new();
-        for h in group
-            .hosts
-            .iter()
-            .filter(|h| *h == "controller-01" || *h == "compute-01")
-        {
+        for h in group.hosts.iter().filter(|h| {
+            *h == "controller-01" || *h == "compute-01" || lab.hosts.iter().any(|x| x.name == **h)
+        }) {
             let mut vars = inv.hosts[h].vars.clone();
             vars.remove("kinit_jump_host");
-            if vars["ansible_connection"] == "ssh" {
+            if vars["ansible_connection"] == "ssh" && lab.hosts.iter().any(|x| x.name == *h) {
                 vars.insert("ansible_host".into(), json!("127.0.0.1"));
                 vars.insert("ansible_port".into(), json!(lab.host(h).port));
                 vars.insert("ansible_user".into(), json!("root"));

@@ -12,7 +12,8 @@
 //!
 //! Inside the host's mount namespace `/sys/module` and `/proc/modules` are empty stand-ins
 //! (so the module probe sees only what `modprobe` loaded) and `/run` is a tmpfs with
-//! `/run/systemd/system` (so kinit's service module sees a systemd host).
+//! `/run/systemd/system` (so kinit's service module sees a systemd host), and `/var/cache` gets
+//! an overlay like `/etc` (bind's zone folder is there).
 
 use std::path::Path;
 
@@ -23,6 +24,7 @@ pub fn mounts(dir: &Path) -> String {
         "mount --bind {d}/sys-module /sys/module\n\
          if [ -e /proc/modules ]; then mount --bind {d}/proc-modules /proc/modules; fi\n\
          mount -t tmpfs tmpfs /run\n\
+         mount -t overlay overlay -o lowerdir=/var/cache,upperdir={d}/var-cache-upper,workdir={d}/var-cache-work /var/cache\n\
          mkdir -p /run/sshd /run/systemd/system\n"
     )
 }
@@ -56,7 +58,13 @@ for a; do
   esac
   if [ -n "$list" ] && [ ! -f "$list" ]; then echo "E: Unable to locate package $p" >&2; exit 100; fi
   echo "$v" > @S/pkgs/$p
-  case "$p" in containerd.io) mkdir -p @S/units/containerd ;; kubelet) mkdir -p @S/units/kubelet ;; esac
+  # The units and folders the installed packages bring that the roles rely on.
+  case "$p" in
+    containerd.io) mkdir -p @S/units/containerd ;;
+    kubelet) mkdir -p @S/units/kubelet ;;
+    bind9) mkdir -p @S/units/named /etc/bind /var/cache/bind ;;
+    haproxy) mkdir -p @S/units/haproxy /etc/haproxy ;;
+  esac
 done
 "#;
 
@@ -87,7 +95,7 @@ fi
 echo "systemctl $*" >> @C
 case "$1" in
   daemon-reload) ;;
-  start|restart) [ -d @S/units/$2 ] || { echo "Unit $2.service not found." >&2; exit 5; }; touch @S/units/$2/active ;;
+  start|restart|reload) [ -d @S/units/$2 ] || { echo "Unit $2.service not found." >&2; exit 5; }; touch @S/units/$2/active ;;
   enable) [ -d @S/units/$2 ] || { echo "Unit $2.service not found." >&2; exit 1; }; touch @S/units/$2/enabled ;;
   *) echo "stand-in systemctl: unexpected arguments: $*" >&2; exit 1 ;;
 esac
@@ -101,7 +109,9 @@ pub fn write(dir: &Path) {
     for sub in ["sysctl", "pkgs", "held", "units"] {
         std::fs::create_dir_all(state.join(sub)).unwrap();
     }
-    std::fs::create_dir_all(dir.join("sys-module")).unwrap();
+    for d in ["sys-module", "var-cache-upper", "var-cache-work"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
     std::fs::write(dir.join("proc-modules"), "").unwrap();
     for p in ["ca-certificates", "curl"] {
         std::fs::write(state.join("pkgs").join(p), "20230311\n").unwrap();
