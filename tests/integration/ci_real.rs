@@ -4,8 +4,8 @@
 //! the capacity checks relaxed, all passed as `kinit ci run -e`. Guests cannot run here, so
 //! the passing job deploys up to create-network (`--stop-after`). Covered: the three reports
 //! of a passing run and of a dry run (`--check`), a failure injected in create-network (the
-//! middle of the eleven phases) that still tears down, and Ctrl-C forwarded to the deploy
-//! with the teardown still run.
+//! middle of the eleven phases) that still tears down, Ctrl-C forwarded to the deploy with
+//! the teardown still run, and a failing teardown reported next to the failed deploy.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -473,6 +473,48 @@ fn real_dry_run_checks_every_phase_and_changes_nothing() {
     }
     // Check mode: cleanup-hypervisors only said what it would remove.
     assert!(disk.exists(), "a dry run removed the old guest disk");
+    xmllint_schema(&dir.join("junit.xml"));
+    assert!(!read(&dir, "events.jsonl").is_empty());
+    job.assert_no_secret(&dir);
+}
+
+#[test]
+fn a_failing_teardown_is_reported_and_the_reports_are_still_written() {
+    let job = Job::new();
+    // A libvirt URI no libvirt driver opens: the deploy stops at cleanup-hypervisors, and so
+    // does the teardown, which is not hidden behind the deploy's failure.
+    let ran = job
+        .ci(&["-e", "libvirt_uri=test:///nonexistent.xml"])
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(2), "{}", show(&ran));
+    let dir = job.run_dir();
+    let s = summary(&dir);
+    assert_eq!(step_status(&s, "deploy"), "failed");
+    assert_eq!(step_status(&s, "teardown"), "failed");
+    let errors = s["teardown_errors"].as_array().unwrap();
+    assert!(
+        errors.iter().any(|e| e
+            .as_str()
+            .unwrap()
+            .starts_with("Guests of this cluster removed on hypervisor-01")),
+        "{errors:?}"
+    );
+    let html = read(&dir, "index.html");
+    assert!(html.contains("<h2>Teardown errors</h2>"));
+    assert!(html.contains("Guests of this cluster removed on hypervisor-01"));
+    let mut want = ok_phases(&DEPLOYED[..3]);
+    want.push(("cleanup-hypervisors".into(), "failed".into()));
+    assert_eq!(phases_of(&page_phases(&html), "teardown"), want);
+    let junit = read(&dir, "junit.xml");
+    let teardown_suite = junit
+        .lines()
+        .find(|l| l.contains(&format!("<testsuite name=\"{LABEL}.teardown\"")))
+        .unwrap();
+    assert!(
+        !teardown_suite.contains("failures=\"0\""),
+        "{teardown_suite}"
+    );
     xmllint_schema(&dir.join("junit.xml"));
     assert!(!read(&dir, "events.jsonl").is_empty());
     job.assert_no_secret(&dir);
