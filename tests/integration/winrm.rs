@@ -199,6 +199,56 @@ async fn server_500s_are_retried_then_reported() {
     assert_eq!(srv.stat("plaintext_requests").await, 0);
 }
 
+/// A response lost after the shell carried the request out: the Command is not sent again
+/// (that would run the command twice) and a Receive is not either (its output is gone), so
+/// the exec fails with a connection error; the next exec works on a new connection, and a
+/// lost response to a Delete (safe to resend) is retried.
+#[tokio::test]
+async fn lost_responses_never_run_a_command_twice() {
+    for mode in [Mode::HttpNtlmSealed, Mode::HttpsBasic] {
+        let srv = WinRmServer::for_mode(mode, &[]);
+        let mut t = srv.target(mode);
+        t.winrm.http_retries = 2;
+        let conn = Connection::open(&t).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("ran.log");
+        let script = format!("echo once >> '{}'", log.display());
+        // Operation 1 is the Command, operation 2 its first Receive.
+        for nth in [1, 2] {
+            std::fs::write(&log, "").unwrap();
+            srv.control(json!({"drop_nth": nth})).await;
+            let err = conn
+                .exec(&ExecRequest::new(script.clone()))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    TransportError::Connect { .. } | TransportError::Io { .. }
+                ),
+                "{mode:?} drop {nth}: {err:?}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(&log).unwrap(),
+                "once\n",
+                "{mode:?}: the command ran once with response {nth} lost"
+            );
+            assert_eq!(
+                exec(&conn, "echo recovered").await.stdout_str(),
+                "recovered\n"
+            );
+        }
+        let deleted = srv.stat("shells_deleted").await;
+        srv.control(json!({"drop_nth": 1})).await;
+        conn.close().await;
+        assert!(srv.stat("dropped_responses").await >= 3);
+        assert!(
+            srv.stat("shells_deleted").await > deleted,
+            "{mode:?}: Delete not retried"
+        );
+    }
+}
+
 #[tokio::test]
 async fn slow_responses_still_complete() {
     let srv = WinRmServer::for_mode(Mode::HttpsNtlm, &[]);

@@ -62,6 +62,12 @@ impl HttpError {
             _ => false,
         }
     }
+
+    /// The server answered (with an HTTP error status): it reported the request as not
+    /// carried out rather than losing it.
+    fn answered(&self) -> bool {
+        matches!(self, HttpError::Status { .. })
+    }
 }
 
 /// The NTLM state of the (single) connection.
@@ -95,6 +101,9 @@ pub struct HttpSession {
     ntlm: NtlmState,
     /// A request was in flight when its future was dropped.
     dirty: bool,
+    /// Whether the current call's SOAP body has been handed to the connection (from then
+    /// on a lost connection may mean the shell carried it out).
+    body_sent: bool,
     retries: u32,
     request_timeout: Duration,
 }
@@ -140,6 +149,7 @@ impl HttpSession {
             https,
             ntlm: NtlmState::None,
             dirty: false,
+            body_sent: false,
             retries: o.http_retries,
             request_timeout: o.operation_timeout + Duration::from_secs(10),
         })
@@ -150,11 +160,20 @@ impl HttpSession {
     }
 
     /// Send one request and return its parsed response; a SOAP fault is `HttpError::Fault`.
+    ///
+    /// A failure before the request's body went out (connecting, the NTLM handshake) is
+    /// retried for every request; a lost connection after it only for requests that are
+    /// safe to send twice (`Request::resend_safe`): the shell may already have run it.
     pub async fn call(&mut self, req: &Request) -> Result<Response, HttpError> {
         let mut attempt = 0;
         loop {
+            self.body_sent = false;
             match self.call_once(req).await {
-                Err(e) if e.retryable() && attempt < self.retries => {
+                Err(e)
+                    if e.retryable()
+                        && attempt < self.retries
+                        && (req.resend_safe || !self.body_sent || e.answered()) =>
+                {
                     attempt += 1;
                     self.ntlm = NtlmState::None;
                     self.conn.close();
@@ -192,6 +211,7 @@ impl HttpSession {
                     self.user,
                     self.password.expose()
                 ));
+                self.body_sent = true;
                 let r = self
                     .post(soap.to_vec(), SOAP_TYPE, Some(format!("Basic {token}")))
                     .await?;
@@ -238,6 +258,7 @@ impl HttpSession {
             NtlmState::Ready(Some(session)) => (seal::seal(session, soap), seal::CONTENT_TYPE),
             _ => (soap.to_vec(), SOAP_TYPE),
         };
+        self.body_sent = true;
         let r = self.post(body, ctype, None).await?;
         Ok((r.status, r.ctype, r.body))
     }
@@ -296,6 +317,7 @@ impl HttpSession {
                 "the connection closed during the NTLM handshake",
             )));
         }
+        self.body_sent = self.https;
         let Reply {
             status,
             ctype,

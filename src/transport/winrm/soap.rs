@@ -24,6 +24,19 @@ pub enum Stream {
 pub struct Request {
     pub message_id: String,
     pub xml: String,
+    /// Whether sending this request twice does no harm. A Command run twice runs the
+    /// command twice, a Send delivers its input twice and a Receive whose response was lost
+    /// has consumed that output; Create (an idle shell at worst), Signal and Delete are safe.
+    pub resend_safe: bool,
+}
+
+impl Request {
+    fn resend_safe(self) -> Self {
+        Self {
+            resend_safe: true,
+            ..self
+        }
+    }
 }
 
 fn escape(s: &str) -> String {
@@ -87,7 +100,11 @@ fn envelope(
         options = options,
         body = body,
     );
-    Request { message_id, xml }
+    Request {
+        message_id,
+        xml,
+        resend_safe: false,
+    }
 }
 
 /// Builds the requests for one endpoint.
@@ -105,7 +122,7 @@ impl Envelopes {
         );
         let options = [("WINRS_NOPROFILE", "FALSE"), ("WINRS_CODEPAGE", "65001")];
         let action = format!("{TRANSFER}/Create");
-        envelope(&self.url, &action, None, &options, self.timeout_secs, &body)
+        envelope(&self.url, &action, None, &options, self.timeout_secs, &body).resend_safe()
     }
 
     pub fn command(&self, shell_id: &str, command_line: &str) -> Request {
@@ -177,6 +194,7 @@ impl Envelopes {
             self.timeout_secs,
             &body,
         )
+        .resend_safe()
     }
 
     pub fn delete(&self, shell_id: &str) -> Request {
@@ -189,6 +207,7 @@ impl Envelopes {
             self.timeout_secs,
             "",
         )
+        .resend_safe()
     }
 }
 
