@@ -2,6 +2,7 @@
 //! options (JSON/YAML or the bracket form) and the extra vars that tune node defaults.
 //! Nothing here knows about addresses or placement; `cluster/` expands a `ClusterSpec`.
 
+mod capacity;
 mod defaults;
 mod error;
 mod hypervisors;
@@ -12,6 +13,7 @@ mod shape;
 mod size;
 mod value;
 
+pub use capacity::CapacityMargins;
 pub use defaults::NodeDefaults;
 pub use error::SpecError;
 pub use hypervisors::{HypervisorSpec, parse_hypervisor_hosts, parse_hypervisor_hosts_spec};
@@ -45,6 +47,8 @@ pub struct ClusterSpec {
     /// The user's rules, applied after the default ones.
     pub node_rules: Vec<NodeRule>,
     pub defaults: NodeDefaults,
+    /// What `run-validations` allows for; checked here so a bad value stops the run early.
+    pub capacity: CapacityMargins,
     /// `-e kinit_ignore_validations=true`: skip refusable checks such as Windows RAM.
     pub ignore_validations: bool,
 }
@@ -81,6 +85,7 @@ impl ClusterSpec {
                 None => Vec::new(),
             },
             defaults: NodeDefaults::from_extra_vars(extra_vars)?,
+            capacity: CapacityMargins::from_extra_vars(extra_vars)?,
             ignore_validations: crate::extra_vars::is_truthy(
                 extra_vars.get("kinit_ignore_validations"),
             ),

@@ -29,3 +29,60 @@ fn list_hosts_prints_no_recap() {
     );
     assert_eq!(run("--syntax-check"), "\nplaybook: site.yml\n");
 }
+
+/// `kinit run` with the capacity margins as `-e key=value` (strings, as Ansible passes them):
+/// the validation role treats them as numbers, and a value that is not a number is refused
+/// up front, naming the variable, the value and what was expected. The phases run against
+/// libvirt's test driver with the local machine as the hypervisor, as in `deploy.rs`.
+#[test]
+fn capacity_margins_as_key_value_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |margins: [&str; 2]| {
+        let mut args = vec![
+            "run".to_string(),
+            "--spec".into(),
+            "k8s-libvirt-1-1-1".into(),
+            "--stop-after".into(),
+            "run-validations".into(),
+        ];
+        let pool = format!("libvirt_pool_path={}", dir.path().join("pool").display());
+        for var in [
+            "libvirt_uri=test:///default",
+            "kinit_hypervisor_prepared=true",
+            "kinit_hosted_deployment=true",
+            margins[0],
+            margins[1],
+            &pool,
+        ] {
+            args.push("-e".into());
+            args.push(var.into());
+        }
+        std::process::Command::new(env!("CARGO_BIN_EXE_kinit"))
+            .args(&args)
+            .current_dir(dir.path())
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("NO_COLOR", "1")
+            .env_remove("KINIT_PLAYBOOK_DIR")
+            .output()
+            .unwrap()
+    };
+    let ok = run(["capacity_headroom=0", "vcpus_per_core=64"]);
+    let out = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        ok.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("run-validations") && l.contains(" ok ")),
+        "{out}"
+    );
+    let bad = run(["capacity_headroom=lots", "vcpus_per_core=64"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success());
+    assert!(
+        err.contains("extra vars: `capacity_headroom` is `lots`; expected a number >= 0"),
+        "{err}"
+    );
+}
