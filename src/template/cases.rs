@@ -25,6 +25,11 @@ const KINIT_ERRORS: &[(&str, &str)] = &[
     ("{{ u.v }}", "`u.v` is undefined"),
     ("{{ u | mandatory }}", "mandatory"),
     ("{{ x + }}", "syntax error"),
+    ("{{ u ~ 'x' }}", "`u` is undefined"),
+    ("{{ u + 1 }}", "`u` is undefined"),
+    ("{{ 'pre ' ~ u.v.w ~ ' post' }}", "`u"),
+    ("{{ 'yes' if u else 'no' }}", "`u` is undefined"),
+    ("{{ u == 1 }}", "`u` is undefined"),
 ];
 
 #[test]

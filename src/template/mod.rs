@@ -10,8 +10,8 @@
 //! Ansible conventions kept on purpose: backslashes inside string literals of `{{ }}` are
 //! literal (`regex_replace('(\d)', '\1')`), lists and dicts print as Python does
 //! (`['a', 1]`), `None` prints as nothing. Undefined values may be chained
-//! (`a.b.c | default(1)`, `a.b is defined`) but printing, evaluating or passing one to
-//! `render_value` is an error naming the expression.
+//! (`a.b.c | default(1)`, `a.b is defined`) but printing, concatenating, computing with,
+//! comparing or testing one is an error naming the variable (see `render`).
 
 mod filters;
 mod lookup;
@@ -21,6 +21,7 @@ mod pyyaml;
 mod render;
 mod scope;
 mod subset;
+mod undefined;
 
 #[cfg(test)]
 mod cases;
@@ -84,9 +85,10 @@ impl Default for Templar {
 impl Templar {
     pub fn new() -> Self {
         let mut env = minijinja::Environment::new();
-        // Chainable so that `a.b | default(..)` and `a.b is defined` work as in Ansible;
-        // printing or returning an undefined value is still an error (see `render`).
-        env.set_undefined_behavior(UndefinedBehavior::Chainable);
+        // Strict: using an undefined value is an error, as in Ansible; `render` runs a
+        // template again with chainable undefined values when only an attribute chain over
+        // an undefined base failed (`a.b.c | default(..)`, `a.b is defined`).
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_keep_trailing_newline(true);
         env.set_formatter(render::python_formatter);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);

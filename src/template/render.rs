@@ -1,46 +1,41 @@
 //! Rendering and evaluating with Ansible's conventions on top of minijinja: backslashes in
 //! string literals inside `{{ }}` are taken literally (Ansible doubles them before Jinja sees
 //! them), values print as Python's `str()` does, and an undefined value is an error that names
-//! the expression that produced it.
+//! the expression that produced it (see `undefined`).
 
 use minijinja::{Environment, Error, ErrorKind, Value};
 
 use super::pyrepr;
+use super::undefined::{Attempt, Failed, with_fallback};
 
 /// Render template text against `ctx`.
 pub(crate) fn render(env: &Environment<'_>, source: &str, ctx: &Value) -> Result<String, Error> {
     let src = escape_backslashes(source);
-    let tmpl = env.template_from_str(&src)?;
-    tmpl.render(ctx).map_err(|e| {
-        let names = tmpl.undeclared_variables(false);
-        explain(e, &src, missing(env, names, ctx))
-    })
-}
-
-/// Names a template reads that neither the scope nor the globals define.
-fn missing(
-    env: &Environment<'_>,
-    names: std::collections::HashSet<String>,
-    ctx: &Value,
-) -> Vec<String> {
-    let globals: Vec<&str> = env.globals().map(|(n, _)| n).collect();
-    let mut out: Vec<String> = names
-        .into_iter()
-        .filter(|n| !globals.contains(&n.as_str()) && n != "loop")
-        .filter(|n| ctx.get_attr(n).is_ok_and(|v| v.is_undefined()))
-        .collect();
-    out.sort();
-    out
+    let once = |env: &Environment<'_>| {
+        let tmpl = env.template_from_str(&src)?;
+        tmpl.render(ctx).map_err(|e| {
+            Attempt::Run(Failed {
+                e,
+                names: tmpl.undeclared_variables(false),
+            })
+        })
+    };
+    with_fallback(env, &src, ctx, once)
 }
 
 /// Evaluate an expression against `ctx`; an undefined result is an error.
 pub(crate) fn eval(env: &Environment<'_>, expr: &str, ctx: &Value) -> Result<Value, Error> {
     let src = escape_literals(expr);
-    let compiled = env.compile_expression_owned(src.clone())?;
-    let v = compiled.eval(ctx).map_err(|e| {
-        let names = compiled.undeclared_variables(false);
-        explain(e, &src, missing(env, names, ctx))
-    })?;
+    let once = |env: &Environment<'_>| {
+        let compiled = env.compile_expression_owned(src.clone())?;
+        compiled.eval(ctx).map_err(|e| {
+            Attempt::Run(Failed {
+                e,
+                names: compiled.undeclared_variables(false),
+            })
+        })
+    };
+    let v = with_fallback(env, &src, ctx, once)?;
     if v.is_undefined() {
         return Err(Error::new(
             ErrorKind::UndefinedError,
@@ -64,63 +59,6 @@ pub(crate) fn python_formatter(
     }
     let text = pyrepr::to_str(value)?;
     out.write_str(&text).map_err(Error::from)
-}
-
-/// Make an undefined-value error say which variable or expression was undefined: the
-/// variables the template reads that are not defined, else the failing expression's text.
-fn explain(e: Error, source: &str, missing: Vec<String>) -> Error {
-    if e.kind() != ErrorKind::UndefinedError {
-        return e;
-    }
-    // Only the engine's anonymous "undefined" errors get a name; messages that already say
-    // what is missing (a lazily templated variable, `mandatory`) stay as they are.
-    if e.detail().is_some_and(|d| d != "undefined value") {
-        return e;
-    }
-    let what = e
-        .range()
-        .and_then(|r| source.get(r))
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
-    let what = what.map(strip_braces);
-    let msg = undefined_message(what, &missing);
-    let line = e.line();
-    let mut out = Error::new(ErrorKind::UndefinedError, msg);
-    if let Some(line) = line.filter(|_| source.contains('\n')) {
-        out = Error::new(
-            ErrorKind::UndefinedError,
-            format!(
-                "{} (template line {line})",
-                out.detail().unwrap_or_default()
-            ),
-        );
-    }
-    out
-}
-
-fn undefined_message(what: Option<&str>, missing: &[String]) -> String {
-    let is_path = |t: &str| {
-        !t.is_empty()
-            && t.chars()
-                .all(|c| c.is_alphanumeric() || "_.[]'\"".contains(c))
-    };
-    match what {
-        Some(expr) if is_path(expr) && missing.iter().all(|m| expr.starts_with(m.as_str())) => {
-            format!("`{expr}` is undefined")
-        }
-        _ if !missing.is_empty() => {
-            let names: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();
-            format!("{} is undefined", names.join(", "))
-        }
-        Some(expr) => format!("`{expr}` is undefined"),
-        None => "undefined variable".to_string(),
-    }
-}
-
-fn strip_braces(s: &str) -> &str {
-    let s = s.strip_prefix("{{").unwrap_or(s);
-    let s = s.strip_suffix("}}").unwrap_or(s);
-    s.trim_matches(|c: char| c == '-' || c.is_whitespace())
 }
 
 /// Double the backslashes of string literals inside `{{ ... }}` (not `{% %}`), as Ansible

@@ -1,0 +1,194 @@
+//! Ansible's rules for undefined values on top of minijinja: using one (printing, `~`,
+//! arithmetic, comparing, testing its truth) is an error naming the variable, while
+//! `is defined`, `default` and attribute chains on it (`a.b.c | default(1)`) are fine.
+//! minijinja has no mode with exactly these rules, so a template is first run strictly; only
+//! if that fails on an attribute chain whose base is undefined, and the chain ends in a
+//! `defined` test or `default`, is it run again with chainable undefined values.
+
+use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior, Value};
+
+/// An evaluation error with the names the template reads (to tell which are undefined).
+pub(super) struct Failed {
+    pub e: Error,
+    pub names: std::collections::HashSet<String>,
+}
+
+/// Why one evaluation failed: before it ran (syntax) or while it ran.
+pub(super) enum Attempt {
+    Compile(Error),
+    Run(Failed),
+}
+
+impl From<Error> for Attempt {
+    fn from(e: Error) -> Self {
+        Attempt::Compile(e)
+    }
+}
+
+/// Run `once` with `env` (strict about undefined values); if it failed on an attribute
+/// chain over an undefined value, run it again with chainable undefined values.
+pub(super) fn with_fallback<T>(
+    env: &Environment<'_>,
+    src: &str,
+    ctx: &Value,
+    once: impl Fn(&Environment<'_>) -> Result<T, Attempt>,
+) -> Result<T, Error> {
+    let failed = match once(env) {
+        Ok(v) => return Ok(v),
+        Err(Attempt::Compile(e)) => return Err(e),
+        Err(Attempt::Run(f)) => f,
+    };
+    let retry = env.undefined_behavior() != UndefinedBehavior::Chainable
+        && is_chain_on_undefined(&failed.e, src);
+    let failed = if retry {
+        let mut chainable = env.clone();
+        chainable.set_undefined_behavior(UndefinedBehavior::Chainable);
+        match once(&chainable) {
+            Ok(v) => return Ok(v),
+            Err(Attempt::Compile(e)) => return Err(e),
+            Err(Attempt::Run(f)) => f,
+        }
+    } else {
+        failed
+    };
+    Err(explain(failed.e, src, missing(env, failed.names, ctx)))
+}
+
+/// The engine's bare "undefined" error raised at an attribute or item lookup (`a.b.c`,
+/// `a['b'].c`) over an undefined base, where the chain ends in `is defined`, `is undefined`
+/// or `| default(..)`: allowed in Ansible. Any other use of the chain stays an error.
+fn is_chain_on_undefined(e: &Error, src: &str) -> bool {
+    if e.kind() != ErrorKind::UndefinedError || e.detail().is_some() {
+        return false;
+    }
+    let Some(range) = e.range() else {
+        return false;
+    };
+    let chain = src.get(range.clone()).map(|t| strip_braces(t.trim()));
+    if !chain.is_some_and(|t| is_path(t) && t.contains(['.', '['])) {
+        return false;
+    }
+    let rest = skip_lookups(src.get(range.end..).unwrap_or_default()).trim_start();
+    let guard = |words: &[&str]| {
+        let mut r = rest;
+        for w in words {
+            match r.trim_start().strip_prefix(w) {
+                Some(after) => r = after,
+                None => return false,
+            }
+        }
+        !r.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+    };
+    guard(&["is", "defined"])
+        || guard(&["is", "undefined"])
+        || guard(&["is", "not", "defined"])
+        || guard(&["is", "not", "undefined"])
+        || guard(&["|", "default"])
+        || guard(&["|", "d"])
+}
+
+/// `text` after any further `.name` and `[...]` lookups of a chain.
+fn skip_lookups(mut text: &str) -> &str {
+    loop {
+        if let Some(after) = text.strip_prefix('.') {
+            let end = after
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            text = &after[end..];
+        } else if let Some(after) = text.strip_prefix('[') {
+            match after.find(']') {
+                Some(end) => text = &after[end + 1..],
+                None => return text,
+            }
+        } else {
+            return text;
+        }
+    }
+}
+
+/// Names a template reads that neither the scope nor the globals define.
+fn missing(
+    env: &Environment<'_>,
+    names: std::collections::HashSet<String>,
+    ctx: &Value,
+) -> Vec<String> {
+    let globals: Vec<&str> = env.globals().map(|(n, _)| n).collect();
+    let mut out: Vec<String> = names
+        .into_iter()
+        .filter(|n| !globals.contains(&n.as_str()) && n != "loop")
+        .filter(|n| ctx.get_attr(n).is_ok_and(|v| v.is_undefined()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Make an undefined-value error say which variable or expression was undefined: the
+/// variables the template reads that are not defined, else the failing expression's text.
+fn explain(e: Error, source: &str, missing: Vec<String>) -> Error {
+    // `undefined_var + 1`: the engine's operators refuse the undefined operand by type.
+    let undefined_operand = e.kind() == ErrorKind::InvalidOperation
+        && e.detail()
+            .is_some_and(|d| d.contains("types undefined") || d.ends_with(" undefined"))
+        && !missing.is_empty();
+    if undefined_operand {
+        let names: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();
+        return Error::new(
+            ErrorKind::UndefinedError,
+            format!("{} is undefined", names.join(", ")),
+        );
+    }
+    if e.kind() != ErrorKind::UndefinedError {
+        return e;
+    }
+    // Only the engine's anonymous "undefined" errors get a name; messages that already say
+    // what is missing (a lazily templated variable, `mandatory`) stay as they are.
+    if e.detail().is_some_and(|d| d != "undefined value") {
+        return e;
+    }
+    let what = e
+        .range()
+        .and_then(|r| source.get(r))
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    let what = what.map(strip_braces);
+    let msg = undefined_message(what, &missing);
+    let line = e.line();
+    let mut out = Error::new(ErrorKind::UndefinedError, msg);
+    if let Some(line) = line.filter(|_| source.contains('\n')) {
+        out = Error::new(
+            ErrorKind::UndefinedError,
+            format!(
+                "{} (template line {line})",
+                out.detail().unwrap_or_default()
+            ),
+        );
+    }
+    out
+}
+
+fn undefined_message(what: Option<&str>, missing: &[String]) -> String {
+    match what {
+        Some(expr) if is_path(expr) && missing.iter().all(|m| expr.starts_with(m.as_str())) => {
+            format!("`{expr}` is undefined")
+        }
+        _ if !missing.is_empty() => {
+            let names: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();
+            format!("{} is undefined", names.join(", "))
+        }
+        Some(expr) => format!("`{expr}` is undefined"),
+        None => "undefined variable".to_string(),
+    }
+}
+
+/// A variable with attribute or item lookups: `a`, `a.b`, `a['b'].c`.
+fn is_path(t: &str) -> bool {
+    !t.is_empty()
+        && t.chars()
+            .all(|c| c.is_alphanumeric() || "_.[]'\"".contains(c))
+}
+
+fn strip_braces(s: &str) -> &str {
+    let s = s.strip_prefix("{{").unwrap_or(s);
+    let s = s.strip_suffix("}}").unwrap_or(s);
+    s.trim_matches(|c: char| c == '-' || c.is_whitespace())
+}
