@@ -163,7 +163,8 @@ impl Executor {
         };
         match outcome {
             Ok(r)
-                if name == "win_reboot" && r.data.get("reboot_requested") == Some(&json!(true)) =>
+                if crate::modules::short_name(name) == "win_reboot"
+                    && r.data.get("reboot_requested") == Some(&json!(true)) =>
             {
                 Attempt::ok(result_value(
                     self.await_reboot(&resolved.target, conn, r).await,

@@ -4,10 +4,12 @@
 //! it cannot wait for the host itself, because the connection it was given dies with the
 //! reboot. It returns `reboot_requested: true` with the waiting parameters
 //! (`reboot_timeout`, `post_reboot_delay`, `connect_timeout`, `test_command`,
-//! `previous_boot_time`): the **executor** (`exec::reboot`) then drops the host's connection, reconnects
-//! until `reboot_timeout` (the host counts as unreachable after that), waits
-//! `post_reboot_delay`, runs `test_command`, and sets `elapsed` and `rebooted: true`. In check
-//! mode nothing is scheduled and `reboot_requested` is false.
+//! `previous_boot_time`): the **executor** (`exec::reboot`) then drops the host's
+//! connection, reconnects until the boot time changes (the task fails after
+//! `reboot_timeout`), waits `post_reboot_delay`, runs `test_command` until it succeeds, and
+//! sets `elapsed` and `rebooted: true`. In check mode nothing is scheduled and
+//! `reboot_requested` is false. The `# kinit:reboot` line marks the script for the WinRM
+//! test server, which plays the reboot.
 
 use serde::Deserialize;
 
@@ -51,7 +53,8 @@ fn reboot_msg() -> String {
 /// The module body (inside `pwsh::frame`).
 pub fn body(p: &Params) -> String {
     format!(
-        r#"$os = Get-CimInstance -ClassName Win32_OperatingSystem
+        r#"# kinit:reboot
+$os = Get-CimInstance -ClassName Win32_OperatingSystem
 $r.previous_boot_time = $os.LastBootUpTime.ToUniversalTime().ToString('o')
 $r.changed = $true
 $r.reboot_requested = -not $check

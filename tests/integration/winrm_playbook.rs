@@ -127,3 +127,54 @@ async fn ctrl_c_during_a_winrm_command_leaves_no_shell_open() {
     assert_eq!(st["shells_open"], 0, "shell left open after Ctrl-C: {st}");
     assert!(!marker.exists(), "the interrupted command ran to the end");
 }
+
+/// `win_reboot` waits for the host to go down and come back: the test server plays the
+/// reboot (down for 2 s, then a new boot time), kinit reconnects with a new shell, and the
+/// next task runs on the rebooted host.
+#[tokio::test]
+async fn win_reboot_waits_until_the_host_is_back() {
+    let srv = WinRmServer::for_mode(Mode::HttpNtlmSealed, &["--reboot-down-ms", "2000"]);
+    let inventory = format!("all:\n  hosts:\n    win:\n{}", host_vars(srv.port, "http"));
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n\
+        \x20   - win_reboot:\n        pre_reboot_delay: 1\n        reboot_timeout: 60\n      register: r\n\
+        \x20   - win_shell: echo after-reboot; exit 0\n      register: after\n\
+        \x20   - assert:\n        that:\n          - r.rebooted\n          - r.changed\n\
+        \x20         - r.elapsed >= 2\n          - r.reboot_requested is not defined\n\
+        \x20         - \"'after-reboot' in after.stdout\"\n";
+    let started = Instant::now();
+    let ran = Test::new()
+        .write("hosts.yml", &inventory)
+        .write("site.yml", playbook)
+        .args(["playbook", "site.yml", "-i", "hosts.yml"])
+        .run();
+    let (out, err) = (ran.stdout(), ran.stderr());
+    assert_eq!(ran.output.status.code(), Some(0), "{out}\n{err}");
+    assert!(started.elapsed() >= Duration::from_secs(3), "{out}");
+    let st = srv.stats().await;
+    assert!(
+        st["shells_created"].as_i64().unwrap() >= 2,
+        "no new shell: {st}"
+    );
+}
+
+/// A host that stays down past `reboot_timeout` is unreachable (exit code 4).
+#[tokio::test]
+async fn win_reboot_host_not_back_in_time_is_unreachable() {
+    let srv = WinRmServer::for_mode(Mode::HttpNtlmSealed, &["--reboot-down-ms", "60000"]);
+    let inventory = format!("all:\n  hosts:\n    win:\n{}", host_vars(srv.port, "http"));
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n\
+        \x20   - win_reboot:\n        pre_reboot_delay: 0\n        reboot_timeout: 4\n\
+        \x20       connect_timeout: 2\n";
+    let ran = Test::new()
+        .write("hosts.yml", &inventory)
+        .write("site.yml", playbook)
+        .args(["playbook", "site.yml", "-i", "hosts.yml"])
+        .run();
+    let out = ran.stdout();
+    assert_eq!(ran.output.status.code(), Some(4), "{out}\n{}", ran.stderr());
+    assert!(
+        out.contains("did not come back within reboot_timeout (4s)")
+            && out.contains("unreachable=1"),
+        "{out}"
+    );
+}

@@ -22,6 +22,10 @@ speaks the wire protocol the way Windows does (shapes copied from recorded Windo
   next N /wsman requests with a bare HTTP 500, delay every /wsman response by M ms;
   `{"drop_nth": N}`: carry out the Nth WS-Management operation from now, then close the
   connection without sending its response (a reply lost on the network).
+* Reboots: kinit's `win_reboot` script (a `# kinit:reboot` line) schedules one; after its
+  `/t` delay the server is down for `--reboot-down-ms` (every /wsman connection is closed
+  unanswered, every shell is gone) and comes back with a new boot time, which kinit's
+  boot-time script (`# kinit:boot-time`) prints.
 
 Execution convention (documented in the README): the command line is joined as Windows does;
 `powershell ... -EncodedCommand B64` is decoded from UTF-16LE and the *script text runs with
@@ -199,6 +203,19 @@ def to_sh(command_line, windows=None):
                 "sha256sum %s | cut -d' ' -f1" % (tmp, tmp, path, path))
     if first == "# kinit:discard":
         return "rm -f %s" % shlex.quote(ps_quoted(script, "path") + ".kinit-tmp")
+    if first == "# kinit:boot-time":
+        return 'cat "$KINIT_WINRM_STATE/boot_time"'
+    if re.search(r"^# kinit:reboot$", script, re.M):
+        # What the module prints (previous boot time, reboot requested), then the reboot
+        # itself in the background: `down` while the server plays a host restarting.
+        m = re.search(r"/t (\d+)", script)
+        return ("s=\"$KINIT_WINRM_STATE\"; printf 'kinit-json:{\"changed\":true,"
+                "\"reboot_requested\":true,\"previous_boot_time\":\"%%s\"}\\n' "
+                "\"$(cat \"$s/boot_time\")\"; "
+                # setsid: the reboot outlives the shell (deleting one kills its process group).
+                "setsid sh -c 'sleep %d; touch \"$0/down\"; sleep \"$KINIT_WINRM_REBOOT_DOWN\"; "
+                "date -u +%%Y-%%m-%%dT%%H:%%M:%%S.%%NZ > \"$0/boot_time\"; rm -f \"$0/down\"' "
+                "\"$s\" >/dev/null 2>&1 &" % (int(m.group(1)) if m else 0))
     if first == "# kinit:get":
         path = shlex.quote(ps_quoted(script, "path"))
         return ("set -e; test -f %s || { echo \"file not found: %s\" >&2; exit 2; }; "
@@ -328,6 +345,13 @@ class Handler(BaseHTTPRequestHandler):
         if self.path != "/wsman":
             return self.reply(404)
         srv = self.server
+        if os.path.exists(os.path.join(srv.opts.state_dir, "down")):
+            # Rebooting: nothing answers, and no shell survives. (Their processes are left
+            # alone: the reboot itself runs as one of them.)
+            with srv.lock:
+                srv.shells.clear()
+            self.close_connection = True
+            return
         srv.stats.inc("requests")
         with srv.lock:
             delay, fail = srv.delay_ms, srv.fail_next > 0
@@ -668,6 +692,7 @@ def main():
     p.add_argument("--user", action="append", default=[])
     p.add_argument("--windows-root", help="act out kinit's Windows module scripts on a fake "
                    "C: drive in this folder, recording each action (windows_standin.py)")
+    p.add_argument("--reboot-down-ms", type=int, default=2000)
     opts = p.parse_args()
     opts.auth = opts.auth.split(",")
     if not opts.user:
@@ -682,6 +707,11 @@ def main():
             domain, _, user = name.rpartition("\\")
             f.write("%s:%s:%s\n:%s:%s\n" % (domain, user, pw, user, pw))
     os.environ["NTLM_USER_FILE"] = user_file
+    # Boot time and reboot state, shared with the sh scripts of the reboot emulation.
+    os.environ["KINIT_WINRM_STATE"] = opts.state_dir
+    os.environ["KINIT_WINRM_REBOOT_DOWN"] = "%.3f" % (opts.reboot_down_ms / 1000.0)
+    with open(os.path.join(opts.state_dir, "boot_time"), "w") as f:
+        f.write(datetime.datetime.now(datetime.timezone.utc).isoformat() + "\n")
 
     srv = Server(("127.0.0.1", opts.port), opts)
     srv.cert_der = None

@@ -16,8 +16,8 @@ lines their module bodies always contain (src/modules/win_*.rs), acts them out o
     service kubelet / flanneld / kube-proxy
     kubeadm join --config C:\\k\\kubeadm-join.yaml
 
-Read-only probes (win_stat, win_copy's hash probe) answer from the fake drive without a log
-line. Any other script still runs with sh (the server's usual convention), which is what
+Read-only probes (win_stat, win_copy's hash probe, the boot time kinit polls after a reboot:
+`# kinit:boot-time`) answer from the fake drive without a log line. Any other script still runs with sh (the server's usual convention), which is what
 `win_reboot`'s `whoami` and the reconnection probe need.
 """
 
@@ -78,6 +78,8 @@ class Windows:
             path = shlex.quote(self.local(ps_var(script, "path")))
             return ("set -e; base64 -w 65536 %s; printf 'sha256:%%s\\n' \"$(sha256sum %s | "
                     "cut -d' ' -f1)\"" % (path, path))
+        if first == "# kinit:boot-time":
+            return "printf 'boot-%%d\\n' %d" % self.load()["boots"]
         check = "$check = $true" in script
         for marker, handler in (
                 ("Get-WindowsFeature -Name $names", self.feature),
