@@ -13,7 +13,7 @@ use super::walk::Inherit;
 use crate::inventory::{ConnectionDefaults, ResolvedHost, resolve_target};
 use crate::modules::{ModuleCtx, ModuleError, ModuleResult, Render};
 use crate::playbook::{Keywords, Task};
-use crate::template::Templar;
+use crate::template::{Templar, TemplateError};
 use crate::transport::{BecomeOptions, TransportError};
 use crate::vars::VarMap;
 
@@ -24,10 +24,8 @@ pub struct TaskRender<'a> {
 }
 
 impl Render for TaskRender<'_> {
-    fn render(&self, source: &str) -> Result<String, String> {
-        self.templar
-            .render_str(source, self.vars)
-            .map_err(|e| e.to_string())
+    fn render(&self, source: &str) -> Result<String, TemplateError> {
+        self.templar.render_str(source, self.vars)
     }
 }
 

@@ -9,6 +9,19 @@ use super::pyliteral::parse_value;
 use super::{Inventory, InventoryError, ranges};
 use crate::vars::VarMap;
 
+/// What is wrong with one line of an INI inventory (the caller adds file and line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum LineError {
+    #[error("malformed section header `{line}`")]
+    MalformedHeader { line: String },
+    #[error("invalid group name in `{line}`")]
+    BadGroupName { line: String },
+    #[error("unknown section kind `{kind}` in `{line}`, expected `vars` or `children`")]
+    UnknownSectionKind { kind: String, line: String },
+    #[error("unclosed quote in `{line}`")]
+    UnclosedQuote { line: String },
+}
+
 enum Section {
     Hosts(String),
     Vars(String),
@@ -30,14 +43,14 @@ pub fn parse(inv: &mut Inventory, path: &Path, text: &str) -> Result<(), Invento
             continue;
         }
         if line.starts_with('[') {
-            section = parse_header(line).map_err(syntax)?;
+            section = parse_header(line).map_err(|e| syntax(e.to_string()))?;
             let (Section::Hosts(g) | Section::Vars(g) | Section::Children(g)) = &section;
             inv.group_mut(g);
             continue;
         }
         match &section {
             Section::Hosts(group) => {
-                let tokens = shell_words(line).map_err(syntax)?;
+                let tokens = shell_words(line).map_err(|e| syntax(e.to_string()))?;
                 let Some((pattern, rest)) = tokens.split_first() else {
                     continue;
                 };
@@ -83,7 +96,7 @@ pub fn parse(inv: &mut Inventory, path: &Path, text: &str) -> Result<(), Invento
     Ok(())
 }
 
-fn parse_header(line: &str) -> Result<Section, String> {
+fn parse_header(line: &str) -> Result<Section, LineError> {
     let body = line
         .split_once(']')
         .filter(|(_, rest)| {
@@ -91,22 +104,23 @@ fn parse_header(line: &str) -> Result<Section, String> {
             rest.is_empty() || rest.starts_with('#') || rest.starts_with(';')
         })
         .map(|(head, _)| &head[1..])
-        .ok_or_else(|| format!("malformed section header `{line}`"))?;
+        .ok_or_else(|| LineError::MalformedHeader { line: line.into() })?;
     let (name, kind) = match body.split_once(':') {
         Some((n, k)) => (n, Some(k)),
         None => (body, None),
     };
     if name.is_empty() || name.contains(char::is_whitespace) {
-        return Err(format!("invalid group name in `{line}`"));
+        return Err(LineError::BadGroupName { line: line.into() });
     }
     let name = name.to_string();
     match kind {
         None => Ok(Section::Hosts(name)),
         Some("vars") => Ok(Section::Vars(name)),
         Some("children") => Ok(Section::Children(name)),
-        Some(other) => Err(format!(
-            "unknown section kind `{other}` in `{line}`, expected `vars` or `children`"
-        )),
+        Some(other) => Err(LineError::UnknownSectionKind {
+            kind: other.into(),
+            line: line.into(),
+        }),
     }
 }
 
@@ -146,7 +160,7 @@ pub(super) fn split_port(pattern: &str) -> (&str, Option<u16>) {
 
 /// Split a host line like POSIX `shlex.split(line, comments=True)`: whitespace separates,
 /// quotes group and are removed, `#` at the start of a word begins a comment.
-pub(super) fn shell_words(line: &str) -> Result<Vec<String>, String> {
+pub(super) fn shell_words(line: &str) -> Result<Vec<String>, LineError> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -166,7 +180,7 @@ pub(super) fn shell_words(line: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(ch) => cur.push(ch),
-                        None => return Err(format!("unclosed quote in `{line}`")),
+                        None => return Err(LineError::UnclosedQuote { line: line.into() }),
                     }
                 }
             }
@@ -181,10 +195,10 @@ pub(super) fn shell_words(line: &str) -> Result<Vec<String>, String> {
                                 cur.push('\\');
                                 cur.push(ch);
                             }
-                            None => return Err(format!("unclosed quote in `{line}`")),
+                            None => return Err(LineError::UnclosedQuote { line: line.into() }),
                         },
                         Some(ch) => cur.push(ch),
-                        None => return Err(format!("unclosed quote in `{line}`")),
+                        None => return Err(LineError::UnclosedQuote { line: line.into() }),
                     }
                 }
             }
@@ -226,6 +240,11 @@ mod tests {
             ["a", "x=a b", "y=c d"]
         );
         assert_eq!(shell_words("a x=1#2").unwrap(), ["a", "x=1#2"]);
-        assert!(shell_words("a x='open").is_err());
+        assert_eq!(
+            shell_words("a x='open"),
+            Err(LineError::UnclosedQuote {
+                line: "a x='open".into()
+            })
+        );
     }
 }

@@ -83,7 +83,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Renders template text for modules that need it (`template`, `win_template`).
 pub trait Render: Sync {
-    fn render(&self, source: &str) -> Result<String, String>;
+    fn render(&self, source: &str) -> Result<String, crate::template::TemplateError>;
 }
 
 /// What a module may use while it runs on one host.

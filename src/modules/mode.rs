@@ -16,6 +16,15 @@ pub enum Mode {
     Preserve,
 }
 
+/// A mode string that is neither octal nor symbolic.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModeError {
+    #[error("`{mode}` is not an octal mode")]
+    NotOctal { mode: String },
+    #[error("`{clause}` is not a valid mode (expected octal like `0644` or `u=rw,g=r`)")]
+    BadClause { clause: String },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Clause {
     who: u32,
@@ -24,7 +33,7 @@ pub struct Clause {
 }
 
 impl Mode {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, ModeError> {
         let s = s.trim();
         if s == "preserve" {
             return Ok(Mode::Preserve);
@@ -34,7 +43,9 @@ impl Mode {
                 .ok()
                 .filter(|m| *m <= 0o7777)
                 .map(Mode::Octal)
-                .ok_or_else(|| format!("`{s}` is not an octal mode"));
+                .ok_or_else(|| ModeError::NotOctal {
+                    mode: s.to_string(),
+                });
         }
         s.split(',')
             .map(parse_clause)
@@ -63,8 +74,10 @@ impl Mode {
     }
 }
 
-fn parse_clause(text: &str) -> Result<Clause, String> {
-    let bad = || format!("`{text}` is not a valid mode (expected octal like `0644` or `u=rw,g=r`)");
+fn parse_clause(text: &str) -> Result<Clause, ModeError> {
+    let bad = || ModeError::BadClause {
+        clause: text.to_string(),
+    };
     let op_at = text.find(['+', '-', '=']).ok_or_else(bad)?;
     let (who_s, rest) = text.split_at(op_at);
     let mut who = 0;
@@ -137,7 +150,12 @@ mod tests {
     fn octal_strings() {
         assert_eq!(Mode::parse("0644").unwrap(), Mode::Octal(0o644));
         assert_eq!(Mode::parse("755").unwrap(), Mode::Octal(0o755));
-        assert!(Mode::parse("0999").is_err());
+        assert_eq!(
+            Mode::parse("0999"),
+            Err(ModeError::NotOctal {
+                mode: "0999".into()
+            })
+        );
     }
 
     #[test]
@@ -151,7 +169,12 @@ mod tests {
         assert_eq!(m.resolve(0o644, true), Some(0o744));
         let m = Mode::parse("go-w").unwrap();
         assert_eq!(m.resolve(0o666, false), Some(0o644));
-        assert!(Mode::parse("q+r").is_err());
+        assert_eq!(
+            Mode::parse("u=rw,q+r"),
+            Err(ModeError::BadClause {
+                clause: "q+r".into()
+            })
+        );
     }
 
     #[test]

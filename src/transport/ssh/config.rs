@@ -196,32 +196,40 @@ fn expand_tilde(path: &str) -> PathBuf {
     }
 }
 
+/// A ProxyJump hop that is not `[user@]host[:port]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{hop}` is not a jump host of the form `[user@]host[:port]`")]
+pub struct BadJump {
+    pub hop: String,
+}
+
 /// Parse `[user@]host[:port]` hops, comma-separated (also the `-J` / ProxyJump syntax).
-pub fn parse_jumps(value: &str) -> Result<Vec<JumpHost>, String> {
+pub fn parse_jumps(value: &str) -> Result<Vec<JumpHost>, BadJump> {
     value.split(',').map(|hop| parse_jump(hop.trim())).collect()
 }
 
-fn parse_jump(hop: &str) -> Result<JumpHost, String> {
+fn parse_jump(hop: &str) -> Result<JumpHost, BadJump> {
     let hop = hop.strip_prefix("ssh://").unwrap_or(hop);
+    let bad = || BadJump { hop: hop.into() };
     let (user, rest) = match hop.rsplit_once('@') {
         Some((u, r)) => (Some(u.to_string()), r),
         None => (None, hop),
     };
     let (address, port) = if let Some(v6) = rest.strip_prefix('[') {
-        let (addr, tail) = v6.split_once(']').ok_or_else(|| hop.to_string())?;
+        let (addr, tail) = v6.split_once(']').ok_or_else(bad)?;
         let port = match tail.strip_prefix(':') {
-            Some(p) => p.parse().map_err(|_| hop.to_string())?,
+            Some(p) => p.parse().map_err(|_| bad())?,
             None => 22,
         };
         (addr.to_string(), port)
     } else {
         match rest.rsplit_once(':') {
-            Some((a, p)) => (a.to_string(), p.parse().map_err(|_| hop.to_string())?),
+            Some((a, p)) => (a.to_string(), p.parse().map_err(|_| bad())?),
             None => (rest.to_string(), 22),
         }
     };
     if address.is_empty() {
-        return Err(hop.to_string());
+        return Err(bad());
     }
     Ok(JumpHost {
         address,
@@ -277,6 +285,12 @@ Host *
         assert_eq!(jumps[1].address, "fe80::1");
         assert_eq!(jumps[1].user.as_deref(), Some("root"));
         assert!(c.host("guest12").proxy_jump.is_none());
+        assert_eq!(
+            parse_jumps("ok, root@hv:port"),
+            Err(BadJump {
+                hop: "root@hv:port".into()
+            })
+        );
     }
 
     #[test]

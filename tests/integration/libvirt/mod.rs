@@ -15,6 +15,7 @@ mod resume_real;
 mod validate;
 
 use kinit::modules::{ModuleCtx, ModuleError, ModuleResult, Render};
+use kinit::template::TemplateError;
 use kinit::transport::local::LocalConnection;
 use kinit::transport::{Connection, ConnectionKind, HostTarget};
 use kinit::vars::VarMap;
@@ -25,7 +26,7 @@ pub const TEST_URI: &str = "test:///default";
 struct Verbatim;
 
 impl Render for Verbatim {
-    fn render(&self, source: &str) -> Result<String, String> {
+    fn render(&self, source: &str) -> Result<String, TemplateError> {
         Ok(source.to_string())
     }
 }

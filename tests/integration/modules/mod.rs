@@ -15,7 +15,7 @@ mod windows;
 use std::path::{Path, PathBuf};
 
 use kinit::modules::{self, ModuleCtx, ModuleResult, Render};
-use kinit::template::Templar;
+use kinit::template::{Templar, TemplateError};
 use kinit::transport::{Connection, ConnectionKind, ExecRequest, HostTarget};
 use kinit::vars::VarMap;
 use serde_json::Value;
@@ -38,10 +38,8 @@ struct TemplarRender<'a> {
 }
 
 impl Render for TemplarRender<'_> {
-    fn render(&self, source: &str) -> Result<String, String> {
-        self.templar
-            .render_str(source, self.vars)
-            .map_err(|e| e.to_string())
+    fn render(&self, source: &str) -> Result<String, TemplateError> {
+        self.templar.render_str(source, self.vars)
     }
 }
 
