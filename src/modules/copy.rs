@@ -14,6 +14,7 @@ use crate::transport::quote::sh;
 use super::args::boolish;
 use super::command::yes;
 use super::filewrite::{self, Before, Content, Write};
+use super::local_tree::{LocalTree, remote_path};
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Algo, Attrs, Kind, StatReq};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
@@ -179,19 +180,13 @@ async fn copy_tree(
             &local.file_name().unwrap_or_default().to_string_lossy(),
         )
     };
-    let mut dirs = vec![String::new()];
-    let mut files = Vec::new();
-    walk(local, "", &mut dirs, &mut files).map_err(|e| ModuleError::Failed {
-        msg: format!("cannot read `{}`: {e}", local.display()),
-    })?;
-    let remote = |rel: &str| {
-        if rel.is_empty() {
-            root.clone()
-        } else {
-            join(&root, rel)
-        }
-    };
-    let paths: Vec<String> = dirs.iter().chain(files.iter()).map(|r| remote(r)).collect();
+    let LocalTree { mut dirs, files } = LocalTree::read(local, "", '/')?;
+    dirs.insert(0, String::new());
+    let paths: Vec<String> = dirs
+        .iter()
+        .chain(files.iter().map(|(rel, _)| rel))
+        .map(|r| remote_path(&root, r, join))
+        .collect();
     let reqs: Vec<StatReq<'_>> = paths
         .iter()
         .map(|path| StatReq {
@@ -232,8 +227,8 @@ async fn copy_tree(
             return Ok(ModuleResult::failed(out.stderr_str().trim().to_string()));
         }
     }
-    for ((rel, path), stat) in files.iter().zip(&paths[dirs.len()..]).zip(file_stats) {
-        let content = Content::file(&local.join(rel)).await?;
+    for (((_, source), path), stat) in files.iter().zip(&paths[dirs.len()..]).zip(file_stats) {
+        let content = Content::file(source).await?;
         let before = Before {
             ids,
             stat: stat.clone(),
@@ -257,31 +252,6 @@ async fn copy_tree(
     }
     .with("dest", root)
     .with("src", local.display().to_string()))
-}
-
-fn walk(
-    dir: &Path,
-    rel: &str,
-    dirs: &mut Vec<String>,
-    files: &mut Vec<String>,
-) -> std::io::Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let r = if rel.is_empty() {
-            name
-        } else {
-            format!("{rel}/{name}")
-        };
-        if e.file_type()?.is_dir() {
-            dirs.push(r.clone());
-            walk(&e.path(), &r, dirs, files)?;
-        } else {
-            files.push(r);
-        }
-    }
-    Ok(())
 }
 
 fn local_mode(p: &PathBuf) -> u32 {

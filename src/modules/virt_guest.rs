@@ -21,6 +21,7 @@ use crate::provider::guests::GuestState;
 use crate::provider::linux_guest::LinuxGuest;
 use crate::provider::virt_type::PROBE_SCRIPT;
 use crate::provider::windows_guest::WindowsGuest;
+use crate::provider::xml::{Definition, Document};
 use crate::provider::{ProviderError, VirtType};
 
 const NAME: &str = "virt_guest";

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::virt::{bad_args, connect, default_uri, failed};
 use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
 use crate::provider::network::NatNetwork;
+use crate::provider::xml::{Definition, Document};
 
 const NAME: &str = "virt_network";
 

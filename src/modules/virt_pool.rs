@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::virt::{connect, default_uri, failed};
 use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
 use crate::provider::storage::Pool;
+use crate::provider::xml::Document;
 
 const NAME: &str = "virt_pool";
 

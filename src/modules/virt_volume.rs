@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::virt::{connect, default_uri, failed};
 use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
 use crate::provider::storage::{BackingStore, ByteSize, Capacity, Format, Volume, VolumeTarget};
+use crate::provider::xml::Document;
 
 const NAME: &str = "virt_volume";
 

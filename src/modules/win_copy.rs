@@ -5,8 +5,6 @@
 //! being a folder); files whose hash differs are uploaded with `Connection::put` (which
 //! verifies a SHA-256 of what arrived); missing folders are created in one more run.
 
-use std::path::Path;
-
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -15,6 +13,7 @@ use crate::transport::quote::ps;
 use super::args::boolish;
 use super::command::yes;
 use super::filewrite::Content;
+use super::local_tree::{LocalTree, remote_path};
 use super::{ModuleCtx, ModuleError, ModuleResult, pwsh, typed_module};
 
 typed_module!(WinCopy, "win_copy", Params, run, windows);
@@ -122,8 +121,6 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             (None, Some(src)) => {
                 let local = ctx.find_local(src)?;
                 if local.is_dir() {
-                    let mut files = Vec::new();
-                    let mut dirs = Vec::new();
                     let base = if src.ends_with('/') || src.ends_with('\\') {
                         String::new()
                     } else {
@@ -133,11 +130,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                             .to_string_lossy()
                             .into_owned()
                     };
-                    walk(&local, &base, &mut dirs, &mut files).map_err(|e| {
-                        ModuleError::Failed {
-                            msg: format!("cannot read `{}`: {e}", local.display()),
-                        }
-                    })?;
+                    let LocalTree { mut dirs, files } = LocalTree::read(&local, &base, '\\')?;
                     let mut loaded = Vec::new();
                     for (rel, path) in files {
                         loaded.push((rel, Content::file(&path).await?));
@@ -174,13 +167,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         .to_string();
     let hashes = probe.data.get("hashes").cloned().unwrap_or(Value::Null);
     let have = |rel: &str| hashes.get(rel).and_then(Value::as_str).map(str::to_string);
-    let path_of = |rel: &str| {
-        if rel.is_empty() {
-            root.clone()
-        } else {
-            win_join(&root, rel)
-        }
-    };
+    let path_of = |rel: &str| remote_path(&root, rel, win_join);
     let mut mkdirs: Vec<String> = dirs
         .iter()
         .filter(|d| have(d).is_none())
@@ -231,31 +218,6 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         ctx.conn.put(&c.source, &path_of(rel), None).await?;
     }
     Ok(r)
-}
-
-fn walk(
-    dir: &Path,
-    rel: &str,
-    dirs: &mut Vec<String>,
-    files: &mut Vec<(String, std::path::PathBuf)>,
-) -> std::io::Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let r = if rel.is_empty() {
-            name
-        } else {
-            format!("{rel}\\{name}")
-        };
-        if e.file_type()?.is_dir() {
-            dirs.push(r.clone());
-            walk(&e.path(), &r, dirs, files)?;
-        } else {
-            files.push((r, e.path()));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

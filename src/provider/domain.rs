@@ -5,9 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::VirtType;
 pub use super::devices::*;
-use super::xml::{self, Empty, Metadata};
-use super::{ProviderError, VirtType};
+use super::xml::{Definition, Document, Empty, Metadata};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Domain {
@@ -37,31 +37,13 @@ pub struct Domain {
     pub devices: Devices,
 }
 
-impl Domain {
-    /// The XML document libvirt is given.
-    pub fn to_xml(&self) -> Result<String, ProviderError> {
-        xml::to_xml("domain", self, "domain")
-    }
+impl Document for Domain {
+    const ROOT: &'static str = "domain";
+}
 
-    pub fn from_xml(text: &str) -> Result<Self, ProviderError> {
-        xml::from_xml(text, "domain")
-    }
-
-    /// The fingerprint of this definition: a hash of the document without uuid and metadata,
-    /// so that neither a carried-over uuid nor the fingerprint itself changes it.
-    pub fn fingerprint(&self) -> Result<String, ProviderError> {
-        let bare = Domain {
-            uuid: None,
-            metadata: None,
-            ..self.clone()
-        };
-        Ok(xml::sha256(&bare.to_xml()?))
-    }
-
-    /// This definition with its fingerprint stored in `<metadata>`.
-    pub fn fingerprinted(mut self) -> Result<Self, ProviderError> {
-        self.metadata = Some(Metadata::with_fingerprint(self.fingerprint()?));
-        Ok(self)
+impl Definition for Domain {
+    fn identity(&mut self) -> (&mut Option<String>, &mut Option<Metadata>) {
+        (&mut self.uuid, &mut self.metadata)
     }
 }
 

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 use serde::{Deserialize, Serialize};
 
-use super::xml::{self, Metadata};
+use super::xml::{Definition, Document, Metadata};
 use super::{MacAddr, ProviderError};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,28 +32,13 @@ pub struct Network {
     pub ip: Vec<Ip>,
 }
 
-impl Network {
-    pub fn to_xml(&self) -> Result<String, ProviderError> {
-        xml::to_xml("network", self, "network")
-    }
+impl Document for Network {
+    const ROOT: &'static str = "network";
+}
 
-    pub fn from_xml(text: &str) -> Result<Self, ProviderError> {
-        xml::from_xml(text, "network")
-    }
-
-    /// See `Domain::fingerprint`.
-    pub fn fingerprint(&self) -> Result<String, ProviderError> {
-        let bare = Network {
-            uuid: None,
-            metadata: None,
-            ..self.clone()
-        };
-        Ok(xml::sha256(&bare.to_xml()?))
-    }
-
-    pub fn fingerprinted(mut self) -> Result<Self, ProviderError> {
-        self.metadata = Some(Metadata::with_fingerprint(self.fingerprint()?));
-        Ok(self)
+impl Definition for Network {
+    fn identity(&mut self) -> (&mut Option<String>, &mut Option<Metadata>) {
+        (&mut self.uuid, &mut self.metadata)
     }
 }
 

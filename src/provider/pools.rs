@@ -5,6 +5,7 @@ use virt::storage_vol::StorageVol;
 
 use super::hypervisor::absent;
 use super::storage::{Pool, Volume};
+use super::xml::Document;
 use super::{Hypervisor, ProviderError};
 
 #[derive(Debug, Clone, PartialEq)]

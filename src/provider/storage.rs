@@ -6,7 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::ProviderError;
-use super::xml;
+use super::xml::Document;
 
 /// `<pool type='dir'>`: a directory of images on the hypervisor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,12 +33,10 @@ impl Pool {
             target: PoolTarget { path: path.into() },
         }
     }
-    pub fn to_xml(&self) -> Result<String, ProviderError> {
-        xml::to_xml("pool", self, "pool")
-    }
-    pub fn from_xml(text: &str) -> Result<Self, ProviderError> {
-        xml::from_xml(text, "pool")
-    }
+}
+
+impl Document for Pool {
+    const ROOT: &'static str = "pool";
 }
 
 /// `<volume>`: a disk image in a pool, optionally a copy-on-write overlay over `backingStore`.
@@ -56,13 +54,11 @@ pub struct Volume {
     pub backing_store: Option<BackingStore>,
 }
 
+impl Document for Volume {
+    const ROOT: &'static str = "volume";
+}
+
 impl Volume {
-    pub fn to_xml(&self) -> Result<String, ProviderError> {
-        xml::to_xml("volume", self, "volume")
-    }
-    pub fn from_xml(text: &str) -> Result<Self, ProviderError> {
-        xml::from_xml(text, "volume")
-    }
     pub fn format(&self) -> Option<&str> {
         self.target
             .as_ref()

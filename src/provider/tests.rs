@@ -9,6 +9,7 @@ use super::linux_guest::{LinuxGuest, Machine};
 use super::network::{DhcpRange, NatNetwork, NetHost, Network};
 use super::windows_config::WindowsConfig;
 use super::windows_guest::{NicModel, WindowsGuest};
+use super::xml::{Definition, Document};
 use super::{MacAddr, VirtType};
 use crate::secret::Secret;
 

@@ -3,6 +3,9 @@
 //!
 //! The scripts live on the ISO because a `FirstLogonCommands` command line is limited to
 //! 1024 characters; each command only finds the ISO by its volume label and runs one script.
+//!
+//! Over 300 lines because the answer file and the scripts it runs share the node's settings
+//! and must agree (drive letters, labels, script names); keeping them together shows that.
 
 use std::net::Ipv4Addr;
 

@@ -6,6 +6,7 @@
 //! keeps a SHA-256 of its own document (without uuid and metadata) in a kinit-namespaced
 //! metadata element: same fingerprint, same definition, nothing to do.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -46,6 +47,44 @@ impl Metadata {
 
     pub fn fingerprint(&self) -> Option<&str> {
         self.definition.as_ref().map(|f| f.sha256.as_str())
+    }
+}
+
+/// A libvirt XML document kinit writes and reads back (`<domain>`, `<network>`, `<pool>`,
+/// `<volume>`).
+pub trait Document: Serialize + DeserializeOwned {
+    /// The root element, also the document's name in errors.
+    const ROOT: &'static str;
+
+    /// The XML document libvirt is given.
+    fn to_xml(&self) -> Result<String, ProviderError> {
+        to_xml(Self::ROOT, self, Self::ROOT)
+    }
+
+    fn from_xml(text: &str) -> Result<Self, ProviderError> {
+        from_xml(text, Self::ROOT)
+    }
+}
+
+/// A document that carries kinit's fingerprint in its `<metadata>` (domains, networks).
+pub trait Definition: Document + Clone {
+    /// The uuid and metadata, which the fingerprint leaves out.
+    fn identity(&mut self) -> (&mut Option<String>, &mut Option<Metadata>);
+
+    /// A hash of the document without uuid and metadata, so that neither a carried-over
+    /// uuid nor the fingerprint itself changes it.
+    fn fingerprint(&self) -> Result<String, ProviderError> {
+        let mut bare = self.clone();
+        let (uuid, metadata) = bare.identity();
+        (*uuid, *metadata) = (None, None);
+        Ok(sha256(&bare.to_xml()?))
+    }
+
+    /// This definition with its fingerprint stored in `<metadata>`.
+    fn fingerprinted(mut self) -> Result<Self, ProviderError> {
+        let fp = self.fingerprint()?;
+        *self.identity().1 = Some(Metadata::with_fingerprint(fp));
+        Ok(self)
     }
 }
 

@@ -4,6 +4,7 @@
 use kinit::provider::domain::Domain;
 use kinit::provider::network::{NatNetwork, Network};
 use kinit::provider::storage::{Pool, Volume};
+use kinit::provider::xml::{Definition, Document};
 use kinit::provider::{Hypervisor, VirtType};
 use serde_json::json;
 
