@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::defaults::cpu_count;
 use super::error::SpecError;
 use super::value::display;
 use crate::vars::VarMap;
@@ -35,7 +36,7 @@ impl CapacityMargins {
             m.headroom = headroom(v).ok_or_else(|| bad("capacity_headroom", v, "a number >= 0"))?;
         }
         if let Some(v) = vars.get("vcpus_per_core") {
-            m.vcpus_per_core = per_core(v)
+            m.vcpus_per_core = cpu_count(v)
                 .ok_or_else(|| bad("vcpus_per_core", v, "a whole number from 1 to 1024"))?;
         }
         Ok(m)
@@ -58,17 +59,6 @@ fn headroom(v: &Value) -> Option<f64> {
         _ => return None,
     };
     (n.is_finite() && n >= 0.0).then_some(n)
-}
-
-fn per_core(v: &Value) -> Option<u32> {
-    let n = match v {
-        Value::Number(n) => n.as_u64()?,
-        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
-            s.parse().ok()?
-        }
-        _ => return None,
-    };
-    (1..=1024).contains(&n).then_some(n as u32)
 }
 
 #[cfg(test)]

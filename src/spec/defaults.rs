@@ -70,7 +70,8 @@ impl NodeDefaults {
     }
 }
 
-fn cpu_count(v: &Value) -> Option<u32> {
+/// A whole number from 1 to 1024, given as a number or as digits.
+pub(super) fn cpu_count(v: &Value) -> Option<u32> {
     let n = match v {
         Value::Number(n) => n.as_u64()?,
         Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
