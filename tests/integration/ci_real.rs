@@ -507,7 +507,10 @@ fn a_failing_teardown_is_reported_and_the_reports_are_still_written() {
     assert!(html.contains("Cleanup complete on hypervisor-01"));
     // The steps after the first failed one were tried (their failures are in the log).
     let events = read(&dir, "events.jsonl");
-    for task in ["Storage pool of this cluster removed", "Network of this cluster removed"] {
+    for task in [
+        "Storage pool of this cluster removed",
+        "Network of this cluster removed",
+    ] {
         assert!(events.contains(task), "{task} not tried");
     }
     let mut want = ok_phases(&DEPLOYED[..3]);

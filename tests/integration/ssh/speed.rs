@@ -46,6 +46,23 @@ async fn ms_per_command() {
     }
 }
 
+/// Two connections to the lab's first host: one direct, one through a proxy adding `rtt`
+/// (the proxy must outlive them).
+async fn slow_link(lab: &SshLab, rtt: Duration) -> (SshConnection, SshConnection, DelayProxy) {
+    let upstream: SocketAddr = format!("{}:{}", lab.hosts[0].address, lab.hosts[0].port)
+        .parse()
+        .unwrap();
+    let proxy = DelayProxy::start(upstream, rtt / 2).await;
+    let direct = SshConnection::connect(&lab.target(0)).await.unwrap();
+    let mut t = lab.target(0);
+    // The proxy is a different address; the host key is still the host's.
+    t.address = proxy.addr.ip().to_string();
+    t.port = Some(proxy.addr.port());
+    t.host_key_checking = kinit::cli::HostKeyChecking::Off;
+    let slow = SshConnection::connect(&t).await.unwrap();
+    (direct, slow, proxy)
+}
+
 /// The fastest of `n` single commands: load on the machine only ever adds time, so the
 /// minimum is the cost of the protocol itself (what the slow-link test measures).
 async fn fastest_command(c: &SshConnection, n: u32, shell: bool) -> Duration {
@@ -63,18 +80,8 @@ async fn fastest_command(c: &SshConnection, n: u32, shell: bool) -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_link_round_trips_per_command() {
     let lab = SshLab::new(1);
-    let upstream: SocketAddr = format!("{}:{}", lab.hosts[0].address, lab.hosts[0].port)
-        .parse()
-        .unwrap();
     let rtt = Duration::from_millis(40);
-    let proxy = DelayProxy::start(upstream, rtt / 2).await;
-    let direct = SshConnection::connect(&lab.target(0)).await.unwrap();
-    let mut t = lab.target(0);
-    // The proxy is a different address; the host key is still the host's.
-    t.address = proxy.addr.ip().to_string();
-    t.port = Some(proxy.addr.port());
-    t.host_key_checking = kinit::cli::HostKeyChecking::Off;
-    let c = SshConnection::connect(&t).await.unwrap();
+    let (direct, c, _proxy) = slow_link(&lab, rtt).await;
     per_command(&c, 2, true).await;
     per_command(&direct, 2, true).await;
     let n = 10;
@@ -121,17 +128,8 @@ async fn fastest_put(c: &SshConnection, n: u32, bytes: &[u8], dest: &str) -> Dur
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_link_small_upload_is_one_round_trip() {
     let lab = SshLab::new(1);
-    let upstream: SocketAddr = format!("{}:{}", lab.hosts[0].address, lab.hosts[0].port)
-        .parse()
-        .unwrap();
     let rtt = Duration::from_millis(40);
-    let proxy = DelayProxy::start(upstream, rtt / 2).await;
-    let direct = SshConnection::connect(&lab.target(0)).await.unwrap();
-    let mut t = lab.target(0);
-    t.address = proxy.addr.ip().to_string();
-    t.port = Some(proxy.addr.port());
-    t.host_key_checking = kinit::cli::HostKeyChecking::Off;
-    let c = SshConnection::connect(&t).await.unwrap();
+    let (direct, c, _proxy) = slow_link(&lab, rtt).await;
     let home = c
         .exec(&ExecRequest::new("printf %s \"$HOME\""))
         .await
