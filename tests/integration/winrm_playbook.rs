@@ -163,7 +163,7 @@ async fn win_reboot_host_not_back_in_time_fails() {
     let srv = WinRmServer::for_mode(Mode::HttpNtlmSealed, &["--reboot-down-ms", "60000"]);
     let inventory = format!("all:\n  hosts:\n    win:\n{}", host_vars(srv.port, "http"));
     let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n\
-        \x20   - win_reboot:\n        pre_reboot_delay: 0\n        reboot_timeout: 4\n\
+        \x20   - win_reboot:\n        pre_reboot_delay: 1\n        reboot_timeout: 4\n\
         \x20       connect_timeout: 2\n";
     let ran = Test::new()
         .write("hosts.yml", &inventory)
