@@ -144,8 +144,8 @@ async fn slow_link_small_upload_is_one_round_trip() {
         slow.saturating_sub(floor).as_secs_f64() / rtt.as_secs_f64()
     };
     let small_rt = rt(
-        fastest_put(&c, 5, &small, &dest).await,
-        fastest_put(&direct, 5, &small, &dest).await,
+        fastest_put(&c, 10, &small, &dest).await,
+        fastest_put(&direct, 10, &small, &dest).await,
     );
     let large_rt = rt(
         fastest_put(&c, 3, &large, &dest).await,
