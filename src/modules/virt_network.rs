@@ -1,5 +1,7 @@
 //! `virt_network`: a libvirt network, defined from typed settings (a NAT network for the
-//! cluster CIDR with static DHCP and DNS entries per node), started or stopped, or removed.
+//! cluster CIDR with static DHCP and DNS entries per node, or a bridge-mode network on an
+//! Open vSwitch bridge for a cluster spread over several hypervisors by OVN), started or
+//! stopped, or removed.
 //!
 //! Idempotent: the definition's fingerprint is kept in the network's `<metadata>`; the same
 //! settings change nothing. Changed settings redefine the network under its existing uuid
@@ -11,6 +13,7 @@ use serde_json::Value;
 use super::virt::{bad_args, connect, default_uri, failed};
 use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
 use crate::provider::network::NatNetwork;
+use crate::provider::ovs_network::OvsNetwork;
 use crate::provider::xml::{Definition, Document};
 
 const NAME: &str = "virt_network";
@@ -47,6 +50,9 @@ pub struct Params {
     /// The network's settings; needed to create it, optional to start/stop one that exists.
     #[serde(default)]
     pub nat: Option<NatNetwork>,
+    /// Instead of `nat`: a bridge-mode network on an OVS bridge (`ovs: {}` takes `br-int`).
+    #[serde(default)]
+    pub ovs: Option<OvsNetwork>,
 }
 
 pub struct VirtNetwork;
@@ -64,10 +70,23 @@ impl Module for VirtNetwork {
     ) -> BoxFuture<'a, Result<ModuleResult, ModuleError>> {
         Box::pin(async move {
             let p: Params = params(NAME, &args)?;
-            let desired = match &p.nat {
-                Some(n) => Some(
-                    n.network(&p.name)
-                        .and_then(|d| d.fingerprinted())
+            let defined = match (&p.nat, &p.ovs) {
+                (Some(_), Some(_)) => {
+                    return Err(ModuleError::BadArgs {
+                        module: NAME,
+                        detail: format!(
+                            "network `{}`: give either `nat` or `ovs`, not both",
+                            p.name
+                        ),
+                    });
+                }
+                (Some(n), None) => Some(n.network(&p.name)),
+                (None, Some(o)) => Some(o.network(&p.name)),
+                (None, None) => None,
+            };
+            let desired = match defined {
+                Some(d) => Some(
+                    d.and_then(|d| d.fingerprinted())
                         .map_err(|e| bad_args(NAME, e))?,
                 ),
                 None => None,
@@ -99,7 +118,7 @@ impl Module for VirtNetwork {
                     return Err(ModuleError::BadArgs {
                         module: NAME,
                         detail: format!(
-                            "network `{}` does not exist on `{}`; give `nat` to define it",
+                            "network `{}` does not exist on `{}`; give `nat` or `ovs` to define it",
                             p.name, p.uri
                         ),
                     });

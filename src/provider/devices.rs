@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::network::{Mtu, PortParameters, VirtualPort};
+use super::ovs_network::GENEVE_MTU;
 use super::xml::Empty;
 
 /// Devices by kind. libvirt does not care about their order, and reading `dumpxml` (which
@@ -116,8 +118,13 @@ pub struct Interface {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mac: Option<MacElem>,
     pub source: InterfaceSource,
+    /// On an OVS network: the port's `interfaceid` (its OVN logical switch port).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub virtualport: Option<VirtualPort>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub model: Option<Model>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mtu: Option<Mtu>,
 }
 
 impl Interface {
@@ -130,8 +137,23 @@ impl Interface {
             source: InterfaceSource {
                 network: Some(network.into()),
             },
+            virtualport: None,
             model: Some(Model { kind: model.into() }),
+            mtu: None,
         }
+    }
+
+    /// Plugs the NIC into an OVS network as the port `interface_id` (when given), with the
+    /// geneve overlay's MTU.
+    pub fn with_ovs_port(mut self, interface_id: Option<&str>) -> Self {
+        self.virtualport = interface_id.map(|id| VirtualPort {
+            kind: "openvswitch".into(),
+            parameters: Some(PortParameters {
+                interfaceid: Some(id.into()),
+            }),
+        });
+        self.mtu = interface_id.map(|_| Mtu { size: GENEVE_MTU });
+        self
     }
 }
 

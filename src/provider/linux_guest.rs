@@ -56,11 +56,18 @@ pub struct LinuxGuest {
     /// MAC address of the NIC; the network's static DHCP entry and the seed's network-config
     /// match on it.
     pub mac: MacAddr,
+    /// On an OVS (OVN) network: the NIC's `interfaceid`, a UUID that is also its OVN logical
+    /// switch port; none on a NAT network.
+    #[serde(default)]
+    pub interface_id: Option<String>,
 }
 
 impl LinuxGuest {
     /// The domain definition for a guest called `name`.
     pub fn domain(&self, name: &str, virt_type: VirtType) -> Result<Domain, ProviderError> {
+        if let Some(id) = &self.interface_id {
+            super::ovs_network::check_interface_id(id)?;
+        }
         let max = check_cpus_ram(self.vcpus, self.max_vcpus, self.ram_kib)?;
         check_path("disk", &self.disk)?;
         check_path("seed_iso", &self.seed_iso)?;
@@ -110,11 +117,10 @@ impl LinuxGuest {
                     Disk::qcow2(&self.disk, "vda", "virtio"),
                     Disk::cdrom(&self.seed_iso, "sda", self.machine.cdrom_bus()),
                 ],
-                interface: vec![Interface::network(
-                    &self.network,
-                    &self.mac.to_string(),
-                    "virtio",
-                )],
+                interface: vec![
+                    Interface::network(&self.network, &self.mac.to_string(), "virtio")
+                        .with_ovs_port(self.interface_id.as_deref()),
+                ],
                 serial: vec![CharDev::pty_serial()],
                 console: vec![CharDev::pty_console()],
                 rng: vec![Rng {

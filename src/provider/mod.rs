@@ -27,6 +27,7 @@ pub mod linux_guest;
 pub mod mac;
 pub mod network;
 pub mod networks;
+pub mod ovs_network;
 pub mod pools;
 pub mod storage;
 pub mod unattend;

@@ -23,6 +23,8 @@ pub struct Network {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub bridge: Option<Bridge>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub virtualport: Option<VirtualPort>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mtu: Option<Mtu>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub domain: Option<DnsDomain>,
@@ -56,6 +58,26 @@ pub struct Bridge {
     pub stp: Option<String>,
     #[serde(rename = "@delay", skip_serializing_if = "Option::is_none", default)]
     pub delay: Option<String>,
+}
+
+/// `<virtualport type='openvswitch'>` of a network or a guest NIC; `parameters` carries the
+/// OVS `interfaceid` (the OVN logical port name) of a NIC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VirtualPort {
+    #[serde(rename = "@type")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub parameters: Option<PortParameters>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortParameters {
+    #[serde(
+        rename = "@interfaceid",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub interfaceid: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,6 +263,7 @@ impl NatNetwork {
                 stp: Some("on".into()),
                 delay: Some("0".into()),
             }),
+            virtualport: None,
             mtu: self.mtu.map(|size| Mtu { size }),
             domain: self.domain.as_ref().map(|d| DnsDomain {
                 name: d.clone(),

@@ -27,6 +27,7 @@ pub(crate) fn linux() -> LinuxGuest {
         seed_iso: "/var/lib/libvirt/images/k8scluster-controller-01-seed.iso".into(),
         network: "kimgtnet0".into(),
         mac: mac("52:54:00:4a:1b:01"),
+        interface_id: None,
     }
 }
 
@@ -41,6 +42,7 @@ pub(crate) fn windows() -> WindowsGuest {
         config_iso: "/var/lib/libvirt/images/k8scluster-compute-01-config.iso".into(),
         network: "kimgtnet0".into(),
         mac: mac("52:54:00:4a:1b:02"),
+        interface_id: None,
         nic_model: NicModel::E1000e,
         secure_boot: true,
     }

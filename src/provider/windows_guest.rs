@@ -44,6 +44,10 @@ pub struct WindowsGuest {
     pub network: String,
     /// MAC address of the NIC.
     pub mac: MacAddr,
+    /// On an OVS (OVN) network: the NIC's `interfaceid`, a UUID that is also its OVN logical
+    /// switch port; none on a NAT network.
+    #[serde(default)]
+    pub interface_id: Option<String>,
     /// `e1000e` (default) or `virtio`.
     #[serde(default)]
     pub nic_model: NicModel,
@@ -58,6 +62,9 @@ fn yes() -> bool {
 
 impl WindowsGuest {
     pub fn domain(&self, name: &str, virt_type: VirtType) -> Result<Domain, ProviderError> {
+        if let Some(id) = &self.interface_id {
+            super::ovs_network::check_interface_id(id)?;
+        }
         let max = check_cpus_ram(self.vcpus, self.max_vcpus, self.ram_kib)?;
         for (field, path) in [
             ("disk", &self.disk),
@@ -145,11 +152,10 @@ impl WindowsGuest {
                     Disk::cdrom(&self.virtio_iso, "sdc", "sata"),
                     Disk::cdrom(&self.config_iso, "sdd", "sata"),
                 ],
-                interface: vec![Interface::network(
-                    &self.network,
-                    &self.mac.to_string(),
-                    nic,
-                )],
+                interface: vec![
+                    Interface::network(&self.network, &self.mac.to_string(), nic)
+                        .with_ovs_port(self.interface_id.as_deref()),
+                ],
                 serial: vec![CharDev::pty_serial()],
                 console: vec![CharDev::pty_console()],
                 // A USB tablet keeps the VNC pointer in sync with the guest's.

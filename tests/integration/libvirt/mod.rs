@@ -9,6 +9,7 @@
 
 mod config_iso;
 mod modules;
+mod ovs;
 mod real;
 mod resume;
 mod resume_real;
