@@ -120,6 +120,14 @@ impl Cluster {
         v.insert("kinit_os".into(), json!(n.os));
         v.insert("kinit_ip".into(), json!(n.ip.to_string()));
         v.insert("kinit_mac".into(), json!(n.mac));
+        // The NIC's OVS interfaceid and OVN logical port, used when the cluster spans
+        // several hypervisors.
+        v.insert(
+            "kinit_interface_id".into(),
+            json!(crate::provider::ovs_network::interface_id(
+                &self.name, &n.name
+            )),
+        );
         v.insert("kinit_fqdn".into(), json!(n.fqdn));
         v.insert("kinit_guest_name".into(), json!(n.guest_name));
         if let Some(r) = n.resources {
