@@ -7,6 +7,7 @@ mod hosts;
 mod libvirt;
 mod node;
 mod node_standins;
+mod ovn;
 mod services;
 mod windows;
 

@@ -63,6 +63,7 @@ for a; do
     containerd.io) mkdir -p @S/units/containerd ;;
     kubelet) mkdir -p @S/units/kubelet ;;
     bind9) mkdir -p @S/units/named /etc/bind /var/cache/bind ;;
+    openvswitch-switch|ovn-host|ovn-central) mkdir -p @S/units/$p ;;
     haproxy) mkdir -p @S/units/haproxy /etc/haproxy ;;
   esac
 done
