@@ -96,6 +96,9 @@ impl Executor {
         let mut results = Vec::new();
         let mut includes = Vec::new();
         let mut unreachable = false;
+        // Facts an item sets (`set_fact` in a loop) are seen by the items after it, as in
+        // Ansible, so a loop can build up a list.
+        let mut base = ctx.clone();
         for (i, item) in items.iter().enumerate() {
             // An unreachable host leaves the play: its remaining items are not tried (each
             // would only wait for the same connection to fail), as in Ansible.
@@ -107,7 +110,7 @@ impl Executor {
             {
                 self.sleep(Duration::from_secs_f64(p)).await;
             }
-            let mut c = ctx.clone();
+            let mut c = base.clone();
             c.insert(loop_var.clone(), item.clone());
             c.insert("ansible_loop_var".into(), json!(loop_var));
             if let Some(iv) = &lc.index_var {
@@ -148,6 +151,13 @@ impl Executor {
                     other => other.to_string(),
                 },
             };
+            if task.module_name() == Some("set_fact")
+                && kw.delegate_facts != Some(true)
+                && !flag(&r, "failed")
+                && let Some(facts) = r.get("ansible_facts").and_then(Value::as_object)
+            {
+                crate::vars::overlay(&mut base, facts);
+            }
             let status = item_status(&r, kw);
             if no_log {
                 self.events.redactor.add_value(&r);

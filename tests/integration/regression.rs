@@ -86,3 +86,20 @@ fn capacity_margins_as_key_value_strings() {
         "{err}"
     );
 }
+
+/// `set_fact` in a loop builds up a list: each item sees the facts the items before it set
+/// (it used to see only the value from before the loop, keeping just the last item).
+#[test]
+fn set_fact_in_a_loop_accumulates() {
+    let site = "- hosts: a\n  gather_facts: false\n  tasks:\n\
+                \x20   - set_fact: {seen: []}\n\
+                \x20   - set_fact:\n        seen: \"{{ seen + [item] }}\"\n      loop: [x, y, z]\n\
+                \x20   - debug: {msg: \"seen={{ seen | join(',') }}\"}\n";
+    let out = Test::new()
+        .write("hosts.ini", INV)
+        .write("site.yml", site)
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .succeeds()
+        .stdout();
+    assert!(out.contains("seen=x,y,z"), "{out}");
+}
