@@ -32,10 +32,12 @@ fi
 
 # A real libvirtd for tests/integration/libvirt/resume_real.rs. No systemd on CI: start the
 # daemons by hand when none answers (the test prints why it skipped if this did not work).
+# By absolute path: Debian's init script only counts a daemon whose command line starts with
+# /usr/sbin/libvirtd as running, and would start a second one that breaks the first's socket.
 if ! timeout 10 virsh -c qemu:///system version >/dev/null 2>&1 \
    && [ "$(id -u)" = 0 ] && command -v libvirtd >/dev/null; then
-  virtlogd -d || true
-  libvirtd -d || true
+  /usr/sbin/virtlogd -d || true
+  /usr/sbin/libvirtd -d || true
   sleep 2
 fi
 

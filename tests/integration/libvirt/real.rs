@@ -4,7 +4,7 @@
 //! ```sh
 //! # Debian 12: qemu-system-x86 libvirt-daemon-system ovmf swtpm swtpm-tools genisoimage
 //! # (see the machine reference notes for the backports recipe); without systemd start
-//! # the daemons by hand: `virtlogd -d && libvirtd -d`
+//! # the daemons by hand: `/usr/sbin/virtlogd -d && /usr/sbin/libvirtd -d`
 //! KINIT_TEST_LIBVIRT_URI=qemu:///system cargo test --test integration real_libvirt -- --ignored
 //! ```
 //!

@@ -7,7 +7,7 @@
 //! QEMU in software emulation for nothing.
 //!
 //! Needs a libvirtd at `KINIT_TEST_LIBVIRT_URI` (default `qemu:///system`); ci/test.sh
-//! installs libvirt-daemon-system and qemu-system-x86 and starts `virtlogd -d && libvirtd -d`
+//! installs libvirt-daemon-system and qemu-system-x86 and starts `/usr/sbin/virtlogd -d && /usr/sbin/libvirtd -d`
 //! when none answers. Without one the test prints why and passes without running. Names
 //! carry the test's PID, so other users of the same libvirtd are not touched.
 
