@@ -152,13 +152,7 @@ impl Lab {
     /// the first line of `main`, so even a signal that lands while it parses its inputs is
     /// an exit 130.
     fn interrupted(&self, dir: &Path, delay: Duration) -> Option<i32> {
-        let child = self.command(dir).spawn().unwrap();
-        crate::support::wait_catching_sigint(child.id());
-        std::thread::sleep(delay);
-        let _ = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status();
-        let out = child.wait_with_output().unwrap();
+        let out = crate::support::interrupt_after(self.command(dir).spawn().unwrap(), delay);
         let code = out.status.code();
         assert!(
             matches!(code, Some(0) | Some(130)),

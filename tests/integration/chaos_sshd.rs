@@ -48,7 +48,11 @@ fn one_point(
     for &h in &victims {
         lab.ssh.hosts[h].restart();
     }
-    let out = wait_bounded(child, Duration::from_secs(120));
+    let out = crate::support::wait_bounded(
+        child,
+        Duration::from_secs(120),
+        "a run against a restarted sshd",
+    );
     let code = out.status.code();
     let what = format!("{p:?}");
     assert!(
@@ -70,24 +74,6 @@ fn one_point(
         Err(format!("differs: {:?}", diff(reference, &snap)))
     };
     (p, code, hit, leftovers.len(), verdict)
-}
-
-/// Wait for a run, killing it (and failing) if it hangs.
-fn wait_bounded(mut child: std::process::Child, limit: Duration) -> std::process::Output {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "a run against a restarted sshd hung for {limit:?}\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
 }
 
 fn killed_sshd_chaos(points: usize, workers: usize) {

@@ -22,7 +22,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::chaos::{Rng, diff, snapshot};
 use crate::winrm_server::{Mode, PASSWORD, USER, WinRmServer};
@@ -74,7 +74,7 @@ impl Lab {
 
     /// Run the playbook against `dir`, killing it (and failing) if it hangs.
     fn run(&self, dir: &Path) -> Output {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kinit"))
+        let child = Command::new(env!("CARGO_BIN_EXE_kinit"))
             .args(["playbook", "site.yml", "-i", "hosts.yml", "-e"])
             .arg(format!("chaos_dir={}", dir.display()))
             .current_dir(self.work.path())
@@ -84,20 +84,11 @@ impl Lab {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(90);
-        while child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let out = child.wait_with_output().unwrap();
-                panic!(
-                    "a run with a dropped WinRM response hung\n{}\n{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        child.wait_with_output().unwrap()
+        crate::support::wait_bounded(
+            child,
+            Duration::from_secs(90),
+            "a run with a dropped WinRM response",
+        )
     }
 
     fn run_ok(&self, dir: &Path, what: &str) {

@@ -144,3 +144,39 @@ pub fn wait_catching_sigint(pid: u32) {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
+
+/// Wait for a child kinit started with piped output, killing it (and failing the test with
+/// its output) when it runs longer than `limit`: a hang is a failure, not a stuck suite.
+pub fn wait_bounded(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::process::Output {
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what} hung for {limit:?}\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// SIGINT a child kinit `delay` after it started catching the signal, and wait for it.
+pub fn interrupt_after(
+    child: std::process::Child,
+    delay: std::time::Duration,
+) -> std::process::Output {
+    wait_catching_sigint(child.id());
+    std::thread::sleep(delay);
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    child.wait_with_output().unwrap()
+}

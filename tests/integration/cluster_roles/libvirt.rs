@@ -55,13 +55,8 @@ fn statuses(stdout: &str, name: &str) -> Vec<String> {
 #[test]
 fn create_network_and_cleanup_phases_are_idempotent_on_the_libvirt_test_driver() {
     let test = Test::new();
-    let dir = test.path().to_path_buf();
-    std::os::unix::fs::symlink(repo().join("roles"), dir.join("roles")).unwrap();
-    // kinit resolves `vars_files` beside the top playbook (site.yml lives beside vars/).
-    std::os::unix::fs::symlink(repo().join("playbooks/vars"), dir.join("vars")).unwrap();
-    let state = dir.join("state");
+    let (dir, state) = super::workspace(&test, None);
     let pool = dir.join("pool");
-    std::fs::create_dir_all(&state).unwrap();
     std::fs::create_dir_all(&pool).unwrap();
     std::fs::write(state.join("known_hosts"), "stale\n").unwrap();
     let phases = |p: &str| {

@@ -11,11 +11,29 @@ mod ovn;
 mod services;
 mod windows;
 
+use std::path::PathBuf;
+
 use serde_json::{Value, json};
 
 use crate::cluster_content::fixture::{Compute, inventory, repo, yaml};
 use crate::support::Test;
 use hosts::Lab;
+
+/// A test folder laid out like the repository's `playbooks/` (the roles and `vars/` beside the
+/// playbook, where kinit resolves `vars_files`) with an empty `state/`, and, given the lab's
+/// host keys, `home/.ssh/known_hosts` for the SSH runs. Returns the folder and `state/`.
+fn workspace(test: &Test, known_hosts: Option<&std::path::Path>) -> (PathBuf, PathBuf) {
+    let dir = test.path().to_path_buf();
+    std::os::unix::fs::symlink(repo().join("roles"), dir.join("roles")).unwrap();
+    std::os::unix::fs::symlink(repo().join("playbooks/vars"), dir.join("vars")).unwrap();
+    if let Some(k) = known_hosts {
+        std::fs::create_dir_all(dir.join("home/.ssh")).unwrap();
+        std::fs::copy(k, dir.join("home/.ssh/known_hosts")).unwrap();
+    }
+    let state = dir.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    (dir, state)
+}
 
 /// The deploy-cluster plays these roles belong to, taken from the repository's playbook.
 fn plays() -> String {
@@ -157,13 +175,7 @@ fn linux_roles_drive_kubeadm_and_kubectl_in_order_and_rerun_without_changes() {
         return;
     };
     let test = Test::new();
-    let dir = test.path().to_path_buf();
-    std::os::unix::fs::symlink(repo().join("roles"), dir.join("roles")).unwrap();
-    std::os::unix::fs::symlink(repo().join("playbooks/vars"), dir.join("vars")).unwrap();
-    std::fs::create_dir_all(dir.join("home/.ssh")).unwrap();
-    std::fs::copy(&lab.known_hosts, dir.join("home/.ssh/known_hosts")).unwrap();
-    let state = dir.join("state");
-    std::fs::create_dir_all(&state).unwrap();
+    let (dir, state) = workspace(&test, Some(&lab.known_hosts));
     std::fs::write(dir.join("deploy.yml"), plays()).unwrap();
     std::fs::write(dir.join("inventory.yml"), lab_inventory(&lab, &state)).unwrap();
     let manifest = serve("# stand-in for the upstream flannel release manifest\n");

@@ -5,8 +5,8 @@
 //! every changing call, the files written, and a second run that changes nothing.
 
 use super::hosts::Lab;
-use super::{lab_inventory_with, plays_named, run_with, serve};
-use crate::cluster_content::fixture::{Compute, repo};
+use super::{lab_inventory_with, plays_named, run_with, serve, workspace};
+use crate::cluster_content::fixture::Compute;
 use crate::support::Test;
 
 #[test]
@@ -16,13 +16,7 @@ fn linux_node_role_prepares_kernel_swap_packages_and_containerd_and_reruns_witho
         return;
     };
     let test = Test::new();
-    let dir = test.path().to_path_buf();
-    std::os::unix::fs::symlink(repo().join("roles"), dir.join("roles")).unwrap();
-    std::os::unix::fs::symlink(repo().join("playbooks/vars"), dir.join("vars")).unwrap();
-    std::fs::create_dir_all(dir.join("home/.ssh")).unwrap();
-    std::fs::copy(&lab.known_hosts, dir.join("home/.ssh/known_hosts")).unwrap();
-    let state = dir.join("state");
-    std::fs::create_dir_all(&state).unwrap();
+    let (dir, state) = workspace(&test, Some(&lab.known_hosts));
     std::fs::write(
         dir.join("deploy.yml"),
         plays_named(&["deploy-cluster (Linux node prerequisites)"]),

@@ -10,8 +10,8 @@
 use serde_json::json;
 
 use super::hosts::{Host, Lab};
-use super::{lab_inventory_with, plays_from, run_with};
-use crate::cluster_content::fixture::{Compute, repo};
+use super::{lab_inventory_with, plays_from, run_with, workspace};
+use crate::cluster_content::fixture::Compute;
 use crate::support::Test;
 
 /// Queries print, changes are recorded in calls.log and applied to the files under `@S/ovs`.
@@ -84,14 +84,8 @@ fn ovn_network_over_two_hypervisors_is_built_in_order_rerun_without_changes_and_
         write_ovn_standins(h);
     }
     let test = Test::new();
-    let dir = test.path().to_path_buf();
-    std::os::unix::fs::symlink(repo().join("roles"), dir.join("roles")).unwrap();
-    std::os::unix::fs::symlink(repo().join("playbooks/vars"), dir.join("vars")).unwrap();
-    std::fs::create_dir_all(dir.join("home/.ssh")).unwrap();
-    std::fs::copy(&lab.known_hosts, dir.join("home/.ssh/known_hosts")).unwrap();
-    let state = dir.join("state");
+    let (dir, state) = workspace(&test, Some(&lab.known_hosts));
     let pool = dir.join("pool");
-    std::fs::create_dir_all(&state).unwrap();
     std::fs::create_dir_all(&pool).unwrap();
     // A second test-driver instance for the second hypervisor (its own networks).
     let hv2_driver = dir.join("hv2-driver.xml");

@@ -6,8 +6,8 @@
 //! HAProxy (its configuration is checked with `haproxy -c` in cluster_content::services).
 
 use super::hosts::Lab;
-use super::{lab_inventory_with, plays_from, run_with, serve};
-use crate::cluster_content::fixture::{Compute, repo};
+use super::{lab_inventory_with, plays_from, run_with, serve, workspace};
+use crate::cluster_content::fixture::Compute;
 use crate::support::Test;
 
 fn checkzone(zone: &str, file: &std::path::Path) -> String {
@@ -28,13 +28,7 @@ fn service_node_role_serves_the_cluster_zones_and_reruns_without_changes() {
         return;
     };
     let test = Test::new();
-    let dir = test.path().to_path_buf();
-    std::os::unix::fs::symlink(repo().join("roles"), dir.join("roles")).unwrap();
-    std::os::unix::fs::symlink(repo().join("playbooks/vars"), dir.join("vars")).unwrap();
-    std::fs::create_dir_all(dir.join("home/.ssh")).unwrap();
-    std::fs::copy(&lab.known_hosts, dir.join("home/.ssh/known_hosts")).unwrap();
-    let state = dir.join("state");
-    std::fs::create_dir_all(&state).unwrap();
+    let (dir, state) = workspace(&test, Some(&lab.known_hosts));
     std::fs::write(
         dir.join("deploy.yml"),
         plays_from(

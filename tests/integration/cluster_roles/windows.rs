@@ -15,8 +15,8 @@
 use serde_json::{Value, json};
 
 use super::hosts::Lab;
-use super::{ca_hash, lab_inventory_with, plays_named, run_with, serve};
-use crate::cluster_content::fixture::{Compute, repo};
+use super::{ca_hash, lab_inventory_with, plays_named, run_with, serve, workspace};
+use crate::cluster_content::fixture::Compute;
 use crate::support::Test;
 use crate::winrm_server::{PASSWORD, WinRmServer};
 
@@ -71,13 +71,7 @@ fn join_windows_worker(backend: &str, network_mode: &str, cni_delegate: &str) {
     };
     let win = Windows::start();
     let test = Test::new();
-    let dir = test.path().to_path_buf();
-    std::os::unix::fs::symlink(repo().join("roles"), dir.join("roles")).unwrap();
-    std::os::unix::fs::symlink(repo().join("playbooks/vars"), dir.join("vars")).unwrap();
-    std::fs::create_dir_all(dir.join("home/.ssh")).unwrap();
-    std::fs::copy(&lab.known_hosts, dir.join("home/.ssh/known_hosts")).unwrap();
-    let state = dir.join("state");
-    std::fs::create_dir_all(&state).unwrap();
+    let (dir, state) = workspace(&test, Some(&lab.known_hosts));
     // What prepare-environment leaves in the state folder: the cluster key and the password
     // Windows Setup was given (here: the WinRM test server's).
     std::fs::write(state.join("id_ed25519.pub"), "ssh-ed25519 AAAA kinit\n").unwrap();

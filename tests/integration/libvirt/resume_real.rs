@@ -178,13 +178,7 @@ fn interrupted_guest_creation_on_a_real_libvirtd_converges() {
     for point in 0..POINTS {
         cleanup.run();
         let delay = Duration::from_millis(rng.next() % span);
-        let child = kinit().spawn().unwrap();
-        crate::support::wait_catching_sigint(child.id());
-        std::thread::sleep(delay);
-        let _ = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status();
-        let out = child.wait_with_output().unwrap();
+        let out = crate::support::interrupt_after(kinit().spawn().unwrap(), delay);
         let code = out.status.code();
         assert!(
             matches!(code, Some(0) | Some(130)),
