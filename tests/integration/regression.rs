@@ -103,3 +103,52 @@ fn set_fact_in_a_loop_accumulates() {
         .stdout();
     assert!(out.contains("seen=x,y,z"), "{out}");
 }
+
+/// prepare-hypervisors on a hypervisor that is not marked prepared asks `virsh` on the
+/// hypervisor whether libvirt answers; that task read `libvirt_uri`, which only the
+/// kinit_libvirt and kinit_cleanup roles define, so every real `kinit run` stopped there
+/// with "`libvirt_uri` is undefined" unless `-e libvirt_uri=...` was given. Run in check
+/// mode on the local machine (nothing installed or started); also pins the KVM check: where
+/// KVM is not usable the phase refuses without `kinit_hosted_deployment` and names the fix,
+/// and with it warns about software emulation.
+#[test]
+fn prepare_hypervisors_needs_no_libvirt_uri() {
+    let kvm = std::path::Path::new("/dev/kvm").exists()
+        && std::fs::read_to_string("/proc/cpuinfo")
+            .unwrap_or_default()
+            .split_whitespace()
+            .any(|flag| flag == "vmx" || flag == "svm");
+    let run = |hosted: bool| {
+        Test::new()
+            .args(["run", "--spec", "k8s-libvirt-1-1-1", "--check"])
+            .args(["--stop-after", "prepare-hypervisors"])
+            .args(["-e", &format!("kinit_hosted_deployment={hosted}")])
+            .run()
+    };
+    let hosted = run(true);
+    let out = hosted.stdout();
+    assert!(!out.contains("is undefined"), "{out}");
+    assert!(
+        out.contains("TASK [libvirt daemons found]\nok: [hypervisor-01]"),
+        "{out}"
+    );
+    let hosted = hosted.code(0);
+    if kvm {
+        println!("this machine has KVM: the software emulation refusal is not exercised");
+        return;
+    }
+    assert!(
+        hosted.stdout().contains(
+            "WARNING: hypervisor-01 runs guests with QEMU software emulation (TCG), not KVM"
+        ),
+        "{}",
+        hosted.stdout()
+    );
+    let refused = run(false).code(2);
+    let out = refused.stdout();
+    assert!(
+        out.contains("hypervisor-01 cannot use KVM")
+            && out.contains("-e kinit_hosted_deployment=true"),
+        "{out}"
+    );
+}
