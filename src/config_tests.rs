@@ -49,7 +49,7 @@ const BAD_INPUTS: &[(&[&str], &str)] = &[
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "--cluster-nodes-spec", r#""windows""#], "`--cluster-nodes-spec` must be a list of rules, not a string"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "--cluster-nodes-spec", r#"[{"when_group":"workers"}]"#], "`--cluster-nodes-spec` rule #1: `when_group` is `workers`; expected `controller_nodes`, `compute_nodes` or `cluster_nodes`"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "--cluster-nodes-spec", r#"[{"os":"windows","colour":"red"}]"#], "`--cluster-nodes-spec` rule #1: unknown key `colour`; expected one of `when_group`, `when_distro`, `when_type`, `when_name`, `os`, `vcpus`, `maxvcpus`, `ram`, `disk`, `target_order`"),
-    (&["plan", "--spec", "k8s-libvirt-1-1-1", "--cluster-nodes-spec", "[[os=solaris]]"], "`--cluster-nodes-spec` rule #1: `os` is `solaris`; expected `debian`, `ubuntu`, `centos` or `windows`"),
+    (&["plan", "--spec", "k8s-libvirt-1-1-1", "--cluster-nodes-spec", "[[os=solaris]]"], "`--cluster-nodes-spec` rule #1: `os` is `solaris`; expected `debian`, `debian13`, `ubuntu`, `centos` or `windows`"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "--cluster-nodes-spec", r#"[{"vcpus":0}]"#], "`--cluster-nodes-spec` rule #1: `vcpus` is `0`; expected a whole number from 1 to 1024"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "--cluster-nodes-spec", "[[vcpus=many]]"], "`--cluster-nodes-spec` rule #1: `vcpus` is `many`; expected a whole number from 1 to 1024"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "--cluster-nodes-spec", r#"[{"when_type":"physical"}]"#], "`--cluster-nodes-spec` rule #1: `when_type` is `physical`; expected `virtual` or `container`"),

@@ -29,6 +29,26 @@ fn only_the_named_compute_becomes_windows() {
     );
 }
 
+/// Every Linux `os` reaches the inventory under the name the roles key their images by.
+#[test]
+fn linux_guests_choose_their_os() {
+    let c = cluster(SpecInputs {
+        spec: "k8s-libvirt-1-3-1",
+        cluster_nodes_spec: Some(
+            "[[when_group=controller_nodes,os=debian13],[when_name=compute-01,os=ubuntu],\
+             [when_name=compute-02,os=centos]]",
+        ),
+        ..SpecInputs::default()
+    });
+    let inv = c.to_inventory();
+    let os = |h: &str| inv.hosts[h].vars["kinit_os"].clone();
+    assert_eq!(os("controller-01"), "debian13");
+    assert_eq!(os("compute-01"), "ubuntu");
+    assert_eq!(os("compute-02"), "centos");
+    assert_eq!(os("compute-03"), "debian");
+    assert_eq!(inv.groups["linux_nodes"].hosts.len(), 5);
+}
+
 #[test]
 fn last_matching_rule_wins_per_setting() {
     let c = cluster(SpecInputs {

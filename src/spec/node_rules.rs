@@ -26,22 +26,35 @@ const KEYS: &[&str] = &[
     "target_order",
 ];
 
-/// The guest operating systems kinit can install.
+/// The guest operating systems kinit can install (each Linux one is a cloud image in the
+/// kinit_libvirt role's `cloud_images`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Os {
+    /// Debian 12 (bookworm), the default.
     Debian,
+    /// Debian 13 (trixie).
+    Debian13,
+    /// Ubuntu 24.04 (noble).
     Ubuntu,
+    /// CentOS Stream 9.
     Centos,
     Windows,
 }
 
 impl Os {
-    pub const ALL: [Os; 4] = [Os::Debian, Os::Ubuntu, Os::Centos, Os::Windows];
+    pub const ALL: [Os; 5] = [
+        Os::Debian,
+        Os::Debian13,
+        Os::Ubuntu,
+        Os::Centos,
+        Os::Windows,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Os::Debian => "debian",
+            Os::Debian13 => "debian13",
             Os::Ubuntu => "ubuntu",
             Os::Centos => "centos",
             Os::Windows => "windows",
@@ -205,7 +218,13 @@ fn rule(e: Entry<'_>) -> Result<NodeRule, SpecError> {
             Os::ALL
                 .into_iter()
                 .find(|o| o.as_str() == s)
-                .ok_or_else(|| bad("os", s, "`debian`, `ubuntu`, `centos` or `windows`"))?,
+                .ok_or_else(|| {
+                    bad(
+                        "os",
+                        s,
+                        "`debian`, `debian13`, `ubuntu`, `centos` or `windows`",
+                    )
+                })?,
         ),
     };
     let vcpus = e.count("vcpus", 1, 1024)?.map(|n| n as u32);

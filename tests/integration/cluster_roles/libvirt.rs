@@ -8,9 +8,17 @@ use serde_json::{Value, json};
 use crate::cluster_content::fixture::{Compute, inventory, repo};
 use crate::support::Test;
 
-/// The inventory of k8s-libvirt-1-1-1 with a Windows compute, as YAML.
-fn inventory_yaml(state: &std::path::Path) -> String {
-    let inv = inventory(Compute::Windows);
+/// The inventory of k8s-libvirt-1-1-1 (with a Linux or Windows compute) on the local machine
+/// as its hypervisor, as YAML; `adjust` changes a host's variables.
+pub(super) fn inventory_yaml(
+    compute: Compute,
+    state: &std::path::Path,
+    adjust: impl Fn(&str, &mut serde_json::Map<String, Value>),
+) -> String {
+    let mut inv = inventory(compute);
+    for (name, host) in inv.hosts.iter_mut() {
+        adjust(name, &mut host.vars);
+    }
     let mut all_vars = inv.groups["all"].vars.clone();
     all_vars.insert("kinit_state_dir".into(), json!(state.display().to_string()));
     let mut children = serde_json::Map::new();
@@ -41,7 +49,7 @@ fn inventory_yaml(state: &std::path::Path) -> String {
 }
 
 /// The status line (`changed`/`ok`/`skipping`) of each run of task `name`, in order.
-fn statuses(stdout: &str, name: &str) -> Vec<String> {
+pub(super) fn statuses(stdout: &str, name: &str) -> Vec<String> {
     let header = format!("TASK [{name}]");
     let lines: Vec<&str> = stdout.lines().collect();
     lines
@@ -73,7 +81,11 @@ fn create_network_and_cleanup_phases_are_idempotent_on_the_libvirt_test_driver()
     ]
     .concat();
     std::fs::write(dir.join("phases.yml"), playbook).unwrap();
-    std::fs::write(dir.join("inventory.yml"), inventory_yaml(&state)).unwrap();
+    std::fs::write(
+        dir.join("inventory.yml"),
+        inventory_yaml(Compute::Windows, &state, |_, _| {}),
+    )
+    .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kinit"))
         .current_dir(&dir)
         .args(["playbook", "phases.yml", "-i", "inventory.yml"])

@@ -4,6 +4,7 @@
 //! roles write, and that a second run changes nothing and creates no token.
 
 mod hosts;
+mod images;
 mod libvirt;
 mod node;
 mod node_standins;
