@@ -5,12 +5,11 @@
 //! `kinit_jump_host` is that hypervisor's SSH address as `user@host:port` (what the inventory
 //! layer turns into a jump host) and `kinit_hypervisor` its inventory name; the jump is absent
 //! when the hypervisor is the local machine, whose guest network is directly reachable.
-//! Windows guests use WinRM over HTTPS. A remote hypervisor also gets `libvirt_uri`
-//! (`qemu+ssh://...`): the virt_* modules open libvirt from the machine running kinit.
+//! Windows guests use WinRM over HTTPS.
 
 use serde_json::{Value, json};
 
-use super::{Cluster, Connection, Hypervisor, Node};
+use super::{Cluster, Connection, Node};
 use crate::inventory::Inventory;
 use crate::vars::VarMap;
 
@@ -46,9 +45,6 @@ impl Cluster {
                     vars.insert("ansible_user".into(), json!(h.ssh_user));
                     vars.insert("ansible_port".into(), json!(h.ssh_port));
                     vars.insert("kinit_ssh_hostname".into(), json!(h.ssh_hostname));
-                    // The virt_* modules open libvirt from the machine running kinit, so a
-                    // remote hypervisor's libvirt is reached over SSH by libvirt's client.
-                    vars.insert("libvirt_uri".into(), json!(remote_libvirt_uri(h)));
                 }
             }
             let guests: Vec<&str> = self
@@ -142,16 +138,4 @@ impl Cluster {
         }
         v
     }
-}
-
-/// `qemu+ssh://user@host:port/system` for a hypervisor reached over SSH (an IPv6 address in
-/// brackets). libvirt's client runs the system `ssh`, so `~/.ssh/config`, the agent and
-/// `~/.ssh/known_hosts` apply as they do for the user's own `ssh`.
-fn remote_libvirt_uri(h: &Hypervisor) -> String {
-    let host = if h.ansible_host.contains(':') {
-        format!("[{}]", h.ansible_host)
-    } else {
-        h.ansible_host.clone()
-    };
-    format!("qemu+ssh://{}@{}:{}/system", h.ssh_user, host, h.ssh_port)
 }

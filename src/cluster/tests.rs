@@ -129,13 +129,6 @@ fn inventory_has_groups_connection_vars_and_jump_hosts() {
     assert_eq!(vars("hypervisor-01")["ansible_connection"], "local");
     assert_eq!(vars("hypervisor-02")["ansible_connection"], "ssh");
     assert_eq!(vars("hypervisor-02")["ansible_host"], "tyto");
-    // The virt_* modules reach a remote hypervisor's libvirt over SSH; the local one keeps
-    // the roles' default (`qemu:///system`).
-    assert_eq!(
-        vars("hypervisor-02")["libvirt_uri"],
-        "qemu+ssh://root@tyto:22/system"
-    );
-    assert_eq!(vars("hypervisor-01").get("libvirt_uri"), None);
     assert_eq!(
         vars("hypervisor-02")["kinit_guests"],
         json!(["compute-01", "compute-02"])
