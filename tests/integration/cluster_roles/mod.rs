@@ -9,6 +9,7 @@ mod libvirt;
 mod node;
 mod node_standins;
 mod ovn;
+mod ovn_real;
 mod services;
 mod windows;
 
