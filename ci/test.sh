@@ -18,6 +18,7 @@ APT_PACKAGES=(
   bind9-utils haproxy             # named-checkconf/haproxy -c check the service node's rendered configuration
   libxml2-utils chromium          # kinit ci tests: xmllint --schema on JUnit, headless page rendering
   libvirt-daemon-system qemu-system-x86 qemu-utils   # a real libvirtd for the cross-process resume test
+  openvswitch-switch ovn-central ovn-host iptables iputils-ping   # real OVN for the OVN outside-access test
 )
 
 need_install=0
