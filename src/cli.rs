@@ -109,6 +109,10 @@ pub struct RunArgs {
     /// Wait for another `kinit run` on the same cluster to finish instead of refusing.
     #[arg(long)]
     pub wait_lock: bool,
+    /// With `cleanup-hypervisors`: also remove the base images and ISOs `download-images`
+    /// cached for the cluster's guests (kept by default, they serve the next deployment).
+    #[arg(long)]
+    pub purge_cache: bool,
     /// Folder holding the cluster playbooks (`site.yml`); default: KINIT_PLAYBOOK_DIR, then
     /// `../share/kinit/playbooks` beside the executable, then the source tree.
     #[arg(long, value_name = "DIR")]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::Error;
 use crate::cli::{ClusterArgs, ExecArgs, PlanArgs, PlanFormat, RunArgs};
-use crate::cluster::{Cluster, PhaseWindow, expand};
+use crate::cluster::{Cluster, Phase, PhaseWindow, expand};
 use crate::extra_vars::parse_extra_vars;
 use crate::spec::{ClusterSpec, SpecInputs};
 use crate::vars::VarMap;
@@ -64,6 +64,8 @@ pub struct RunConfig {
     pub window: PhaseWindow,
     /// `--skip-tags`: plays and tasks left out of every phase.
     pub skip_tags: Vec<String>,
+    /// `--purge-cache`: cleanup-hypervisors also removes the cached base images.
+    pub purge_cache: bool,
     pub exec: ExecArgs,
 }
 
@@ -78,10 +80,17 @@ impl RunConfig {
         if args.exec.forks == 0 {
             return Err(Error::Forks);
         }
+        if args.purge_cache && !window.phases().any(|p| p == Phase::CleanupHypervisors) {
+            return Err(Error::PurgeWithoutCleanup {
+                first: window.first,
+                last: window.last,
+            });
+        }
         Ok(Self {
             cluster: ClusterConfig::from_args(&args.cluster, base_dir)?,
             window,
             skip_tags: args.skip_tags.clone(),
+            purge_cache: args.purge_cache,
             exec: args.exec.clone(),
         })
     }

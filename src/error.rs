@@ -14,6 +14,14 @@ pub enum Error {
     },
     #[error("`--forks` must be at least 1")]
     Forks,
+    #[error(
+        "`--purge-cache` acts in `cleanup-hypervisors`, which this run leaves out (its phases \
+         are `{first}` to `{last}`)"
+    )]
+    PurgeWithoutCleanup {
+        first: crate::cluster::Phase,
+        last: crate::cluster::Phase,
+    },
     #[error(transparent)]
     Spec(#[from] crate::spec::SpecError),
     #[error(transparent)]

@@ -93,6 +93,7 @@ pub fn run(args: RunArgs) -> Result<Outcome, Error> {
         "kinit_windows_admin_password".into(),
         json!(prepared.password.expose()),
     );
+    extra_vars.insert("kinit_purge_cache".into(), json!(cfg.purge_cache));
     // The user's -e wins over kinit's own values, as any extra var does.
     crate::vars::overlay(&mut extra_vars, &cfg.cluster.extra_vars);
     let job = phases::Job {

@@ -427,3 +427,99 @@ fn ssh_builds_the_openssh_command() {
         text(&o.stderr)
     );
 }
+
+/// The cached base images survive a teardown; `--purge-cache` removes the ones the cluster's
+/// guests use (the Debian image, a partial download of it, and with a Windows node the two
+/// ISOs), leaves every other file in the image directory alone, and a second purge finds
+/// nothing to do. Without `cleanup-hypervisors` in the run the flag is refused.
+#[test]
+fn purge_cache_removes_only_the_clusters_cached_images() {
+    let s = Scratch::new();
+    let images = s.path().join("images");
+    std::fs::create_dir_all(&images).unwrap();
+    let debian = "debian-12-genericcloud-amd64.qcow2";
+    let cached = [
+        debian.to_string(),
+        format!("{debian}.kinit-dl"),
+        "noble-server-cloudimg-amd64.img".into(),
+        "SERVER_EVAL_x64FRE_en-us.iso".into(),
+        "virtio-win.iso".into(),
+        "somebody-elses.qcow2".into(),
+    ];
+    for f in &cached {
+        std::fs::write(images.join(f), "cached\n").unwrap();
+    }
+    let left = || {
+        let mut v: Vec<String> = std::fs::read_dir(&images)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let dir_var = format!("libvirt_image_dir={}", images.display());
+    let teardown = |extra: &[&str]| {
+        let mut args = vec!["--stop-after", "cleanup-hypervisors", "-e", &dir_var];
+        args.extend_from_slice(extra);
+        s.run(&args)
+    };
+
+    let out = teardown(&[]);
+    ok(&out);
+    assert_eq!(
+        left().len(),
+        cached.len(),
+        "a plain teardown keeps the cache"
+    );
+
+    let out = teardown(&["--purge-cache"]);
+    ok(&out);
+    assert_eq!(
+        left(),
+        [
+            "SERVER_EVAL_x64FRE_en-us.iso",
+            "noble-server-cloudimg-amd64.img",
+            "somebody-elses.qcow2",
+            "virtio-win.iso"
+        ],
+        "{}",
+        text(&out.stdout)
+    );
+    let out = teardown(&["--purge-cache"]);
+    ok(&out);
+    let ev = events(s.runs().last().unwrap());
+    let purged: Vec<String> = changed_tasks(&ev)
+        .into_iter()
+        .filter(|t| t.contains("Cached images removed"))
+        .collect();
+    assert_eq!(
+        purged,
+        Vec::<String>::new(),
+        "a second purge changes nothing"
+    );
+
+    // A Windows compute: its ISOs go too.
+    let windows = [
+        "--cluster-nodes-spec",
+        "[[when_group=compute_nodes,os=windows]]",
+    ];
+    let out = teardown(&[&windows[..], &["--purge-cache"]].concat());
+    ok(&out);
+    assert_eq!(
+        left(),
+        ["noble-server-cloudimg-amd64.img", "somebody-elses.qcow2"],
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = s.run(&["--start-at", "create-network", "--purge-cache"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(
+            "`--purge-cache` acts in `cleanup-hypervisors`, which this run leaves out (its \
+             phases are `create-network` to `post-deployment`)"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+}
