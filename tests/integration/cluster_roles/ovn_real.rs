@@ -4,7 +4,9 @@
 //! userspace datapath where the openvswitch kernel module is missing). Guests are network
 //! namespaces plugged into br-int with the cluster's interface ids, MACs and addresses; the
 //! "outside" is a namespace behind a veth with no route back to the cluster networks, so a
-//! reply from it proves the masquerading. The libvirt network and pool tasks go to libvirt's
+//! reply from it proves the masquerading. hypervisor-02 is a second chassis in a network
+//! namespace with its own Open vSwitch and ovn-controller (see `start_hv2`), so one guest of
+//! the first cluster sits behind a geneve tunnel. The libvirt network and pool tasks go to libvirt's
 //! test driver (in-process), so they are the only tasks a second run may report changed.
 //! Root and the OVN packages are required; the test skips saying why otherwise, and leaves
 //! the machine as it found it (drop guard) even when it fails.
@@ -23,6 +25,9 @@ const OVN_CTL: &str = "/usr/share/ovn/scripts/ovn-ctl";
 /// The outside interface on the host side and the outside namespace's address.
 const OUT_IF: &str = "kovn-out-h";
 const OUTSIDE: &str = "198.51.100.2";
+/// The second hypervisor's network namespace, and the underlay both chassis tunnel over.
+const HV2: &str = "kovn-hv2";
+const UNDERLAY: &str = "192.168.213";
 
 /// One test cluster: its name, /24 prefix and guest namespaces (`kovn-<tag><n>`).
 struct Cluster {
@@ -92,7 +97,11 @@ impl Cluster {
             "hosts": {"localhost": {"ansible_connection": "local"}},
             "children": {
                 "hypervisors": {"hosts": {
-                    "hypervisor-01": {"ansible_connection": "local", "ansible_host": "127.0.0.1"},
+                    "hypervisor-01": {
+                        "ansible_connection": "local",
+                        "ansible_host": "127.0.0.1",
+                        "kinit_ovn_encap_ip": format!("{UNDERLAY}.1"),
+                    },
                     "hypervisor-02": {"ansible_host": "192.0.2.2"},
                 }},
                 "cluster_nodes": {"hosts": nodes},
@@ -101,21 +110,89 @@ impl Cluster {
         .unwrap()
     }
 
-    /// Plug guest `n` into br-int: a namespace whose eth0 has the node's MAC and address and
-    /// a default route through the cluster gateway.
+    /// Plug guest `n` into hypervisor-01's br-int: a namespace whose eth0 has the node's MAC
+    /// and address and a default route through the cluster gateway.
     fn guest(&self, n: u8) {
+        self.guest_on(n, "", "")
+    }
+
+    /// [`Cluster::guest`] on the second chassis: the veth's other end in its namespace, on
+    /// its br-int (`env` points ovs-vsctl at its database).
+    fn guest_on_hv2(&self, n: u8, hv2: &Path) {
+        self.guest_on(
+            n,
+            &format!(" netns {HV2}"),
+            &format!("ip netns exec {HV2} env OVS_RUNDIR={} ", hv2.display()),
+        )
+    }
+
+    fn guest_on(&self, n: u8, host_netns: &str, on_host: &str) {
         let (ns, host) = (self.ns(n), format!("{}-h", self.ns(n)));
         sh(&format!(
-            "ip netns add {ns} && ip link add {host} type veth peer name eth0 netns {ns} \
+            "ip netns add {ns} && ip link add {host}{host_netns} type veth peer name eth0 netns {ns} \
              && ip -n {ns} link set eth0 address {mac} && ip -n {ns} addr add {net}.{n}/24 dev eth0 \
              && ip -n {ns} link set eth0 up && ip -n {ns} link set lo up \
-             && ip -n {ns} route add default via {net}.254 && ip link set {host} up \
-             && ovs-vsctl add-port br-int {host} -- set interface {host} external_ids:iface-id={id}",
+             && ip -n {ns} route add default via {net}.254 && {on_host}ip link set {host} up \
+             && {on_host}ovs-vsctl add-port br-int {host} -- set interface {host} external_ids:iface-id={id}",
             mac = self.mac(n),
             net = self.net,
             id = self.port(n),
         ));
     }
+}
+
+/// hypervisor-02 as a second OVN chassis in the network namespace [`HV2`]: its own
+/// ovsdb-server, ovs-vswitchd (userspace datapath) and ovn-controller with their run,
+/// database and log files in `dir`, reaching central over a veth on the underlay. It is
+/// configured here with the settings the role's chassis task gives a hypervisor: kinit reaches
+/// hosts over SSH or locally, and a namespace sharing this machine's files and `/run` cannot
+/// hold a second Open vSwitch under the role's paths. The userspace datapath sends tunnel
+/// packets only through an address on one of its own bridges, so on both sides the underlay
+/// address is on `br-phy` with the veth as its port.
+fn start_hv2(dir: &Path) {
+    let d = dir.display();
+    let env =
+        format!("env OVS_RUNDIR={d} OVS_DBDIR={d} OVS_LOGDIR={d} OVN_RUNDIR={d} OVN_LOGDIR={d}");
+    sh(&format!(
+        "ip netns add {HV2} && ip link add kovn-u1 type veth peer name kovn-u2 netns {HV2} \
+         && ip link set kovn-u1 up \
+         && ovs-vsctl add-br br-phy -- set bridge br-phy datapath_type=netdev -- add-port br-phy kovn-u1 \
+         && ip addr add {UNDERLAY}.1/24 dev br-phy && ip link set br-phy up \
+         && ovsdb-tool create {d}/conf.db /usr/share/openvswitch/vswitch.ovsschema \
+         && ip netns exec {HV2} {env} sh -ec '
+              ip link set lo up; ip link set kovn-u2 up
+              ovsdb-server {d}/conf.db --remote=punix:{d}/db.sock --pidfile --log-file --detach
+              ovs-vsctl --no-wait init
+              ovs-vswitchd unix:{d}/db.sock --pidfile --log-file --detach
+              ovs-vsctl add-br br-phy -- set bridge br-phy datapath_type=netdev -- add-port br-phy kovn-u2
+              ip addr add {UNDERLAY}.2/24 dev br-phy; ip link set br-phy up
+              ovs-vsctl set open_vswitch . external_ids:ovn-remote=tcp:{UNDERLAY}.1:6642 \
+                external_ids:ovn-encap-type=geneve external_ids:ovn-encap-ip={UNDERLAY}.2 \
+                external_ids:system-id=hypervisor-02 external_ids:ovn-bridge-datapath-type=netdev
+              ovs-vsctl add-br br-int -- set bridge br-int datapath_type=netdev fail-mode=secure
+              ovn-controller unix:{d}/db.sock --pidfile --log-file --detach'"
+    ));
+    let registered = (0..50).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        sh("ovn-sbctl --bare --columns=name list Chassis").contains("hypervisor-02")
+    });
+    assert!(
+        registered,
+        "hypervisor-02 never registered with the southbound database"
+    );
+}
+
+/// The chassis that `port` is bound to.
+fn bound_on(port: &str) -> String {
+    let uuid = sh(&format!(
+        "ovn-sbctl --bare --columns=chassis find Port_Binding logical_port={port}"
+    ));
+    sh(&format!(
+        "ovn-sbctl --bare --columns=name list Chassis {}",
+        uuid.trim()
+    ))
+    .trim()
+    .to_string()
 }
 
 /// Runs `script` with `sh -c`; panics with its output unless it succeeds (fixture steps).
@@ -228,6 +305,8 @@ fn unavailable() -> Option<String> {
 struct Restore {
     sysctls: Vec<(String, String)>,
     sysctl_file_existed: bool,
+    /// Run, database and log folder of the second chassis's daemons.
+    hv2: tempfile::TempDir,
 }
 
 const SYSCTL_FILE: &str = "/etc/sysctl.d/90-kinit-ovn.conf";
@@ -246,6 +325,7 @@ impl Restore {
         Restore {
             sysctls,
             sysctl_file_existed: Path::new(SYSCTL_FILE).exists(),
+            hv2: tempfile::tempdir().unwrap(),
         }
     }
 }
@@ -267,9 +347,19 @@ impl Drop for Restore {
             }
         }
         script += "ip netns del kovn-out 2>/dev/null; ";
-        script += "ovs-vsctl --timeout=5 --if-exists del-br br-ex; ovs-vsctl --timeout=5 --if-exists del-br br-int; ";
+        // The second chassis: its daemons by their pidfiles, then its namespace.
+        let h = self.hv2.path().display();
         script += &format!(
-            "{OVN_CTL} stop_controller; {OVN_CTL} stop_northd; {OVS_CTL} stop; \
+            "for d in ovn-controller ovs-vswitchd ovsdb-server; do \
+             [ -f {h}/$d.pid ] && kill $(cat {h}/$d.pid); done; sleep 0.5; ip netns del {HV2} 2>/dev/null; "
+        );
+        // ovn-controller recreates a missing br-int, so it stops before the bridges go; the
+        // userspace datapath's tap devices go with the bridges and ovs-vswitchd.
+        script += &format!("{OVN_CTL} stop_controller; ");
+        script +=
+            "for b in br-ex br-int br-phy; do ovs-vsctl --timeout=5 --if-exists del-br $b; done; ";
+        script += &format!(
+            "{OVN_CTL} stop_northd; {OVS_CTL} stop; \
              rm -f /etc/openvswitch/conf.db /etc/openvswitch/.conf.db.~lock~ /etc/openvswitch/system-id.conf \
              /var/lib/ovn/ovnnb_db.db /var/lib/ovn/ovnsb_db.db /var/lib/ovn/.ovnnb_db.db.~lock~ \
              /var/lib/ovn/.ovnsb_db.db.~lock~; "
@@ -280,6 +370,7 @@ impl Drop for Restore {
         for (k, v) in &self.sysctls {
             script += &format!("sysctl -qw {k}={v}; ");
         }
+        script += "for l in br-ex br-int br-phy ovs-netdev kovn-u1; do ip link del $l 2>/dev/null; done; ";
         let _ = Command::new("sh").args(["-c", &script]).output();
     }
 }
@@ -290,7 +381,7 @@ fn ovn_outside_access_on_real_ovn_pings_through_nat_reruns_unchanged_and_cleans_
         eprintln!("skipped: {why}");
         return;
     }
-    let _restore = Restore::new();
+    let restore = Restore::new();
     let test = Test::new();
     let (dir, _) = workspace(&test, None);
     std::fs::create_dir_all(dir.join("pool")).unwrap();
@@ -326,12 +417,26 @@ fn ovn_outside_access_on_real_ovn_pings_through_nat_reruns_unchanged_and_cleans_
             "{first}"
         );
     }
+    // Node 1 on this machine, node 2 on the second chassis: they talk over geneve.
+    start_hv2(restore.hv2.path());
     A.guest(1);
-    A.guest(2);
+    A.guest_on_hv2(2, restore.hv2.path());
     sh("ovn-nbctl --wait=hv --timeout=30 sync");
-    assert!(pings_soon(&A.ns(1), "10.213.1.2"), "guest to guest");
+    assert_eq!(bound_on(&A.port(1)), "hypervisor-01");
+    assert_eq!(bound_on(&A.port(2)), "hypervisor-02");
+    assert!(
+        pings_soon(&A.ns(1), "10.213.1.2"),
+        "guest to guest across the tunnel"
+    );
+    assert!(
+        pings_soon(&A.ns(2), "10.213.1.254"),
+        "hypervisor-02's guest to its gateway"
+    );
     assert!(pings_soon(&A.ns(1), "10.213.1.254"), "guest to its gateway");
-    assert!(pings_soon(&A.ns(2), OUTSIDE), "guest to the outside");
+    assert!(
+        pings_soon(&A.ns(2), OUTSIDE),
+        "hypervisor-02's guest to the outside (through central, the gateway chassis)"
+    );
     assert!(
         !ok("ip -n kovn-out route get 10.213.1.1"),
         "the outside must have no route back to the cluster"
