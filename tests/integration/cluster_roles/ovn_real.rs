@@ -182,17 +182,23 @@ fn start_hv2(dir: &Path) {
     );
 }
 
-/// The chassis that `port` is bound to.
+/// The chassis that `port` is bound to, once ovn-controller has claimed it (within 10 s).
 fn bound_on(port: &str) -> String {
-    let uuid = sh(&format!(
-        "ovn-sbctl --bare --columns=chassis find Port_Binding logical_port={port}"
-    ));
-    sh(&format!(
-        "ovn-sbctl --bare --columns=name list Chassis {}",
-        uuid.trim()
-    ))
-    .trim()
-    .to_string()
+    for _ in 0..50 {
+        let uuid = sh(&format!(
+            "ovn-sbctl --bare --columns=chassis find Port_Binding logical_port={port}"
+        ));
+        if !uuid.trim().is_empty() {
+            return sh(&format!(
+                "ovn-sbctl --bare --columns=name list Chassis {}",
+                uuid.trim()
+            ))
+            .trim()
+            .to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    panic!("no chassis claimed port {port}");
 }
 
 /// Runs `script` with `sh -c`; panics with its output unless it succeeds (fixture steps).
@@ -220,9 +226,9 @@ fn pings(ns: &str, to: &str) -> bool {
     ok(&format!("ip netns exec {ns} ping -c 1 -W 2 {to}"))
 }
 
-/// Like [`pings`], allowing a few tries while ovn-controller installs fresh flows.
+/// Like [`pings`], allowing up to ten tries while ovn-controller installs fresh flows.
 fn pings_soon(ns: &str, to: &str) -> bool {
-    (0..5).any(|_| pings(ns, to))
+    (0..10).any(|_| pings(ns, to))
 }
 
 /// `kinit playbook deploy.yml -i <inventory> -l hypervisor-01` in `dir`: exit status, stdout
