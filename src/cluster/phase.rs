@@ -64,7 +64,9 @@ impl Phase {
             Phase::CreateServices => "service node: DNS, DHCP, load balancer, registry",
             Phase::PrepareCluster => "provisioning tools on the service node",
             Phase::DownloadImages => "guest images and ISOs onto the hypervisors",
-            Phase::DeployCluster => "create guests, kubeadm init, CNI, join Linux and Windows",
+            Phase::DeployCluster => {
+                "guests (all built in parallel), kubeadm init, CNI, join Linux and Windows"
+            }
             Phase::PostDeployment => "validation workloads on both operating systems",
         }
     }

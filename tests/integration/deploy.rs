@@ -523,3 +523,135 @@ fn purge_cache_removes_only_the_clusters_cached_images() {
         text(&out.stderr)
     );
 }
+
+/// deploy-cluster's guests against libvirt's test driver: the guest play runs on the guests
+/// themselves (one host each, every task delegated to the hypervisor), so they are built
+/// side by side and each guest's steps carry their own timing in the events and the JUnit
+/// report. Images come from `file://` URLs; the test driver's guests never boot, so the waits
+/// for SSH and WinRM (tag `guest-wait`) are skipped. The Windows node's name stays readable
+/// after its config ISO (a `no_log` there used to mask the node's name and addresses in all
+/// later output).
+#[test]
+fn guests_are_built_in_parallel_and_timed_one_by_one() {
+    let s = Scratch::new();
+    let mirror = s.path().join("mirror");
+    let images = s.path().join("images");
+    std::fs::create_dir_all(&mirror).unwrap();
+    std::fs::create_dir_all(&images).unwrap();
+    std::fs::write(mirror.join("debian.qcow2"), "image\n").unwrap();
+    std::fs::write(mirror.join("windows.iso"), "iso\n").unwrap();
+    std::fs::write(mirror.join("virtio.iso"), "iso\n").unwrap();
+    let sum = Command::new("sha256sum")
+        .arg("debian.qcow2")
+        .current_dir(&mirror)
+        .output()
+        .unwrap();
+    std::fs::write(mirror.join("SHA256SUMS"), &sum.stdout).unwrap();
+    let url = |f: &str| format!("file://{}", mirror.join(f).display());
+    let vars = serde_json::json!({
+        "libvirt_image_dir": images.display().to_string(),
+        "cloud_images": {"debian": {"url": url("debian.qcow2"),
+                                    "checksum": format!("sha256:{}", url("SHA256SUMS"))}},
+        "windows_iso_url": url("windows.iso"),
+        "virtio_iso_url": url("virtio.iso"),
+    })
+    .to_string();
+    let out = s.run(&[
+        "--stop-after",
+        "deploy-cluster",
+        "--skip-tags",
+        "create-services,kubernetes,guest-wait",
+        "--cluster-nodes-spec",
+        "[[when_group=compute_nodes,os=windows]]",
+        "-e",
+        &vars,
+    ]);
+    ok(&out);
+    let stdout = text(&out.stdout);
+    let run = s.runs().pop().unwrap();
+    let ev = events(&run);
+
+    let play = ev
+        .iter()
+        .find(|e| e["event"] == "play_start" && e["name"] == "deploy-cluster (guests)")
+        .expect("the guest play ran");
+    assert_eq!(
+        play["hosts"],
+        serde_json::json!(["controller-01", "compute-01"])
+    );
+    // Each guest's own steps, each with its own duration, delegated to the hypervisor.
+    let steps = |host: &str| -> Vec<(String, String)> {
+        ev.iter()
+            .filter(|e| {
+                e["event"] == "task_result"
+                    && e["host"] == host
+                    && e["status"] == "changed"
+                    && e["duration"].as_f64().is_some()
+                    && e["delegated_to"] == "hypervisor-01"
+            })
+            .map(|e| {
+                let task = e["task"].as_str().unwrap().to_string();
+                (task, e["status"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    let names = |host: &str| steps(host).into_iter().map(|(t, _)| t).collect::<Vec<_>>();
+    assert_eq!(
+        names("controller-01"),
+        [
+            "Linux guest disk (overlay over the cloud image)",
+            "Linux guest cloud-init seed",
+            "Linux guest running"
+        ]
+    );
+    assert_eq!(
+        names("compute-01"),
+        [
+            "Windows guest disk (empty; Windows Setup installs onto it)",
+            "Windows guest config ISO (autounattend.xml)",
+            "Windows guest running (Windows Setup runs unattended)"
+        ]
+    );
+    // The two guests' first steps both started before either guest's domain was defined.
+    let position = |pred: &dyn Fn(&Value) -> bool| ev.iter().position(pred).unwrap();
+    let started = |host: &str, task: &str| {
+        position(&|e: &Value| e["event"] == "host_task" && e["host"] == host && e["task"] == task)
+    };
+    let defined = position(&|e: &Value| {
+        e["event"] == "task_result"
+            && e["status"] == "changed"
+            && e["task"].as_str().unwrap_or("").contains("guest running")
+    });
+    assert!(
+        started(
+            "controller-01",
+            "Linux guest disk (overlay over the cloud image)"
+        ) < defined
+    );
+    assert!(
+        started(
+            "compute-01",
+            "Windows guest disk (empty; Windows Setup installs onto it)"
+        ) < defined
+    );
+    let junit = std::fs::read_to_string(run.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"<testcase classname="compute-01" name="Windows guest running"#),
+        "{junit}"
+    );
+    assert!(
+        stdout.contains("changed: [compute-01 -> hypervisor-01]"),
+        "{stdout}"
+    );
+    let masked: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("********") && !l.starts_with("PHASE ["))
+        .collect();
+    assert_eq!(masked, Vec::<&str>::new(), "{stdout}");
+    for guest in [
+        "k8scluster-controller-01-seed.iso",
+        "k8scluster-compute-01-config.iso",
+    ] {
+        assert!(s.path().join("pool").join(guest).is_file(), "{guest}");
+    }
+}
