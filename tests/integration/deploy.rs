@@ -525,9 +525,9 @@ fn purge_cache_removes_only_the_clusters_cached_images() {
 }
 
 /// deploy-cluster's guests against libvirt's test driver: the guest play runs on the guests
-/// themselves (one host each, every task delegated to the hypervisor), so they are built
-/// side by side and each guest's steps carry their own timing in the events and the JUnit
-/// report. Images come from `file://` URLs; the test driver's guests never boot, so the waits
+/// themselves (one host each, every task delegated to the hypervisor), so each step runs for
+/// all guests at once and each guest's steps carry their own timing in the events and the
+/// JUnit report. Images come from `file://` URLs; the test driver's guests never boot, so the waits
 /// for SSH and WinRM (tag `guest-wait`) are skipped. The Windows node's name stays readable
 /// after its config ISO (a `no_log` there used to mask the node's name and addresses in all
 /// later output).
@@ -565,6 +565,8 @@ fn guests_are_built_in_parallel_and_timed_one_by_one() {
         "[[when_group=compute_nodes,os=windows]]",
         "-e",
         &vars,
+        "-e",
+        "guest_cloud_user=toor",
     ]);
     ok(&out);
     let stdout = text(&out.stdout);
@@ -612,28 +614,6 @@ fn guests_are_built_in_parallel_and_timed_one_by_one() {
             "Windows guest running (Windows Setup runs unattended)"
         ]
     );
-    // The two guests' first steps both started before either guest's domain was defined.
-    let position = |pred: &dyn Fn(&Value) -> bool| ev.iter().position(pred).unwrap();
-    let started = |host: &str, task: &str| {
-        position(&|e: &Value| e["event"] == "host_task" && e["host"] == host && e["task"] == task)
-    };
-    let defined = position(&|e: &Value| {
-        e["event"] == "task_result"
-            && e["status"] == "changed"
-            && e["task"].as_str().unwrap_or("").contains("guest running")
-    });
-    assert!(
-        started(
-            "controller-01",
-            "Linux guest disk (overlay over the cloud image)"
-        ) < defined
-    );
-    assert!(
-        started(
-            "compute-01",
-            "Windows guest disk (empty; Windows Setup installs onto it)"
-        ) < defined
-    );
     let junit = std::fs::read_to_string(run.join("junit.xml")).unwrap();
     assert!(
         junit.contains(r#"<testcase classname="compute-01" name="Windows guest running"#),
@@ -654,4 +634,23 @@ fn guests_are_built_in_parallel_and_timed_one_by_one() {
     ] {
         assert!(s.path().join("pool").join(guest).is_file(), "{guest}");
     }
+    // The Linux seed: root and the optional cloud user both get the cluster key.
+    let seed = s.path().join("pool/k8scluster-controller-01-seed.iso");
+    let user_data = Command::new("isoinfo")
+        .args(["-J", "-x", "/user-data", "-i"])
+        .arg(&seed)
+        .output()
+        .unwrap();
+    let user_data: Value = serde_yaml::from_slice(&user_data.stdout).unwrap();
+    let key = std::fs::read_to_string(s.state().join("id_ed25519.pub")).unwrap();
+    assert_eq!(user_data["ssh_authorized_keys"][0], key.trim());
+    let toor = &user_data["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["name"] == "toor")
+        .cloned()
+        .unwrap_or_else(|| panic!("no cloud user in {user_data}"));
+    assert_eq!(toor["ssh_authorized_keys"][0], key.trim());
+    assert_eq!(toor["sudo"], "ALL=(ALL) NOPASSWD:ALL");
 }

@@ -6,6 +6,7 @@
 mod hosts;
 mod images;
 mod libvirt;
+mod libvirt_ssh;
 mod node;
 mod node_standins;
 mod ovn;
