@@ -457,6 +457,10 @@ fn purge_cache_removes_only_the_clusters_cached_images() {
         v.sort();
         v
     };
+    // A file kinit did not put in the pool folder: the folder and the file stay.
+    let pool = s.path().join("pool");
+    std::fs::create_dir_all(&pool).unwrap();
+    std::fs::write(pool.join("keep.txt"), "not kinit's\n").unwrap();
     let dir_var = format!("libvirt_image_dir={}", images.display());
     let teardown = |extra: &[&str]| {
         let mut args = vec!["--stop-after", "cleanup-hypervisors", "-e", &dir_var];
@@ -510,6 +514,11 @@ fn purge_cache_removes_only_the_clusters_cached_images() {
         ["noble-server-cloudimg-amd64.img", "somebody-elses.qcow2"],
         "{}",
         text(&out.stdout)
+    );
+
+    assert!(
+        pool.join("keep.txt").is_file(),
+        "a non-empty pool folder is kept"
     );
 
     let out = s.run(&["--start-at", "create-network", "--purge-cache"]);

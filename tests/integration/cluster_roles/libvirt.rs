@@ -125,4 +125,10 @@ fn create_network_and_cleanup_phases_are_idempotent_on_the_libvirt_test_driver()
         !state.join("known_hosts").exists(),
         "the cluster's known_hosts is forgotten"
     );
+    assert_eq!(
+        statuses(&stdout, "Storage pool folder removed (when empty)"),
+        ["changed", "ok"],
+        "{stdout}"
+    );
+    assert!(!pool.exists(), "the empty pool folder is removed");
 }
