@@ -192,6 +192,7 @@ fn every_task_names_one_known_module() {
         "set_fact",
         "assert",
         "debug",
+        "fail",
         "include_role",
         "import_tasks",
         "include_tasks",
