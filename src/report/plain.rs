@@ -51,12 +51,14 @@ impl Plain {
             }
             Event::ItemResult {
                 host,
+                task_id,
+                task,
                 item,
                 status,
                 result,
                 module,
-                ..
             } => {
+                self.header_for(&mut out, *task_id, task);
                 let _ = writeln!(
                     out,
                     "{}",
@@ -70,15 +72,16 @@ impl Plain {
                 looped,
                 delegated_to,
                 task_id,
+                task,
                 module,
                 ..
             } => {
-                if self.last_task != Some(*task_id) {
-                    self.last_task = Some(*task_id);
-                }
                 // A loop's items were shown one by one; only its failure gets a summary line.
                 if module.as_deref() == Some("meta") {
                     return out;
+                }
+                if !looped || matches!(status, Status::Failed | Status::Unreachable) {
+                    self.header_for(&mut out, *task_id, task);
                 }
                 if !looped || matches!(status, Status::Failed | Status::Unreachable) {
                     let _ = writeln!(
@@ -119,6 +122,16 @@ impl Plain {
             _ => {}
         }
         out
+    }
+
+    /// Under the `free` strategy hosts are at different tasks at once: a result of a task other
+    /// than the one whose header was printed last gets that task's header again, so no line
+    /// appears under another task's name.
+    fn header_for(&mut self, out: &mut String, task_id: usize, task: &str) {
+        if self.last_task != Some(task_id) {
+            self.last_task = Some(task_id);
+            let _ = writeln!(out, "\nTASK [{task}]");
+        }
     }
 
     fn line(
@@ -218,4 +231,56 @@ fn render_diff(d: &Value) -> String {
         out.push_str(&format!("\n+{l}"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn start(id: usize, name: &str) -> Event {
+        Event::TaskStart {
+            id,
+            name: name.into(),
+            handler: false,
+            location: String::new(),
+        }
+    }
+
+    fn result(host: &str, id: usize, task: &str) -> Event {
+        Event::TaskResult {
+            host: host.into(),
+            task_id: id,
+            task: task.into(),
+            location: String::new(),
+            status: Status::Ok,
+            module: Some("command".into()),
+            delegated_to: None,
+            looped: false,
+            duration: Duration::ZERO,
+            result: json!({}),
+        }
+    }
+
+    #[test]
+    fn results_of_interleaved_tasks_appear_under_their_own_header() {
+        let mut p = Plain::new(0, false);
+        let out: String = [
+            start(1, "first"),
+            start(2, "second"),
+            result("a", 2, "second"),
+            result("b", 1, "first"),
+            result("c", 1, "first"),
+        ]
+        .iter()
+        .map(|e| p.render(e))
+        .collect();
+        assert_eq!(
+            out,
+            "\nTASK [first]\n\nTASK [second]\nok: [a]\n\nTASK [first]\nok: [b]\nok: [c]\n"
+        );
+    }
 }
