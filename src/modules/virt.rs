@@ -2,12 +2,14 @@
 //! libvirt connection, and turning provider errors into module errors.
 //!
 //! The libvirt connection is opened by the kinit process itself (the `virt` crate), not on
-//! the task's host. So `qemu:///system` means the controller's own libvirt, which is only
-//! right when the task's host is reached locally; a remote hypervisor is addressed as
-//! `qemu+ssh://root@<host>/system` (libvirt's client runs the system `ssh`). A local URI on a
-//! task whose host is reached over SSH or WinRM is refused rather than silently acting on
-//! the wrong machine. Forwarding the libvirt socket over kinit's own SSH connection is a
-//! planned improvement.
+//! the task's host. `qemu:///system` names the libvirt of the task's host: on a host reached
+//! locally it is opened as it is; on a host reached over SSH, kinit forwards the host's
+//! libvirt socket over its own SSH connection to that host (the same authentication, host
+//! key check and jump hosts as every other task there) and opens the forwarded socket.
+//! A remote URI such as `qemu+ssh://root@<host>/system` is opened as given (libvirt's
+//! client then runs the system `ssh`). Other controller-local URIs (`qemu:///session`) on
+//! a remote host, and any on a WinRM host, are refused rather than silently acting on the
+//! wrong machine.
 
 use serde_json::Value;
 
@@ -28,23 +30,52 @@ fn is_controller_local(uri: &str) -> bool {
     }
 }
 
-/// Open the connection for a task, refusing a controller-local URI on a remote host.
+/// Where the system libvirt daemon listens, in the order tried: the monolithic
+/// `libvirtd` (or `virtproxyd`) socket under `/run`, the same under the older `/var/run`,
+/// then the modular QEMU daemon's own socket.
+const SYSTEM_SOCKETS: [&str; 3] = [
+    "/run/libvirt/libvirt-sock",
+    "/var/run/libvirt/libvirt-sock",
+    "/run/libvirt/virtqemud-sock",
+];
+
+/// Open the connection for a task: a controller-local URI on a local host as it is,
+/// `qemu:///system` on an SSH host through the forwarded socket, and refuse any other
+/// controller-local URI on a remote host.
 pub async fn connect(
     module: &'static str,
     ctx: &ModuleCtx<'_>,
     uri: &str,
 ) -> Result<Hypervisor, ModuleError> {
-    if is_controller_local(uri) && !matches!(ctx.conn, Connection::Local(_)) {
-        return Err(ModuleError::BadArgs {
+    if !is_controller_local(uri) {
+        return Hypervisor::open(uri).await.map_err(failed);
+    }
+    match ctx.conn {
+        Connection::Local(_) => Hypervisor::open(uri).await.map_err(failed),
+        Connection::Ssh(ssh) if is_system(uri) => {
+            let socket = ssh.forward_socket(&SYSTEM_SOCKETS).await?;
+            let forwarded = format!("qemu+unix:///system?socket={}", socket.display());
+            let shown = format!("{uri} on {} (over SSH)", ctx.host);
+            Hypervisor::open_as(&forwarded, shown)
+                .await
+                .map_err(failed)
+        }
+        _ => Err(ModuleError::BadArgs {
             module,
             detail: format!(
                 "uri `{uri}` is the libvirt of the machine kinit runs on, but host `{}` is \
-                 remote; use `qemu+ssh://root@<host>/system`",
+                 remote; use `qemu:///system` (forwarded over kinit's SSH connection) or \
+                 `qemu+ssh://root@<host>/system`",
                 ctx.host
             ),
-        });
+        }),
     }
-    Hypervisor::open(uri).await.map_err(failed)
+}
+
+/// `qemu:///system`, with or without a trailing slash or query.
+fn is_system(uri: &str) -> bool {
+    let path = uri.split('?').next().unwrap_or(uri);
+    matches!(path, "qemu:///system" | "qemu:///system/")
 }
 
 /// A provider error as a module failure, causes included.
@@ -103,6 +134,14 @@ mod tests {
         assert!(!is_controller_local("qemu+ssh://root@hv1/system"));
         assert!(!is_controller_local("test:///default"));
         assert!(!is_controller_local("garbage"));
+    }
+
+    #[test]
+    fn only_the_system_uri_is_forwarded() {
+        assert!(is_system("qemu:///system"));
+        assert!(is_system("qemu:///system?mode=legacy"));
+        assert!(!is_system("qemu:///session"));
+        assert!(!is_system("qemu+ssh://root@hv1/system"));
     }
 }
 

@@ -36,17 +36,22 @@ impl std::fmt::Debug for Hypervisor {
 impl Hypervisor {
     /// The connection for `uri`, opened on first use.
     pub async fn open(uri: &str) -> Result<Self, ProviderError> {
-        let key = uri.to_string();
+        Self::open_as(uri, uri.to_string()).await
+    }
+
+    /// The connection for `uri`, named `shown` in errors: a forwarded socket's URI names a
+    /// temporary path, where the user knows the hypervisor and the URI they gave.
+    pub async fn open_as(uri: &str, shown: String) -> Result<Self, ProviderError> {
         let conn = tokio::task::spawn_blocking({
-            let key = key.clone();
-            move || open_cached(&key)
+            let (key, shown) = (uri.to_string(), shown.clone());
+            move || open_cached(&key, &shown)
         })
         .await
         .map_err(|source| ProviderError::Join {
-            uri: key.clone(),
+            uri: shown.clone(),
             source,
         })??;
-        Ok(Self { uri: key, conn })
+        Ok(Self { uri: shown, conn })
     }
 
     pub fn uri(&self) -> &str {
@@ -80,7 +85,7 @@ impl Hypervisor {
     }
 }
 
-fn open_cached(uri: &str) -> Result<Arc<Connect>, ProviderError> {
+fn open_cached(uri: &str, shown: &str) -> Result<Arc<Connect>, ProviderError> {
     QUIET.call_once(virt::error::clear_error_callback);
     let mut map = CONNECTIONS.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(c) = map.get(uri) {
@@ -94,7 +99,7 @@ fn open_cached(uri: &str) -> Result<Arc<Connect>, ProviderError> {
         }
     }
     let conn = Connect::open(Some(uri)).map_err(|source| ProviderError::Libvirt {
-        uri: uri.to_string(),
+        uri: shown.to_string(),
         action: "open a connection".into(),
         source,
     })?;

@@ -11,17 +11,20 @@
 //! - `exec`: one command on a fresh exec channel.
 //! - `shell`: the persistent remote `/bin/sh` that runs framed commands.
 //! - `sftp`: streamed, checksum-verified uploads and downloads.
+//! - `forward`: a remote Unix socket (libvirt's) reachable through a local one.
 
 mod auth;
 pub mod config;
 mod exec;
+mod forward;
 pub mod known_hosts;
 mod session;
 mod sftp;
 mod shell;
 mod stream;
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio::sync::Semaphore;
@@ -49,6 +52,8 @@ pub struct SshConnection {
     // Boxed: both are large, and `Connection` holds this inline.
     shells: Option<Box<shell::ShellPool>>,
     sftp: Box<sftp::SftpCell>,
+    /// Remote sockets forwarded so far, by the candidate paths asked for.
+    forwards: tokio::sync::Mutex<HashMap<String, forward::SocketForward>>,
 }
 
 impl SshConnection {
@@ -66,6 +71,7 @@ impl SshConnection {
             channels,
             shells,
             sftp: Box::default(),
+            forwards: tokio::sync::Mutex::default(),
         })
     }
 
@@ -110,6 +116,25 @@ impl SshConnection {
             .await
     }
 
+    /// A local Unix socket leading to the first of `candidates` (socket paths on the host)
+    /// that accepts a connection; opened on first use and kept while the connection is.
+    pub async fn forward_socket(&self, candidates: &[&str]) -> Result<PathBuf, TransportError> {
+        let mut forwards = self.forwards.lock().await;
+        let key = candidates.join("\n");
+        if let Some(f) = forwards.get(&key) {
+            return Ok(f.local());
+        }
+        let f = self
+            .unless_lost(
+                "forwarding a socket",
+                forward::open(&self.name, &self.conn, &self.channels, candidates),
+            )
+            .await?;
+        let local = f.local();
+        forwards.insert(key, f);
+        Ok(local)
+    }
+
     /// `op`, unless the connection ends first (the server or the network went away): then
     /// a connection error, also where a reply `op` waits for can never come (a channel
     /// opened while the session was dying).
@@ -141,6 +166,7 @@ impl SshConnection {
                 pool.close().await;
             }
             self.sftp.close().await;
+            self.forwards.lock().await.clear();
             self.conn.disconnect().await;
         };
         let _ = tokio::time::timeout(CLOSE_LIMIT, close).await;
