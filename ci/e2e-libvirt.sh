@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The nightly end-to-end test of the libvirt provider, on a Debian 12 machine as root:
-# installs what is missing (QEMU, libvirt, debootstrap and image tools), starts libvirtd when
-# none answers on qemu:///system (by its init script when there is no systemd, stopped again
-# at the end), builds or reuses the Debian guest image (ci/e2e-image.sh), then runs the
-# ignored test `libvirt_e2e` (tests/integration/libvirt_e2e.rs) with KINIT_E2E=1.
+# installs what is missing (QEMU, libvirt, OpenSSH, debootstrap and image tools), starts
+# libvirtd when none answers on qemu:///system (by its init script when there is no systemd,
+# stopped again at the end), builds or reuses the Debian guest image (ci/e2e-image.sh), then
+# runs the ignored tests `libvirt_e2e_*` (tests/integration/libvirt_e2e.rs) with KINIT_E2E=1:
+# the hypervisor reached locally, then over SSH through a private sshd the test starts on
+# 127.0.0.2 (nothing else of the machine's SSH setup is used or changed).
 #
 #   ci/e2e-libvirt.sh                 # about 10-20 minutes; the first image build adds 3-5
 #   KINIT_E2E_CACHE=/var/cache/kinit-e2e ci/e2e-libvirt.sh   # keep the image elsewhere
 #   KINIT_SKIP_INSTALL=1 ci/e2e-libvirt.sh                    # machine already prepared
+#   ci/e2e-libvirt.sh libvirt_e2e_ssh                         # only the tests matching this
 #
 # KVM is used by libvirt when it works; without it kinit runs the guests under QEMU software
 # emulation (the test passes -e kinit_hosted_deployment=true).
@@ -23,6 +26,7 @@ APT_PACKAGES=(
   qemu-system-x86 qemu-utils ovmf                          # the guests (TCG without KVM)
   libvirt-daemon-system libvirt-clients libvirt-dev pkg-config dnsmasq-base
   genisoimage openssh-client                                # seed ISOs; kinit ssh
+  openssh-server                                            # the test's own sshd (hypervisor over SSH)
   debootstrap e2fsprogs fdisk grub-pc-bin                   # the guest image
 )
 if [ "${KINIT_SKIP_INSTALL:-0}" != 1 ]; then
@@ -68,4 +72,4 @@ echo "e2e-libvirt: guest image $IMAGE"
 
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 KINIT_E2E=1 KINIT_E2E_IMAGE="$IMAGE" \
-  cargo test --locked --test integration libvirt_e2e -- --ignored --nocapture
+  cargo test --locked --test integration "${1:-libvirt_e2e}" -- --ignored --nocapture
