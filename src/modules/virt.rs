@@ -56,9 +56,7 @@ pub async fn connect(
             let socket = ssh.forward_socket(&SYSTEM_SOCKETS).await?;
             let forwarded = format!("qemu+unix:///system?socket={}", socket.display());
             let shown = format!("{uri} on {} (over SSH)", ctx.host);
-            Hypervisor::open_as(&forwarded, shown)
-                .await
-                .map_err(failed)
+            Hypervisor::open_as(&forwarded, shown).await.map_err(failed)
         }
         _ => Err(ModuleError::BadArgs {
             module,

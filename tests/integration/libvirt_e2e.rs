@@ -186,7 +186,11 @@ impl SshHypervisor {
         let hv = SshHypervisor { dir, port, sshd };
         let deadline = Instant::now() + Duration::from_secs(10);
         while !hv.log().contains("Server listening on") {
-            assert!(Instant::now() < deadline, "sshd did not start: {}", hv.log());
+            assert!(
+                Instant::now() < deadline,
+                "sshd did not start: {}",
+                hv.log()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         hv
@@ -344,6 +348,12 @@ fn assert_over_ssh(log: Option<&str>, what: &str, also: &[String]) {
     }
 }
 
+/// What sshd logs for a `direct-streamlocal` channel to the libvirt socket (only that kind
+/// of channel has a path as its target).
+fn libvirt_forwarded() -> String {
+    format!("target {LIBVIRT_SOCKET}")
+}
+
 /// A domain that is not the cluster's: defined (not started) before the run, it must survive
 /// the cleanup.
 fn define_bystander(dir: &Path) {
@@ -418,7 +428,7 @@ fn e2e(mode: Mode) {
     assert_ok(&out, "kinit run --stop-after deploy-cluster");
     // libvirt through kinit's SSH connection; each guest through the hypervisor (kinit's
     // tasks on the guests, e.g. waiting for them, open direct-tcpip channels to port 22).
-    let mut through: Vec<String> = vec![format!("path {LIBVIRT_SOCKET}")];
+    let mut through = vec![libvirt_forwarded()];
     through.extend(
         mode.nodes()
             .iter()
@@ -484,7 +494,7 @@ fn e2e(mode: Mode) {
         assert_over_ssh(
             log.as_deref(),
             &format!("cleanup round {round}"),
-            &[format!("path {LIBVIRT_SOCKET}")],
+            &[libvirt_forwarded()],
         );
         let recap = text(&out.stdout);
         let hv = recap
