@@ -308,6 +308,54 @@ impl E2e {
         c.output().expect("run kinit ssh")
     }
 
+    /// `kinit playbook` running `hostname` on both cluster nodes, with the inventory
+    /// `kinit run` wrote to the state folder (`ansible-inventory --list` JSON) as a YAML
+    /// inventory of those two hosts. Guest host keys are learned into a private `HOME`.
+    fn playbook_on_guests(&self) -> Output {
+        let written = self
+            .state()
+            .join("kinit")
+            .join(self.mode.cluster())
+            .join("inventory.json");
+        let listed: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
+        let hosts: serde_json::Map<String, serde_json::Value> = self
+            .mode
+            .nodes()
+            .iter()
+            .map(|(node, _)| (node.to_string(), listed["_meta"]["hostvars"][node].clone()))
+            .collect();
+        let inventory = self.dir.path().join("guests.yml");
+        let yaml = serde_json::json!({"all": {"hosts": hosts}});
+        std::fs::write(&inventory, yaml.to_string()).unwrap();
+        let book = self.dir.path().join("guests-play.yml");
+        std::fs::write(
+            &book,
+            "- hosts: all\n  gather_facts: false\n  tasks:\n\
+             \x20   - command: hostname\n      register: h\n\
+             \x20   - debug:\n          msg: \"{{ inventory_hostname }} says {{ h.stdout }}\"\n",
+        )
+        .unwrap();
+        let mut c = self.cmd(&["playbook"]);
+        c.arg(&book)
+            .arg("-i")
+            .arg(&inventory)
+            .args(["--host-key-checking", "accept-new"]);
+        if self.hv.is_none() {
+            let home = self.dir.path().join("home");
+            std::fs::create_dir_all(home.join(".ssh")).unwrap();
+            std::fs::write(home.join(".ssh/known_hosts"), "").unwrap();
+            c.env("HOME", home);
+        }
+        let out = c.output().expect("run kinit playbook");
+        eprintln!(
+            "kinit playbook on the guests: {:?}\n{}",
+            out.status.code(),
+            tail(&text(&out.stdout), 20)
+        );
+        out
+    }
+
     /// The sshd log grown by `f`, with what `f` returned; `None` for a local hypervisor.
     fn logged<T>(&self, f: impl FnOnce() -> T) -> (T, Option<String>) {
         let from = self.hv.as_ref().map(|hv| hv.log().len());
@@ -426,15 +474,9 @@ fn e2e(mode: Mode) {
         ])
     });
     assert_ok(&out, "kinit run --stop-after deploy-cluster");
-    // libvirt through kinit's SSH connection; each guest through the hypervisor (kinit's
-    // tasks on the guests, e.g. waiting for them, open direct-tcpip channels to port 22).
-    let mut through = vec![libvirt_forwarded()];
-    through.extend(
-        mode.nodes()
-            .iter()
-            .map(|(_, ip)| format!("target {ip} port 22")),
-    );
-    assert_over_ssh(log.as_deref(), "deploy run", &through);
+    // libvirt through kinit's own SSH connection (the guests' readiness is waited for on the
+    // hypervisor, so kinit itself has not connected to a guest yet).
+    assert_over_ssh(log.as_deref(), "deploy run", &[libvirt_forwarded()]);
     let listed = domains();
     for (node, _) in mode.nodes() {
         let name = format!("{cluster}-{node}");
@@ -483,6 +525,25 @@ fn e2e(mode: Mode) {
                 log.contains("remote software version OpenSSH")
                     && log.contains(&format!("target {ip} port 22")),
                 "kinit ssh {node}: no OpenSSH jump through the hypervisor to {ip}:\n{log}"
+            );
+        }
+    }
+
+    // kinit's own SSH transport reaches both guests with the cluster's inventory (the one
+    // the Kubernetes plays use); over SSH through the hypervisor as jump host.
+    let (out, log) = e.logged(|| e.playbook_on_guests());
+    assert_ok(&out, "kinit playbook on the cluster nodes");
+    let stdout = text(&out.stdout);
+    for (node, ip) in mode.nodes() {
+        assert!(
+            stdout.contains(&format!("{node} says {node}")),
+            "{node} did not answer the playbook:\n{stdout}"
+        );
+        if let Some(log) = &log {
+            assert!(
+                log.contains("remote software version russh")
+                    && log.contains(&format!("target {ip} port 22")),
+                "kinit playbook: no jump through the hypervisor to {ip}:\n{log}"
             );
         }
     }
