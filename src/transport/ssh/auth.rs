@@ -130,7 +130,6 @@ pub(super) async fn authenticate(
     })
 }
 
-/// The explicit files, or OpenSSH's defaults that exist.
 /// The signature hash to use with `algorithm`: the best one the server offers for RSA keys,
 /// none for every other kind.
 async fn rsa_hash(
@@ -143,10 +142,16 @@ async fn rsa_hash(
     Ok(handle.best_supported_rsa_hash().await?.flatten())
 }
 
+/// The explicit files, or OpenSSH's defaults that exist.
 fn key_files(explicit: &[PathBuf]) -> Vec<PathBuf> {
     if !explicit.is_empty() {
         return explicit.to_vec();
     }
+    default_key_files()
+}
+
+/// OpenSSH's default key files (`~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`) that exist.
+pub(super) fn default_key_files() -> Vec<PathBuf> {
     let Some(home) = std::env::home_dir() else {
         return Vec::new();
     };

@@ -127,13 +127,11 @@ fn resolve(target: &HostTarget) -> Result<Vec<Hop>, TransportError> {
                     .or(c.user.clone())
                     .or(target.user.clone())
                     .unwrap_or_else(|| local_user.clone()),
-                key_files: j
-                    .private_key_file
-                    .iter()
-                    .cloned()
-                    .chain(c.identity_files.iter().cloned())
-                    .chain(target.private_key_files.iter().cloned())
-                    .collect(),
+                key_files: jump_key_files(
+                    j.private_key_file.iter().chain(&c.identity_files),
+                    auth::default_key_files,
+                    &target.private_key_files,
+                ),
             }
         })
         .collect();
@@ -156,6 +154,27 @@ fn resolve(target: &HostTarget) -> Result<Vec<Hop>, TransportError> {
             .collect(),
     });
     Ok(hops)
+}
+
+/// The keys a jump host is offered: its own (from the jump spec, then the ssh config), else
+/// the user's default key files as OpenSSH's own jump connection would use; then the
+/// target's keys, for setups where one key opens both. The target's key (a cluster's key
+/// for its guests) alone is not enough: the hypervisor knows the user, not the cluster.
+fn jump_key_files<'a>(
+    own: impl Iterator<Item = &'a PathBuf>,
+    defaults: impl FnOnce() -> Vec<PathBuf>,
+    target: &[PathBuf],
+) -> Vec<PathBuf> {
+    let mut keys: Vec<PathBuf> = own.cloned().collect();
+    if keys.is_empty() {
+        keys = defaults();
+    }
+    for k in target {
+        if !keys.contains(k) {
+            keys.push(k.clone());
+        }
+    }
+    keys
 }
 
 /// Why one attempt at a hop failed, and whether trying again can help.
@@ -297,5 +316,34 @@ async fn try_hop(
         Err(_) => Err(AttemptError::Retry(
             format!("timed out after {:?}", target.connect_timeout).into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::jump_key_files;
+
+    fn paths(p: &[&str]) -> Vec<PathBuf> {
+        p.iter().map(PathBuf::from).collect()
+    }
+
+    /// Regression: a jump host was offered only the target's key (the cluster's key for
+    /// its guests), so a hypervisor that accepts the user's default key refused kinit's
+    /// connections to the guests behind it.
+    #[test]
+    fn jump_host_without_own_key_gets_the_default_keys_before_the_targets() {
+        let defaults = || paths(&["/home/u/.ssh/id_ed25519"]);
+        let target = paths(&["/state/cluster/id_ed25519"]);
+        assert_eq!(
+            jump_key_files([].iter(), defaults, &target),
+            paths(&["/home/u/.ssh/id_ed25519", "/state/cluster/id_ed25519"])
+        );
+        let own = paths(&["/k/hv", "/state/cluster/id_ed25519"]);
+        assert_eq!(
+            jump_key_files(own.iter(), || panic!("own keys given"), &target),
+            own
+        );
     }
 }
