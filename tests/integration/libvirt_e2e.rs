@@ -305,7 +305,14 @@ impl E2e {
     fn ssh(&self, node: &str, command: &[&str]) -> Output {
         let mut c = self.cmd(&["ssh", node, "--spec", "k8s-libvirt-1-1-1"]);
         c.args(self.shape()).arg("--").args(command);
-        c.output().expect("run kinit ssh")
+        let started = Instant::now();
+        let out = c.output().expect("run kinit ssh");
+        eprintln!(
+            "kinit ssh {node}: {:?} in {:.1?}",
+            out.status.code(),
+            started.elapsed()
+        );
+        out
     }
 
     /// `kinit playbook` running `hostname` on both cluster nodes, with the inventory
@@ -347,6 +354,7 @@ impl E2e {
             std::fs::write(home.join(".ssh/known_hosts"), "").unwrap();
             c.env("HOME", home);
         }
+        let started = Instant::now();
         let out = c.output().expect("run kinit playbook");
         eprintln!(
             "kinit playbook on the guests: {:?}\n{}",
