@@ -40,8 +40,9 @@ pub struct Params {
     /// `active` (default), `present`, `inactive` or `absent`.
     #[serde(default)]
     pub state: NetState,
-    /// libvirt URI: `qemu:///system` (default) on a local host, `qemu+ssh://root@host/system`
-    /// for a remote one, `test:///default` in tests.
+    /// libvirt URI: `qemu:///system` (default) is the task host's libvirt (over SSH, its
+    /// socket forwarded through kinit's connection); `qemu+ssh://root@host/system` also
+    /// works for a remote one; `test:///default` in tests.
     #[serde(default = "default_uri")]
     pub uri: String,
     /// Start the network when the hypervisor boots; unchanged when not given.

@@ -10,11 +10,12 @@
 //!
 //! # Reaching a remote hypervisor
 //!
-//! The `virt` crate opens libvirt URIs from the controller process. A local hypervisor is
-//! `qemu:///system`; a remote one is `qemu+ssh://root@host/system`, where libvirt's own client
-//! runs the system `ssh` binary (keys from `~/.ssh` or the agent, `?keyfile=` to pick one).
-//! Forwarding the libvirt socket over kinit's own SSH connection (no second login, one
-//! known_hosts policy) is a planned improvement.
+//! The `virt` crate opens libvirt URIs from the controller process. `qemu:///system` on a
+//! task whose host is reached over SSH is that host's libvirt: the `virt_*` modules forward
+//! its socket over kinit's own SSH connection (no second login, one known_hosts policy) and
+//! open the forwarded socket (`modules::virt`). `qemu+ssh://root@host/system` also works;
+//! libvirt's own client then runs the system `ssh` binary (keys from `~/.ssh` or the agent,
+//! `?keyfile=` to pick one).
 
 pub mod cloud_init;
 pub mod devices;

@@ -357,8 +357,9 @@ impl E2e {
         let started = Instant::now();
         let out = c.output().expect("run kinit playbook");
         eprintln!(
-            "kinit playbook on the guests: {:?}\n{}",
+            "kinit playbook on the guests: {:?} in {:.1?}\n{}",
             out.status.code(),
+            started.elapsed(),
             tail(&text(&out.stdout), 20)
         );
         out
