@@ -2,6 +2,7 @@
 //! checking, ssh config, scale and faults.
 
 mod basics;
+mod forward;
 mod interrupted_put;
 mod jump;
 mod playbook;
