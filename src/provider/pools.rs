@@ -1,5 +1,7 @@
 //! Storage pool and volume operations on a `Hypervisor`.
 
+use std::time::{Duration, Instant};
+
 use virt::storage_pool::StoragePool;
 use virt::storage_vol::StorageVol;
 
@@ -7,6 +9,17 @@ use super::hypervisor::absent;
 use super::storage::{Pool, Volume};
 use super::xml::Document;
 use super::{Hypervisor, ProviderError};
+
+/// How long a volume lookup waits for a pool busy with another volume's build; a disk
+/// copied rather than layered over a backing file can take minutes.
+const POOL_BUSY_WAIT: Duration = Duration::from_secs(600);
+const POOL_BUSY_POLL: Duration = Duration::from_millis(250);
+
+/// libvirt's refusal to refresh a pool while one of its volumes is being built
+/// (`pool '...' has asynchronous jobs running.`); it has no error number of its own.
+fn is_pool_busy(e: &virt::error::Error) -> bool {
+    e.message().contains("has asynchronous jobs running")
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoolInfo {
@@ -75,7 +88,30 @@ impl Hypervisor {
     }
 
     /// The volume `name` in pool `pool`, or `None` (also when the pool is missing).
+    ///
+    /// Looking up refreshes the pool, which libvirt refuses while the pool has an
+    /// asynchronous job running (another volume being built, e.g. the next guest's disk
+    /// created at the same time): the lookup is tried again until the pool is free, within
+    /// `POOL_BUSY_WAIT`.
     pub async fn volume(
+        &self,
+        pool: &str,
+        name: &str,
+    ) -> Result<Option<VolumeInfo>, ProviderError> {
+        let deadline = Instant::now() + POOL_BUSY_WAIT;
+        loop {
+            match self.volume_once(pool, name).await {
+                Err(ProviderError::Libvirt { source, .. })
+                    if is_pool_busy(&source) && Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(POOL_BUSY_POLL).await;
+                }
+                found => return found,
+            }
+        }
+    }
+
+    async fn volume_once(
         &self,
         pool: &str,
         name: &str,
