@@ -181,6 +181,9 @@ pub struct CharDev {
     #[serde(rename = "@type")]
     pub kind: String,
     pub target: CharTarget,
+    /// A file on the hypervisor that also receives everything the guest writes (virtlogd).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub log: Option<CharLog>,
 }
 
 impl CharDev {
@@ -191,6 +194,7 @@ impl CharDev {
                 kind: None,
                 port: Some(0),
             },
+            log: None,
         }
     }
     pub fn pty_console() -> Self {
@@ -200,8 +204,29 @@ impl CharDev {
                 kind: Some("serial".into()),
                 port: Some(0),
             },
+            log: None,
         }
     }
+
+    /// The same device with its output also appended to `path`.
+    pub fn logged_to(self, path: Option<&str>) -> Self {
+        Self {
+            log: path.map(|p| CharLog {
+                file: p.to_string(),
+                append: "on".into(),
+            }),
+            ..self
+        }
+    }
+}
+
+/// `<log file=... append='on'/>`: appending keeps the output of every boot of the guest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CharLog {
+    #[serde(rename = "@file")]
+    pub file: String,
+    #[serde(rename = "@append")]
+    pub append: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,6 +23,7 @@ pub mod domain;
 pub mod error;
 pub mod guests;
 pub mod hypervisor;
+pub mod install_stage;
 pub mod iso;
 pub mod linux_guest;
 pub mod mac;

@@ -40,6 +40,7 @@ pub(crate) fn windows() -> WindowsGuest {
         install_iso: "/var/lib/libvirt/images/SERVER_EVAL_x64FRE_en-us.iso".into(),
         virtio_iso: "/var/lib/libvirt/images/virtio-win-0.1.229.iso".into(),
         config_iso: "/var/lib/libvirt/images/k8scluster-compute-01-config.iso".into(),
+        serial_log: Some("/var/lib/libvirt/images/k8scluster-compute-01-serial.log".into()),
         network: "kimgtnet0".into(),
         mac: mac("52:54:00:4a:1b:02"),
         interface_id: None,

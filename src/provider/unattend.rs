@@ -106,6 +106,10 @@ pub struct Component {
     pub oobe: Option<Oobe>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub first_logon_commands: Option<FirstLogonCommands>,
+    /// Commands a pass runs as it starts (`windowsPE` in `Microsoft-Windows-Setup`,
+    /// `specialize` in `Microsoft-Windows-Deployment`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub run_synchronous: Option<RunSynchronous>,
 }
 
 impl Component {
@@ -382,5 +386,21 @@ pub struct SynchronousCommand {
     pub action: Option<String>,
     pub order: u32,
     pub command_line: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct RunSynchronous {
+    pub run_synchronous_command: Vec<RunSynchronousCommand>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct RunSynchronousCommand {
+    #[serde(rename = "@wcm:action", alias = "@action", default = "add")]
+    pub action: Option<String>,
+    pub order: u32,
+    pub path: String,
     pub description: String,
 }

@@ -2,6 +2,7 @@
 
 use base64::Engine;
 
+use super::install_stage::InstallStage;
 use super::tests::windows_config;
 use super::unattend::Unattend;
 use super::windows_config::{CONFIG_LABEL, CONTAINERS_SCRIPT, WINRM_SCRIPT};
@@ -147,8 +148,15 @@ fn oobe_pass_sets_the_password_and_runs_first_logon_scripts() {
         .as_ref()
         .unwrap()
         .synchronous_command;
-    assert_eq!(cmds.iter().map(|c| c.order).collect::<Vec<_>>(), [1, 2]);
-    for (cmd, script) in cmds.iter().zip([CONTAINERS_SCRIPT, WINRM_SCRIPT]) {
+    assert_eq!(
+        cmds.iter().map(|c| c.order).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    // Stage markers (checked in `every_pass_marks_its_stage_on_com1`) around the scripts.
+    for (cmd, script) in [&cmds[1], &cmds[3]]
+        .into_iter()
+        .zip([CONTAINERS_SCRIPT, WINRM_SCRIPT])
+    {
         assert!(
             cmd.command_line.len() <= 1024,
             "Windows limit: {}",
@@ -161,6 +169,67 @@ fn oobe_pass_sets_the_password_and_runs_first_logon_scripts() {
         );
         assert!(ps.contains(script), "{ps}");
     }
+}
+
+/// Each pass writes `kinit-stage: <stage>` to COM1 as it starts, and the first logon marks
+/// the WinRM step before running it: `virt_install_wait` follows the install by these lines.
+#[test]
+fn every_pass_marks_its_stage_on_com1() {
+    let u = unattend();
+    let pass_command = |pass: &str, component: &str| {
+        let cmds = &u
+            .pass(pass)
+            .unwrap()
+            .component(component)
+            .unwrap_or_else(|| panic!("{pass} has {component}"))
+            .run_synchronous
+            .as_ref()
+            .unwrap_or_else(|| panic!("{pass} runs commands"))
+            .run_synchronous_command;
+        assert_eq!(cmds.len(), 1, "{cmds:?}");
+        assert_eq!(cmds[0].order, 1);
+        cmds[0].path.clone()
+    };
+    assert_eq!(
+        pass_command("windowsPE", "Microsoft-Windows-Setup"),
+        "cmd.exe /c echo kinit-stage: windowsPE>COM1"
+    );
+    assert_eq!(
+        pass_command("specialize", "Microsoft-Windows-Deployment"),
+        "cmd.exe /c echo kinit-stage: specialize>COM1"
+    );
+    let logon: Vec<String> = u
+        .pass("oobeSystem")
+        .unwrap()
+        .component("Microsoft-Windows-Shell-Setup")
+        .unwrap()
+        .first_logon_commands
+        .as_ref()
+        .unwrap()
+        .synchronous_command
+        .iter()
+        .map(|c| c.command_line.clone())
+        .collect();
+    assert_eq!(logon[0], "cmd.exe /c echo kinit-stage: oobeSystem>COM1");
+    assert_eq!(logon[2], "cmd.exe /c echo kinit-stage: winrm>COM1");
+    assert!(decoded(&logon[3]).contains(WINRM_SCRIPT), "{logon:?}");
+    // The stages read back from those lines, in install order.
+    let echoed = |cmd: &str| {
+        cmd.strip_prefix("cmd.exe /c echo ")
+            .and_then(|c| c.strip_suffix(">COM1"))
+            .map(str::to_string)
+            .unwrap()
+    };
+    let seen: Vec<InstallStage> = [
+        pass_command("windowsPE", "Microsoft-Windows-Setup"),
+        pass_command("specialize", "Microsoft-Windows-Deployment"),
+        logon[0].clone(),
+        logon[2].clone(),
+    ]
+    .iter()
+    .map(|c| InstallStage::from_line(&echoed(c)).unwrap())
+    .collect();
+    assert_eq!(seen, InstallStage::ALL);
 }
 
 #[test]

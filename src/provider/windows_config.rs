@@ -12,6 +12,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 use serde::Deserialize;
 
+use super::install_stage::InstallStage;
 use super::network::check_dns_name;
 use super::unattend::*;
 use super::{MacAddr, ProviderError, xml};
@@ -189,6 +190,9 @@ impl WindowsConfig {
             accept_eula: true,
             product_key: ProductKey::default(),
         });
+        setup.run_synchronous = Some(mark_stage(InstallStage::WindowsPe));
+        let mut deployment = Component::new("Microsoft-Windows-Deployment");
+        deployment.run_synchronous = Some(mark_stage(InstallStage::Specialize));
 
         let mut shell = Component::new("Microsoft-Windows-Shell-Setup");
         shell.computer_name = Some(self.computer_name.clone());
@@ -253,23 +257,33 @@ impl WindowsConfig {
             hide_wireless_setup_in_oobe: true,
             protect_your_pc: 3,
         });
-        let mut commands = Vec::new();
+        let mark = |stage: InstallStage| {
+            (
+                stage.command_line(),
+                format!("Mark the install stage `{stage}` on COM1"),
+            )
+        };
+        let mut commands = vec![mark(InstallStage::OobeSystem)];
         if self.containers {
-            commands.push((CONTAINERS_SCRIPT, "Install the Containers feature"));
+            commands.push((
+                run_from_config_iso(CONTAINERS_SCRIPT),
+                "Install the Containers feature".into(),
+            ));
         }
+        commands.push(mark(InstallStage::Winrm));
         commands.push((
-            WINRM_SCRIPT,
-            "Open WinRM over HTTPS (5986) with a self-signed certificate",
+            run_from_config_iso(WINRM_SCRIPT),
+            "Open WinRM over HTTPS (5986) with a self-signed certificate".into(),
         ));
         oobe.first_logon_commands = Some(FirstLogonCommands {
             synchronous_command: commands
                 .into_iter()
                 .enumerate()
-                .map(|(i, (script, what))| SynchronousCommand {
+                .map(|(i, (command_line, description))| SynchronousCommand {
                     action: Some("add".into()),
                     order: i as u32 + 1,
-                    command_line: run_from_config_iso(script),
-                    description: what.into(),
+                    command_line,
+                    description,
                 })
                 .collect(),
         });
@@ -284,7 +298,7 @@ impl WindowsConfig {
                 },
                 Settings {
                     pass: "specialize".into(),
-                    component: vec![shell, tcpip, dns],
+                    component: vec![shell, deployment, tcpip, dns],
                 },
                 Settings {
                     pass: "oobeSystem".into(),
@@ -321,6 +335,18 @@ impl WindowsConfig {
 /// Installs the feature; the reboot it needs is left to kinit, which follows the install.
 const CONTAINERS: &str = "$ErrorActionPreference = 'Stop'\r\n\
                           Install-WindowsFeature -Name Containers | Out-Null\r\n";
+
+/// The pass-start command that writes `stage`'s marker to COM1 (see `install_stage`).
+fn mark_stage(stage: InstallStage) -> RunSynchronous {
+    RunSynchronous {
+        run_synchronous_command: vec![RunSynchronousCommand {
+            action: Some("add".into()),
+            order: 1,
+            path: stage.command_line(),
+            description: format!("Mark the install stage `{stage}` on COM1"),
+        }],
+    }
+}
 
 /// A first-logon command line that runs `script` from the config ISO, found by its label
 /// (drive letters depend on the order Windows enumerates the CD-ROMs).

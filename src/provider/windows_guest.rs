@@ -40,6 +40,11 @@ pub struct WindowsGuest {
     pub virtio_iso: String,
     /// Path of the config ISO holding `autounattend.xml`.
     pub config_iso: String,
+    /// Path on the hypervisor of a file that receives everything the guest writes to its
+    /// first serial port (COM1), appended across reboots; the answer file writes its install
+    /// stages there (`virt_install_wait` follows them). None: the serial port is not logged.
+    #[serde(default)]
+    pub serial_log: Option<String>,
     /// libvirt network the NIC is attached to.
     pub network: String,
     /// MAC address of the NIC.
@@ -73,6 +78,9 @@ impl WindowsGuest {
             ("config_iso", &self.config_iso),
         ] {
             check_path(field, path)?;
+        }
+        if let Some(log) = &self.serial_log {
+            check_path("serial_log", log)?;
         }
         let onoff = |b: bool| if b { "yes" } else { "no" }.to_string();
         let nic = match self.nic_model {
@@ -156,7 +164,7 @@ impl WindowsGuest {
                     Interface::network(&self.network, &self.mac.to_string(), nic)
                         .with_ovs_port(self.interface_id.as_deref()),
                 ],
-                serial: vec![CharDev::pty_serial()],
+                serial: vec![CharDev::pty_serial().logged_to(self.serial_log.as_deref())],
                 console: vec![CharDev::pty_console()],
                 // A USB tablet keeps the VNC pointer in sync with the guest's.
                 input: vec![Input {

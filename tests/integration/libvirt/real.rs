@@ -100,9 +100,20 @@ async fn real_libvirt_runs_linux_and_windows_domains() {
             "vcpus": 1, "ram_kib": 1048576, "network": "kinit-test-net",
             "mac": "52:54:00:77:00:02", "disk": format!("{dir}/win.qcow2"),
             "install_iso": format!("{dir}/win.iso"), "virtio_iso": format!("{dir}/virtio.iso"),
-            "config_iso": config}});
+            "config_iso": config, "serial_log": format!("{dir}/win-serial.log")}});
     let r = ok("virt_guest", windows).await;
     assert_eq!(r.data["state"], "running", "{:?}", r.data);
+    // virtlogd opened the serial log for the running guest (the firmware writes to COM1).
+    let live = std::process::Command::new("virsh")
+        .args(["-c", &uri, "dumpxml", "kinit-test-windows"])
+        .output()
+        .unwrap();
+    let live = String::from_utf8_lossy(&live.stdout);
+    assert!(
+        live.contains(&format!("<log file='{dir}/win-serial.log' append='on'/>")),
+        "{live}"
+    );
+    assert!(std::path::Path::new(&format!("{dir}/win-serial.log")).exists());
 
     for name in ["kinit-test-linux", "kinit-test-windows"] {
         let gone = json!({"name": name, "uri": uri, "state": "absent"});

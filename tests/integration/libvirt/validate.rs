@@ -26,6 +26,7 @@ fn windows_settings() -> kinit::provider::windows_guest::WindowsGuest {
         "install_iso": "/var/lib/libvirt/images/win.iso",
         "virtio_iso": "/var/lib/libvirt/images/virtio-win.iso",
         "config_iso": "/var/lib/libvirt/images/v-win-config.iso",
+        "serial_log": "/var/lib/libvirt/images/v-win-serial.log",
         "network": "v-net", "mac": "52:54:00:10:00:02"
     }))
     .unwrap()
@@ -106,6 +107,12 @@ async fn libvirt_accepts_linux_and_windows_domains() {
     assert_eq!(
         back.devices.interface[0].model.as_ref().unwrap().kind,
         "e1000e"
+    );
+    // COM1 (where the answer file writes the install stages) is logged to a file.
+    let serial = &back.devices.serial[0];
+    assert_eq!(
+        serial.log.as_ref().map(|l| (l.file.as_str(), l.append.as_str())),
+        Some(("/var/lib/libvirt/images/v-win-serial.log", "on"))
     );
     let info = hv.guest(name).await.unwrap().unwrap();
     assert!(info.has_tpm && info.has_nvram);
