@@ -11,7 +11,8 @@ use super::Executor;
 use super::host_task::Attempt;
 use super::walk::Inherit;
 use crate::inventory::{ConnectionDefaults, ResolvedHost, resolve_target};
-use crate::modules::{ModuleCtx, ModuleError, ModuleResult, Render};
+use crate::modules::{ModuleCtx, ModuleError, ModuleResult, ProgressSink, Render};
+use crate::report::{Event, EventSender};
 use crate::playbook::{Keywords, Task};
 use crate::template::{Templar, TemplateError};
 use crate::transport::{BecomeOptions, TransportError};
@@ -26,6 +27,25 @@ pub struct TaskRender<'a> {
 impl Render for TaskRender<'_> {
     fn render(&self, source: &str) -> Result<String, TemplateError> {
         self.templar.render_str(source, self.vars)
+    }
+}
+
+/// A module's progress reports as events of the task on its (inventory) host.
+struct TaskProgress<'a> {
+    events: &'a EventSender,
+    host: &'a str,
+    task: String,
+}
+
+impl ProgressSink for TaskProgress<'_> {
+    fn progress(&self, status: &str, elapsed: Duration, detail: Value) {
+        self.events.send(Event::Progress {
+            host: self.host.to_string(),
+            task: self.task.clone(),
+            status: status.to_string(),
+            elapsed,
+            detail,
+        });
     }
 }
 
@@ -143,6 +163,11 @@ impl Executor {
             templar: &self.templar,
             vars: ctx,
         };
+        let progress = TaskProgress {
+            events: &self.events,
+            host,
+            task: task.display_name(),
+        };
         let mctx = ModuleCtx {
             host: &delegate,
             conn: &conn,
@@ -154,6 +179,8 @@ impl Executor {
             search_paths: &search,
             vars: ctx,
             render: &render,
+            // A `no_log` task shows nothing of how it is getting on either.
+            progress: (kw.no_log != Some(true)).then_some(&progress as &dyn ProgressSink),
         };
         let outcome = tokio::select! {
             r = module.run(&mctx, args) => r,

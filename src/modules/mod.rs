@@ -56,6 +56,7 @@ pub mod user;
 pub mod virt;
 pub mod virt_config_iso;
 pub mod virt_guest;
+pub mod virt_install_wait;
 pub mod virt_network;
 pub mod virt_pool;
 pub mod virt_volume;
@@ -90,6 +91,12 @@ pub trait Render: Sync {
     fn render(&self, source: &str) -> Result<String, crate::template::TemplateError>;
 }
 
+/// Where a long-running module reports how it is getting on while it runs; the one reporter
+/// renders it as the host's live line (`Event::Progress`).
+pub trait ProgressSink: Sync {
+    fn progress(&self, status: &str, elapsed: Duration, detail: Value);
+}
+
 /// What a module may use while it runs on one host.
 pub struct ModuleCtx<'a> {
     pub host: &'a str,
@@ -105,6 +112,8 @@ pub struct ModuleCtx<'a> {
     /// The task's variables (for modules that read facts, e.g. `package` picking apt or dnf).
     pub vars: &'a VarMap,
     pub render: &'a dyn Render,
+    /// Progress reports of long waits; none where nobody renders them.
+    pub progress: Option<&'a dyn ProgressSink>,
 }
 
 impl<'a> ModuleCtx<'a> {
@@ -115,6 +124,13 @@ impl<'a> ModuleCtx<'a> {
             become_: self.become_.clone(),
             env: self.env.clone(),
             ..*self
+        }
+    }
+
+    /// Report how the task is getting on (a no-op without a sink).
+    pub fn progress(&self, status: &str, elapsed: Duration, detail: Value) {
+        if let Some(sink) = self.progress {
+            sink.progress(status, elapsed, detail);
         }
     }
 
@@ -340,6 +356,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("user", &user::User),
     ("virt_config_iso", &virt_config_iso::VirtConfigIso),
     ("virt_guest", &virt_guest::VirtGuest),
+    ("virt_install_wait", &virt_install_wait::VirtInstallWait),
     ("virt_network", &virt_network::VirtNetwork),
     ("virt_pool", &virt_pool::VirtPool),
     ("virt_volume", &virt_volume::VirtVolume),

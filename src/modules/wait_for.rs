@@ -60,7 +60,7 @@ fn localhost() -> String {
 }
 
 /// `_po HOST PORT`: succeeds when a TCP connection opens (bash's /dev/tcp, else python3).
-const PORT_OPEN: &str = r#"_po() {
+pub(crate) const PORT_OPEN: &str = r#"_po() {
   if command -v bash >/dev/null 2>&1; then
     timeout "$3" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$1" "$2" 2>/dev/null
   else

@@ -86,6 +86,17 @@ pub enum Event {
         duration: Duration,
         result: Value,
     },
+    /// How a long-running task is getting on for a host (rendered as the host's live line;
+    /// plain output prints a line when `status` changes).
+    Progress {
+        host: String,
+        task: String,
+        status: String,
+        #[serde(serialize_with = "secs")]
+        elapsed: Duration,
+        /// The module's own figures behind `status`.
+        detail: Value,
+    },
     Rescued {
         host: String,
     },
@@ -113,4 +124,26 @@ pub enum Event {
 
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64((d.as_secs_f64() * 1000.0).round() / 1000.0)
+}
+
+/// `14m02s`, `1h03m07s`: the elapsed time on progress lines.
+pub fn minutes_seconds(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}m{:02}s", s / 60, s % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn elapsed_reads_as_minutes_and_seconds() {
+        assert_eq!(super::minutes_seconds(Duration::from_secs(842)), "14m02s");
+        assert_eq!(super::minutes_seconds(Duration::from_millis(900)), "0m00s");
+        assert_eq!(super::minutes_seconds(Duration::from_secs(3787)), "1h03m07s");
+    }
 }

@@ -105,7 +105,11 @@ async fn run(
     let stdout = std::io::stdout();
     while let Some(mut ev) = rx.recv().await {
         if opts.frozen_time
-            && let Event::TaskResult { duration, .. } | Event::PhaseEnd { duration, .. } = &mut ev
+            && let Event::TaskResult { duration, .. }
+            | Event::PhaseEnd { duration, .. }
+            | Event::Progress {
+                elapsed: duration, ..
+            } = &mut ev
         {
             *duration = Duration::ZERO;
         }

@@ -1,15 +1,18 @@
 //! Plain output (no TTY, CI logs): Ansible-like headers and one line per task result.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::event::{Event, Status};
+use super::event::{Event, Status, minutes_seconds};
 
 pub struct Plain {
     pub verbose: u8,
     pub diff: bool,
     last_task: Option<usize>,
+    /// The last progress status printed per host: plain output prints changes only.
+    last_progress: HashMap<String, String>,
 }
 
 impl Plain {
@@ -18,6 +21,7 @@ impl Plain {
             verbose,
             diff,
             last_task: None,
+            last_progress: HashMap::new(),
         }
     }
 
@@ -35,6 +39,15 @@ impl Plain {
                 self.last_task = Some(*id);
                 let kind = if *handler { "RUNNING HANDLER" } else { "TASK" };
                 let _ = writeln!(out, "\n{kind} [{name}]");
+            }
+            Event::Progress {
+                host,
+                status,
+                elapsed,
+                ..
+            } if self.last_progress.get(host) != Some(status) => {
+                self.last_progress.insert(host.clone(), status.clone());
+                let _ = writeln!(out, "{host}  {status} {}", minutes_seconds(*elapsed));
             }
             Event::Retry {
                 host,

@@ -54,6 +54,20 @@ impl Progress {
                 });
                 bar.set_message(task.clone());
             }
+            Event::Progress {
+                host,
+                task,
+                status,
+                elapsed,
+                ..
+            } => {
+                if let Some(bar) = self.hosts.get(host) {
+                    bar.set_message(format!(
+                        "{task}: {status} {}",
+                        super::event::minutes_seconds(*elapsed)
+                    ));
+                }
+            }
             Event::TaskResult { .. } => {
                 if self.overall.position() >= self.overall.length().unwrap_or(0) {
                     self.overall.inc_length(1);

@@ -54,6 +54,7 @@ pub async fn run_module(
         search_paths: &[],
         vars: &vars,
         render: &Verbatim,
+        progress: None,
     };
     let module = kinit::modules::lookup(name).expect("module is registered");
     module.validate(&args)?;

@@ -130,6 +130,7 @@ impl<'c> Fixture<'c> {
             search_paths: &self.search,
             vars: &self.vars,
             render: &render,
+            progress: None,
         };
         m.run(&ctx, args).await
     }
