@@ -79,6 +79,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let mut seen: Vec<Seen> = Vec::new();
     loop {
         let elapsed = started.elapsed();
+        let poll = poll(ctx, &p, port).await?;
+        // The log is appended across boots: new markers follow the ones already seen.
+        for stage in poll.stages.into_iter().skip(seen.len()) {
+            seen.push(Seen { stage, at: elapsed });
+        }
         let Some(info) = hv.guest(&p.name).await.map_err(failed)? else {
             let msg = format!("domain `{}` does not exist", p.name);
             return Ok(failing(report(&p, &seen, elapsed), msg));
@@ -91,11 +96,6 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 where_it_was(&seen, elapsed)
             );
             return Ok(failing(report(&p, &seen, elapsed), msg));
-        }
-        let poll = poll(ctx, &p, port).await?;
-        // The log is appended across boots: new markers follow the ones already seen.
-        for stage in poll.stages.into_iter().skip(seen.len()) {
-            seen.push(Seen { stage, at: elapsed });
         }
         let detail = json!({"stage": seen.last().map(|s| s.stage.name()),
                             "reboots": reboots(&seen)});

@@ -8,6 +8,7 @@
 //! real boot.
 
 mod config_iso;
+mod install_wait;
 mod modules;
 mod ovs;
 mod real;
