@@ -144,6 +144,9 @@ mod tests {
     fn elapsed_reads_as_minutes_and_seconds() {
         assert_eq!(super::minutes_seconds(Duration::from_secs(842)), "14m02s");
         assert_eq!(super::minutes_seconds(Duration::from_millis(900)), "0m00s");
-        assert_eq!(super::minutes_seconds(Duration::from_secs(3787)), "1h03m07s");
+        assert_eq!(
+            super::minutes_seconds(Duration::from_secs(3787)),
+            "1h03m07s"
+        );
     }
 }

@@ -102,7 +102,10 @@ fn virt_install_wait_follows_the_stages_until_winrm_answers() {
         wait("iw-win", &log, port, 120, "")
     );
     // Firmware noise before the first marker, as OVMF writes it to COM1.
-    append(&log, "\u{1b}[2J\u{1b}[01;01HBdsDxe: loading Boot0001 \"UEFI QEMU DVD-ROM\"\r\n");
+    append(
+        &log,
+        "\u{1b}[2J\u{1b}[01;01HBdsDxe: loading Boot0001 \"UEFI QEMU DVD-ROM\"\r\n",
+    );
     let guest = std::thread::spawn({
         let log = log.clone();
         move || {
@@ -131,7 +134,12 @@ fn virt_install_wait_follows_the_stages_until_winrm_answers() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| (s["stage"].as_str().unwrap(), s["seen_after"].as_f64().unwrap()))
+        .map(|s| {
+            (
+                s["stage"].as_str().unwrap(),
+                s["seen_after"].as_f64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         stages.iter().map(|s| s.0).collect::<Vec<_>>(),
@@ -154,7 +162,12 @@ fn virt_install_wait_follows_the_stages_until_winrm_answers() {
     let progress: Vec<(&str, f64)> = ev
         .iter()
         .filter(|e| e["event"] == "progress" && e["host"] == "localhost")
-        .map(|e| (e["status"].as_str().unwrap(), e["elapsed"].as_f64().unwrap()))
+        .map(|e| {
+            (
+                e["status"].as_str().unwrap(),
+                e["elapsed"].as_f64().unwrap(),
+            )
+        })
         .collect();
     let mut statuses: Vec<&str> = progress.iter().map(|p| p.0).collect();
     statuses.dedup();

@@ -111,7 +111,10 @@ async fn libvirt_accepts_linux_and_windows_domains() {
     // COM1 (where the answer file writes the install stages) is logged to a file.
     let serial = &back.devices.serial[0];
     assert_eq!(
-        serial.log.as_ref().map(|l| (l.file.as_str(), l.append.as_str())),
+        serial
+            .log
+            .as_ref()
+            .map(|l| (l.file.as_str(), l.append.as_str())),
         Some(("/var/lib/libvirt/images/v-win-serial.log", "on"))
     );
     let info = hv.guest(name).await.unwrap().unwrap();
