@@ -81,7 +81,8 @@ pub fn run(args: RunArgs) -> Result<Outcome, Error> {
         |msg| eprintln!("kinit: {msg}"),
     )
     .map_err(DeployError::from)?;
-    let prepared = state.prepare().map_err(DeployError::from)?;
+    let windows = cluster.nodes.iter().any(|n| n.os.is_windows());
+    let prepared = state.prepare(windows).map_err(DeployError::from)?;
     let inventory = cluster_inventory(cluster, &state);
     state
         .write_inventory(&inventory)
@@ -89,10 +90,12 @@ pub fn run(args: RunArgs) -> Result<Outcome, Error> {
     let stamp = rfc3339(std::time::SystemTime::now()).replace(':', "");
     let run_dir = state.new_run_dir(&stamp).map_err(DeployError::from)?;
     let mut extra_vars = state_vars(&state, &run_dir);
-    extra_vars.insert(
-        "kinit_windows_admin_password".into(),
-        json!(prepared.password.expose()),
-    );
+    if let Some(password) = &prepared.password {
+        extra_vars.insert(
+            "kinit_windows_admin_password".into(),
+            json!(password.expose()),
+        );
+    }
     extra_vars.insert("kinit_purge_cache".into(), json!(cfg.purge_cache));
     // The user's -e wins over kinit's own values, as any extra var does.
     crate::vars::overlay(&mut extra_vars, &cfg.cluster.extra_vars);

@@ -29,7 +29,8 @@ pub struct Job {
     pub inventory: Inventory,
     pub extra_vars: VarMap,
     pub run_dir: PathBuf,
-    pub password: Secret,
+    /// The Windows administrator password, when the cluster has one.
+    pub password: Option<Secret>,
 }
 
 pub fn run(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
@@ -52,7 +53,9 @@ async fn run_phases(
 ) -> Result<Outcome, Error> {
     let redactor = Redactor::default();
     // Registered before any event exists, so no sink can ever see the generated password.
-    redactor.add(job.password.expose());
+    if let Some(password) = &job.password {
+        redactor.add(password.expose());
+    }
     let ropts = ReportOptions {
         verbose: cfg.exec.verbose,
         diff: cfg.exec.diff,

@@ -47,7 +47,9 @@ pub struct StateDir {
 /// What `prepare` produced.
 #[derive(Debug)]
 pub struct Prepared {
-    pub password: Secret,
+    /// The Windows administrator password: the one on file, or a new one for a cluster with
+    /// Windows nodes; none for a cluster without Windows nodes and no password yet.
+    pub password: Option<Secret>,
     /// Files created by this run (for the user, and the tests).
     pub created: Vec<&'static str>,
 }
@@ -71,9 +73,11 @@ impl StateDir {
         mkdir(&self.root).map_err(self.io(&self.root))
     }
 
-    /// Keypair and password: made when missing, never replaced. The cluster known_hosts is
-    /// left to OpenSSH and the transports (cleanup removes it with the guests).
-    pub fn prepare(&self) -> Result<Prepared, StateError> {
+    /// Keypair and password: made when missing (the password only when the cluster has
+    /// `windows` nodes), never replaced. A password on file is always read, so a cluster that
+    /// once had Windows nodes keeps it and its redaction. The cluster known_hosts is left to
+    /// OpenSSH and the transports (cleanup removes it with the guests).
+    pub fn prepare(&self, windows: bool) -> Result<Prepared, StateError> {
         let mut created = Vec::new();
         if !self.path(PRIVATE_KEY).exists() {
             self.keygen()?;
@@ -86,14 +90,15 @@ impl StateDir {
                 if s.is_empty() {
                     return Err(StateError::EmptyPassword { path: pw_path });
                 }
-                Secret::new(s)
+                Some(Secret::new(s))
             }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !windows => None,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let pw = generate_password();
                 atomic::write(&pw_path, pw.expose().as_bytes(), 0o600)
                     .map_err(self.io(&pw_path))?;
                 created.push(PASSWORD);
-                pw
+                Some(pw)
             }
             Err(e) => return Err(self.io(&pw_path)(e)),
         };
@@ -265,19 +270,34 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let s = StateDir::new(d.path().join("c"));
         s.create().unwrap();
-        let first = s.prepare().unwrap();
+        // No Windows node: no password is made.
+        let linux = s.prepare(false).unwrap();
+        assert_eq!(linux.created, [PRIVATE_KEY]);
+        assert!(linux.password.is_none());
+        assert!(!s.path(PASSWORD).exists());
+        assert!(
+            s.describe().contains("windows administrator password: no"),
+            "{}",
+            s.describe()
+        );
+        fs::remove_file(s.path(PRIVATE_KEY)).unwrap();
+        let first = s.prepare(true).unwrap();
         assert_eq!(first.created, [PRIVATE_KEY, PASSWORD]);
+        let first = first.password.unwrap();
         let mode = |f| fs::metadata(s.path(f)).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(PRIVATE_KEY), 0o600);
         assert_eq!(mode(PASSWORD), 0o600);
         assert_eq!(mode(PUBLIC_KEY), 0o644);
         let key = fs::read(s.path(PRIVATE_KEY)).unwrap();
-        let again = s.prepare().unwrap();
+        let again = s.prepare(true).unwrap();
         assert!(again.created.is_empty());
-        assert_eq!(again.password.expose(), first.password.expose());
+        assert_eq!(again.password.unwrap().expose(), first.expose());
         assert_eq!(fs::read(s.path(PRIVATE_KEY)).unwrap(), key);
+        // Without Windows nodes now, the password on file is still read (kept, redacted).
+        let later = s.prepare(false).unwrap();
+        assert_eq!(later.password.unwrap().expose(), first.expose());
         let shown = s.describe();
-        assert!(!shown.contains(first.password.expose()), "{shown}");
+        assert!(!shown.contains(first.expose()), "{shown}");
         assert!(
             shown.contains("windows administrator password: yes"),
             "{shown}"

@@ -134,6 +134,12 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A Windows compute node: the cluster then gets a Windows administrator password.
+const WINDOWS_COMPUTE: [&str; 2] = [
+    "--cluster-nodes-spec",
+    "[[when_group=compute_nodes,os=windows]]",
+];
+
 const FIRST_SIX: [&str; 6] = [
     "gather-facts",
     "prepare-hypervisors",
@@ -146,7 +152,12 @@ const FIRST_SIX: [&str; 6] = [
 #[test]
 fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
     let s = Scratch::new();
-    let first = s.run(&["--stop-after", "create-network"]);
+    let run = |stop: &str| {
+        let mut args = vec!["--stop-after", stop];
+        args.extend(WINDOWS_COMPUTE);
+        s.run(&args)
+    };
+    let first = run("create-network");
     ok(&first);
     let out = text(&first.stdout);
     assert!(out.contains("PHASES"), "{out}");
@@ -190,9 +201,9 @@ fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
     assert!(password.len() >= 20);
 
     // Teardown, then the same teardown again: the second changes nothing.
-    let down = s.run(&["--stop-after", "cleanup-hypervisors"]);
+    let down = run("cleanup-hypervisors");
     ok(&down);
-    let again = s.run(&["--stop-after", "cleanup-hypervisors"]);
+    let again = run("cleanup-hypervisors");
     ok(&again);
     let run3 = s.runs().pop().unwrap();
     let ev3 = events(&run3);
@@ -283,6 +294,7 @@ fn two_concurrent_runs_exactly_one_proceeds() {
             "--stop-after",
             "gather-facts",
         ]);
+        c.args(WINDOWS_COMPUTE);
         c.arg("--playbook-dir").arg(&dir).args(extra);
         c.stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -337,6 +349,7 @@ fn stale_lock_is_taken_over() {
         "--stop-after",
         "gather-facts",
     ]);
+    c.args(WINDOWS_COMPUTE);
     let o = c.arg("--playbook-dir").arg(&dir).output().unwrap();
     ok(&o);
     let err = text(&o.stderr);
@@ -352,6 +365,50 @@ fn stale_lock_is_taken_over() {
     for bytes in [out, err, log] {
         assert!(!bytes.contains(password.trim()), "password leaked");
     }
+}
+
+/// A cluster without Windows nodes gets no Windows administrator password: no file in the
+/// state folder, no variable for the playbooks.
+#[test]
+fn no_windows_password_without_windows_nodes() {
+    let s = Scratch::new();
+    let dir = s.path().join("plain/playbooks");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("site.yml"),
+        "- name: gather-facts\n  hosts: localhost\n  gather_facts: false\n  tags: [gather-facts]\n  tasks:\n    - debug:\n        msg: \"defined {{ kinit_windows_admin_password is defined }}\"\n",
+    )
+    .unwrap();
+    let mut c = s.cmd(&[
+        "run",
+        "--spec",
+        "k8s-libvirt-1-1-1",
+        "--stop-after",
+        "gather-facts",
+    ]);
+    let o = c.arg("--playbook-dir").arg(&dir).output().unwrap();
+    ok(&o);
+    let out = text(&o.stdout);
+    assert!(out.contains("defined False"), "{out}");
+    assert!(s.state().join("id_ed25519").is_file());
+    assert!(!s.state().join("windows-admin-password").exists());
+    // The same cluster with a Windows compute node gets one, readable by the playbooks.
+    let mut c = s.cmd(&[
+        "run",
+        "--spec",
+        "k8s-libvirt-1-1-1",
+        "--stop-after",
+        "gather-facts",
+    ]);
+    c.args(WINDOWS_COMPUTE);
+    let o = c.arg("--playbook-dir").arg(&dir).output().unwrap();
+    ok(&o);
+    assert!(
+        text(&o.stdout).contains("defined True"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert_eq!(mode(&s.state().join("windows-admin-password")), 0o600);
 }
 
 #[test]
