@@ -186,6 +186,31 @@ def ps_quoted(script, var):
     return m.group(1).replace("''", "'")
 
 
+def schedule_reboot(delay):
+    """Play a host restart: after `delay` s the server is `down` (no request answered, no
+    shell kept) for the --reboot-down-ms time, then comes back with a new boot time. Returns
+    the boot time before the reboot."""
+    state = os.environ["KINIT_WINRM_STATE"]
+    down_for = float(os.environ["KINIT_WINRM_REBOOT_DOWN"])
+    with open(os.path.join(state, "boot_time")) as f:
+        previous = f.read().strip()
+
+    def reboot():
+        down = os.path.join(state, "down")
+        time.sleep(delay)
+        open(down, "w").close()
+        time.sleep(down_for)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        tmp = os.path.join(state, "boot_time.tmp")
+        with open(tmp, "w") as f:
+            f.write(now.strftime("%Y-%m-%dT%H:%M:%S.%fZ") + "\n")
+        os.replace(tmp, os.path.join(state, "boot_time"))
+        os.remove(down)
+
+    threading.Thread(target=reboot, daemon=True).start()
+    return previous
+
+
 def to_sh(command_line, windows=None):
     """The sh script a WinRS command line runs (see the module doc for the convention)."""
     m = re.match(r"^\s*powershell(?:\.exe)?\s.*?-(?:EncodedCommand|enc|e)\s+(\S+)\s*$",
@@ -206,16 +231,13 @@ def to_sh(command_line, windows=None):
     if first == "# kinit:boot-time":
         return 'cat "$KINIT_WINRM_STATE/boot_time"'
     if re.search(r"^# kinit:reboot$", script, re.M):
-        # What the module prints (previous boot time, reboot requested), then the reboot
-        # itself in the background: `down` while the server plays a host restarting.
+        # What the module prints (previous boot time, reboot requested); the reboot itself is
+        # played by the server (see schedule_reboot), not by a process of the shell, which
+        # dies with the shell when kinit deletes it right after the output.
         m = re.search(r"/t (\d+)", script)
-        return ("s=\"$KINIT_WINRM_STATE\"; printf 'kinit-json:{\"changed\":true,"
-                "\"reboot_requested\":true,\"previous_boot_time\":\"%%s\"}\\n' "
-                "\"$(cat \"$s/boot_time\")\"; "
-                # setsid: the reboot outlives the shell (deleting one kills its process group).
-                "setsid sh -c 'sleep %d; touch \"$0/down\"; sleep \"$KINIT_WINRM_REBOOT_DOWN\"; "
-                "date -u +%%Y-%%m-%%dT%%H:%%M:%%S.%%NZ > \"$0/boot_time\"; rm -f \"$0/down\"' "
-                "\"$s\" >/dev/null 2>&1 &" % (int(m.group(1)) if m else 0))
+        previous = schedule_reboot(int(m.group(1)) if m else 0)
+        return ("printf 'kinit-json:{\"changed\":true,\"reboot_requested\":true,"
+                "\"previous_boot_time\":\"%s\"}\\n'" % previous)
     if first == "# kinit:get":
         path = shlex.quote(ps_quoted(script, "path"))
         return ("set -e; test -f %s || { echo \"file not found: %s\" >&2; exit 2; }; "
