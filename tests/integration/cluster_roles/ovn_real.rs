@@ -504,6 +504,23 @@ fn ovn_outside_access_on_real_ovn_pings_through_nat_reruns_unchanged_and_cleans_
     ));
     assert!(!ok("ovn-nbctl lrp-list lr-kovnb | grep -q public"));
 
+    // Cluster C on A's network is refused before it changes anything.
+    const C: Cluster = Cluster {
+        name: "kovnc",
+        net: "10.213.1",
+        tag: "c",
+    };
+    write("c-clash.yml", &C.inventory(&dir, json!({})));
+    let (clash_ok, stdout, stderr) = kinit(&dir, "c-clash.yml");
+    assert!(!clash_ok, "a clashing cluster network must fail:\n{stdout}");
+    let all = format!("{stdout}{stderr}");
+    assert!(
+        all.contains("kinit_network: `10.213.1.0/24` of cluster `kovnc` is already routed on ovn-central to router port `lr-kovna-public`"),
+        "{all}"
+    );
+    assert!(!ok("ovn-nbctl ls-list | grep -q '(sw-kovnc)'"));
+    assert!(!ok("ovn-nbctl lr-list | grep -q '(lr-kovnc)'"));
+
     // With its own (default) address B works next to A.
     let b_out = kinit_ok(&dir, "b.yml");
     let b_ip = sh("ovn-nbctl get Logical_Router_Port lr-kovnb-public networks");
