@@ -46,6 +46,12 @@ const B: Cluster = Cluster {
     net: "10.213.2",
     tag: "b",
 };
+/// A cluster on A's network, which create-network must refuse.
+const C: Cluster = Cluster {
+    name: "kovnc",
+    net: "10.213.1",
+    tag: "c",
+};
 
 impl Cluster {
     fn port(&self, n: u8) -> String {
@@ -339,7 +345,8 @@ impl Restore {
 impl Drop for Restore {
     fn drop(&mut self) {
         let mut script = String::new();
-        for c in [&A, &B] {
+        // C too: a create-network that wrongly accepted it would leave its rules.
+        for c in [&A, &B, &C] {
             for n in [1, 2] {
                 script += &format!("ip netns del {} 2>/dev/null; ", c.ns(n));
             }
@@ -505,11 +512,6 @@ fn ovn_outside_access_on_real_ovn_pings_through_nat_reruns_unchanged_and_cleans_
     assert!(!ok("ovn-nbctl lrp-list lr-kovnb | grep -q public"));
 
     // Cluster C on A's network is refused before it changes anything.
-    const C: Cluster = Cluster {
-        name: "kovnc",
-        net: "10.213.1",
-        tag: "c",
-    };
     write("c-clash.yml", &C.inventory(&dir, json!({})));
     let (clash_ok, stdout, stderr) = kinit(&dir, "c-clash.yml");
     assert!(!clash_ok, "a clashing cluster network must fail:\n{stdout}");
