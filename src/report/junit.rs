@@ -157,10 +157,16 @@ impl Junit {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_string();
-                // An unreachable host fails its task, as in the play recap.
+                // An unreachable host is an error, not a failure: its task did not run, so
+                // nothing was tested. (Ansible's junit callback leaves such a host out of the
+                // report altogether, which hides it; the recap still counts it unreachable.)
                 let outcome = match status {
-                    Status::Failed | Status::Unreachable => CaseOutcome::Failed {
+                    Status::Failed => CaseOutcome::Failed {
                         message: msg.clone(),
+                        text: msg,
+                    },
+                    Status::Unreachable => CaseOutcome::Error {
+                        message: format!("unreachable: {msg}"),
                         text: msg,
                     },
                     Status::Skipped => CaseOutcome::Skipped,
@@ -187,6 +193,41 @@ impl Junit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unreachable_host_is_an_error_and_a_failed_task_a_failure() {
+        let mut junit = Junit::default();
+        let result = |host: &str, status, msg: &str| Event::TaskResult {
+            host: host.into(),
+            task_id: 1,
+            task: "ping".into(),
+            location: "site.yml:4".into(),
+            status,
+            module: None,
+            delegated_to: None,
+            looped: false,
+            duration: std::time::Duration::from_millis(10),
+            result: serde_json::json!({ "msg": msg }),
+        };
+        junit.observe(&Event::PlayStart {
+            name: "p".into(),
+            hosts: vec![],
+            planned: 3,
+        });
+        junit.observe(&result("a", Status::Unreachable, "connection refused"));
+        junit.observe(&result("b", Status::Failed, "rc=3"));
+        junit.observe(&result("c", Status::Ignored, "rc=1"));
+        let xml = junit.render();
+        assert!(
+            xml.contains("tests=\"3\" failures=\"1\" errors=\"1\" skipped=\"0\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<error message=\"unreachable: connection refused\">"),
+            "{xml}"
+        );
+        assert!(xml.contains("<failure message=\"rc=3\">"), "{xml}");
+    }
 
     #[test]
     fn counts_and_escapes() {

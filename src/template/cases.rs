@@ -30,6 +30,9 @@ const KINIT_ERRORS: &[(&str, &str)] = &[
     ("{{ 'pre ' ~ u.v.w ~ ' post' }}", "`u"),
     ("{{ 'yes' if u else 'no' }}", "`u` is undefined"),
     ("{{ u == 1 }}", "`u` is undefined"),
+    ("{{ [u, 1] }}", "`u` is undefined"),
+    ("{{ {'k': u} }}", "`u` is undefined"),
+    ("{{ [x, [u]] }}", "`u` is undefined"),
 ];
 
 #[test]

@@ -5,8 +5,9 @@
 use minijinja::value::ValueKind;
 use minijinja::{Error, ErrorKind, Value};
 
-/// `str(value)`: strings unchanged, everything else as `repr`. An undefined value is an
-/// error, as Ansible's undefined refuses to become text.
+/// `str(value)`: strings unchanged, everything else as `repr`. An undefined value, also
+/// one inside a list or dict (`[u, 1]`), is an error, as Ansible's undefined refuses to
+/// become text.
 pub fn to_str(value: &Value) -> Result<String, Error> {
     if value.is_undefined() {
         return Err(Error::new(ErrorKind::UndefinedError, "undefined value"));
@@ -21,7 +22,10 @@ pub fn to_str(value: &Value) -> Result<String, Error> {
 
 fn repr_into(value: &Value, out: &mut String) -> Result<(), Error> {
     match value.kind() {
-        ValueKind::Undefined | ValueKind::None => out.push_str("None"),
+        ValueKind::Undefined => {
+            return Err(Error::new(ErrorKind::UndefinedError, "undefined value"));
+        }
+        ValueKind::None => out.push_str("None"),
         ValueKind::Bool => out.push_str(if value.is_true() { "True" } else { "False" }),
         ValueKind::Number => out.push_str(&number(value)),
         ValueKind::String => out.push_str(&quote_str(value.as_str().unwrap_or_default())),

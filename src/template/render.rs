@@ -6,7 +6,7 @@
 use minijinja::{Environment, Error, ErrorKind, Value};
 
 use super::pyrepr;
-use super::undefined::{Attempt, Failed, with_fallback};
+use super::undefined::{Attempt, Failed, check_items, with_fallback};
 
 /// Render template text against `ctx`.
 pub(crate) fn render(env: &Environment<'_>, source: &str, ctx: &Value) -> Result<String, Error> {
@@ -23,12 +23,14 @@ pub(crate) fn render(env: &Environment<'_>, source: &str, ctx: &Value) -> Result
     with_fallback(env, &src, ctx, once)
 }
 
-/// Evaluate an expression against `ctx`; an undefined result is an error.
+/// Evaluate an expression against `ctx`; an undefined result, or one holding an undefined
+/// item, is an error.
 pub(crate) fn eval(env: &Environment<'_>, expr: &str, ctx: &Value) -> Result<Value, Error> {
     let src = escape_literals(expr);
     let once = |env: &Environment<'_>| {
         let compiled = env.compile_expression_owned(src.clone())?;
-        compiled.eval(ctx).map_err(|e| {
+        let value = compiled.eval(ctx).and_then(|v| check_items(&v).map(|()| v));
+        value.map_err(|e| {
             Attempt::Run(Failed {
                 e,
                 names: compiled.undeclared_variables(false),

@@ -4,7 +4,11 @@
 //! minijinja has no mode with exactly these rules, so a template is first run strictly; only
 //! if that fails on an attribute chain whose base is undefined, and the chain ends in a
 //! `defined` test or `default`, is it run again with chainable undefined values.
+//!
+//! A list or dict built with an undefined item (`[u, 1]`) may be passed on (`| length` is 2,
+//! as in Ansible) but a result that still holds one is an error (`check_items`).
 
+use minijinja::value::ValueKind;
 use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior, Value};
 
 /// An evaluation error with the names the template reads (to tell which are undefined).
@@ -52,6 +56,25 @@ pub(super) fn with_fallback<T>(
         failed
     };
     Err(explain(failed.e, src, missing(env, failed.names, ctx)))
+}
+
+/// An error if a list or dict in `value` holds an undefined item, at any depth: Ansible
+/// fails when such a result is used (`{{ [u, 1] }}`, `{{ {'k': u} }}`). `value` itself
+/// being undefined is left to the caller, which names it.
+pub(super) fn check_items(value: &Value) -> Result<(), Error> {
+    let check = |item: &Value| {
+        if item.is_undefined() {
+            return Err(Error::new(ErrorKind::UndefinedError, "undefined value"));
+        }
+        check_items(item)
+    };
+    match value.kind() {
+        ValueKind::Seq => value.try_iter()?.try_for_each(|item| check(&item)),
+        ValueKind::Map => value
+            .try_iter()?
+            .try_for_each(|key| check(&value.get_item(&key)?)),
+        _ => Ok(()),
+    }
 }
 
 /// The engine's bare "undefined" error raised at an attribute or item lookup (`a.b.c`,
