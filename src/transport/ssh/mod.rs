@@ -11,6 +11,7 @@
 //! - `exec`: one command on a fresh exec channel.
 //! - `shell`: the persistent remote `/bin/sh` that runs framed commands.
 //! - `sftp`: streamed, checksum-verified uploads and downloads.
+//! - `upload_temp`: upload temp file names, and which leftovers of cut uploads are stale.
 //! - `forward`: a remote Unix socket (libvirt's) reachable through a local one.
 
 mod auth;
@@ -22,6 +23,7 @@ mod session;
 mod sftp;
 mod shell;
 mod stream;
+mod upload_temp;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -8,6 +8,10 @@
 //! or more round trips), then the same finishing command runs. Downloads stream into a local
 //! temporary file while hashing and compare with the remote `sha256sum` (run concurrently).
 //! Only inline uploads hold the file in memory, and those are small.
+//!
+//! The finishing command also lists the destination's other temporary files owned by the SSH
+//! user; those `upload_temp` finds stale (left by an upload whose connection was cut) are
+//! removed by one more command, run only when there are any.
 
 use std::path::Path;
 
@@ -17,6 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{OnceCell, OwnedSemaphorePermit};
 
 use super::SshConnection;
+use super::upload_temp::{self, UploadTemp};
 use crate::transport::local::temp_sibling;
 use crate::transport::{ExecOutput, ExecRequest, Source, TransportError, quote};
 
@@ -88,7 +93,8 @@ pub(super) async fn put(
     dest: &str,
     mode: Option<u32>,
 ) -> Result<(), TransportError> {
-    let tmp = temp_sibling(Path::new(dest)).display().to_string();
+    let temp = UploadTemp::new(dest);
+    let tmp = temp.path().to_string();
     let inline = match src {
         Source::Bytes(b) if b.len() as u64 <= INLINE_MAX => Some(b.clone()),
         Source::File(p) => match tokio::fs::metadata(p).await {
@@ -104,7 +110,9 @@ pub(super) async fn put(
     if let Some(bytes) = inline {
         // The remote shell runs the whole command even when this future is dropped, and the
         // command itself removes the temporary file on every failure it sees.
-        return put_inline(c, bytes, dest, mode, &tmp).await;
+        let found = put_inline(c, bytes, dest, mode, &tmp).await?;
+        drop(temp);
+        return tidy(c, dest, found).await;
     }
     let sftp = c.sftp.get(c).await?;
     c.sftp.pending.lock().unwrap().push(tmp.clone());
@@ -112,17 +120,38 @@ pub(super) async fn put(
     if done.is_ok() {
         c.sftp.pending.lock().unwrap().retain(|p| p != &tmp);
     }
-    done
+    drop(temp);
+    tidy(c, dest, done?).await
 }
 
-/// Write `bytes` to `dest` in one command: stdin into `tmp`, then [`install`].
+/// Remove the stale ones among `found`, the temp files of `dest` that its finishing command
+/// listed. Best effort: the upload itself succeeded, and a leftover is tried again next time.
+async fn tidy(c: &SshConnection, dest: &str, found: Vec<String>) -> Result<(), TransportError> {
+    let dir = match dest.rfind('/') {
+        Some(i) => &dest[..=i],
+        None => "",
+    };
+    let stale: Vec<String> = found
+        .into_iter()
+        .filter(|n| upload_temp::is_stale(n))
+        .map(|n| format!("{dir}{n}"))
+        .collect();
+    if !stale.is_empty() {
+        let rm = format!("rm -f -- {}", quote::sh_join(&stale));
+        let _ = c.exec(&ExecRequest::new(rm)).await;
+    }
+    Ok(())
+}
+
+/// Write `bytes` to `dest` in one command: stdin into `tmp`, then [`install_script`].
+/// Returns the other temp files of `dest` found.
 async fn put_inline(
     c: &SshConnection,
     bytes: Vec<u8>,
     dest: &str,
     mode: Option<u32>,
     tmp: &str,
-) -> Result<(), TransportError> {
+) -> Result<Vec<String>, TransportError> {
     let expected = hex::encode(Sha256::digest(&bytes));
     let t = quote::sh(tmp);
     let script = format!(
@@ -137,7 +166,8 @@ async fn put_inline(
 }
 
 /// Upload into `tmp`, check, chmod and rename into `dest`; removes `tmp` on the failures it
-/// sees itself (a dropped future is `SftpCell::close`'s to clean up).
+/// sees itself (a dropped future is `SftpCell::close`'s to clean up). Returns the other temp
+/// files of `dest` found.
 async fn put_via(
     c: &SshConnection,
     sftp: &SftpSession,
@@ -145,7 +175,7 @@ async fn put_via(
     dest: &str,
     mode: Option<u32>,
     tmp: &str,
-) -> Result<(), TransportError> {
+) -> Result<Vec<String>, TransportError> {
     let tmp = tmp.to_string();
     let what = format!("uploading `{dest}`");
     let sent = async {
@@ -184,7 +214,8 @@ async fn put_via(
 }
 
 /// The finishing command of every upload: check the temporary file's SHA-256, apply the
-/// mode, rename it into place; remove it on any failure.
+/// mode, rename it into place; remove it on any failure. Once in place, print the names of
+/// the destination's other temp files that the SSH user owns, one a line.
 fn install_script(tmp: &str, dest: &str, mode: Option<u32>, expected: &str) -> String {
     let (t, d) = (quote::sh(tmp), quote::sh(dest));
     let chmod = match mode {
@@ -194,14 +225,18 @@ fn install_script(tmp: &str, dest: &str, mode: Option<u32>, expected: &str) -> S
     };
     format!(
         "h=$(sha256sum < {t}); h=${{h%% *}}; if [ \"$h\" != {expected} ]; then rm -f {t}; \
-         exit {MISMATCH}; fi; {chmod} && mv -f {t} {d} || {{ rc=$?; rm -f {t}; exit $rc; }}"
+         exit {MISMATCH}; fi; {chmod} && mv -f {t} {d} || {{ rc=$?; rm -f {t}; exit $rc; }}; \
+         for f in {glob}; do [ -f \"$f\" ] && [ -O \"$f\" ] && printf '%s\\n' \"${{f##*/}}\"; \
+         done; :",
+        glob = upload_temp::sibling_glob(dest),
     )
 }
 
-/// The upload's outcome from its finishing command's exit status.
-fn finish(c: &SshConnection, dest: &str, out: ExecOutput) -> Result<(), TransportError> {
+/// The upload's outcome from its finishing command's exit status, and the other temp files
+/// of `dest` it listed.
+fn finish(c: &SshConnection, dest: &str, out: ExecOutput) -> Result<Vec<String>, TransportError> {
     match out.rc {
-        0 => Ok(()),
+        0 => Ok(out.stdout_str().lines().map(str::to_string).collect()),
         MISMATCH => Err(TransportError::Checksum {
             host: c.name.clone(),
             path: dest.to_string(),
