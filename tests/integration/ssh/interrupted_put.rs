@@ -81,7 +81,7 @@ async fn upload_cut_by_killed_sshd_leaves_no_temp_after_the_next_upload() {
     c.close().await;
     assert_eq!(
         temps(dir.path()),
-        [cut.clone()],
+        std::slice::from_ref(&cut),
         "the cut upload's temp file stays"
     );
 
