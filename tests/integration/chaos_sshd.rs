@@ -4,8 +4,8 @@
 //! mid-task). After a seeded outage sshd comes back on the same address, port and host key,
 //! the interrupted run ends (whatever it reports, it must not hang or die by a signal), and a
 //! plain re-run must succeed and leave the managed files hashing the same as an uninterrupted
-//! run's. (The temp file of an upload whose SFTP server was killed mid-transfer stays on the
-//! host: the connection that could remove it is gone. Those are counted, not compared.)
+//! run's, with no upload temp file left: one whose SFTP server was killed mid-transfer is
+//! removed by the re-run's upload to the same destination.
 //!
 //! Killing sshd hits every run against that host, so each worker thread has its own pair of
 //! hosts. `CHAOS_SEED=<n>` picks another seed; the `#[ignore]` variant runs 200 points:
@@ -26,8 +26,8 @@ struct Point {
 }
 
 /// A point's exit code of the interrupted run, whether sshd died while the run was still going
-/// (a kill after its end interrupts nothing), the temp files an upload cut short by the dying
-/// server left behind, and its convergence verdict.
+/// (a kill after its end interrupts nothing), the upload temp files still on the hosts after
+/// the re-run, and its convergence verdict.
 type PointResult = (Point, Option<i32>, bool, usize, Result<(), String>);
 
 /// Run `p` against `lab`: interrupt by killing sshd, restart it, re-run, compare.
@@ -64,8 +64,8 @@ fn one_point(
     );
     lab.run_ok(&dir, &what);
     let mut snap = snapshot(&dir);
-    // An upload's temp file on a host whose sshd died mid-transfer: kinit lost the
-    // connection that could remove it. Counted and shown, not compared.
+    // An upload's temp file on a host whose sshd died mid-transfer, which the re-run did not
+    // remove: counted here, and the test fails on any.
     let leftovers = temp_leftovers(&snap);
     snap.retain(|k, _| !leftovers.contains(k));
     let verdict = if &snap == reference {
@@ -160,7 +160,7 @@ fn killed_sshd_chaos(points: usize, workers: usize) {
     eprintln!(
         "chaos (killed sshd): seed {seed:#x}, uninterrupted run {full:?}, {} points: {hit} \
          killed sshd during the run, {cut} cut it short (exit 2/4), {} ended ok; {stray} \
-         upload temp file(s) left by killed sessions; {} converged",
+         upload temp file(s) left after the re-runs; {} converged",
         results.len(),
         results.len() - cut,
         results.len() - failures.len()
@@ -172,6 +172,12 @@ fn killed_sshd_chaos(points: usize, workers: usize) {
     );
     assert!(cut > 0, "no point cut a run short");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let stray_points: Vec<String> = results
+        .iter()
+        .filter(|r| r.3 > 0)
+        .map(|(p, c, _, n, _)| format!("seed {seed:#x} {p:?} exit {c:?}: {n} temp file(s)"))
+        .collect();
+    assert!(stray_points.is_empty(), "{}", stray_points.join("\n"));
 }
 
 #[test]
