@@ -4,6 +4,12 @@
 //! Connections are cached per URI for the life of the process: one connection per hypervisor
 //! (as SSH keeps one per host), and for `test:///default` one shared in-process state, so
 //! that what one task defines the next one finds.
+//!
+//! A connection through a local socket (`?socket=<path>`, how kinit reaches the libvirt of a
+//! host over its SSH connection) is dropped from the cache once that socket is gone: the
+//! forward goes away with its SSH connection, and a re-opened SSH connection forwards to a
+//! new path. Dropping it closes the libvirt connection, which ends the forwarded channel
+//! that would otherwise hold the old SSH connection open for the rest of the run.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, Once};
@@ -88,6 +94,22 @@ impl Hypervisor {
 fn open_cached(uri: &str, shown: &str) -> Result<Arc<Connect>, ProviderError> {
     QUIET.call_once(virt::error::clear_error_callback);
     let mut map = CONNECTIONS.lock().unwrap_or_else(|p| p.into_inner());
+    let gone: Vec<String> = map
+        .keys()
+        .filter(|k| socket_of(k).is_some_and(|s| !std::path::Path::new(s).exists()))
+        .cloned()
+        .collect();
+    for key in gone {
+        if let Some(c) = map.remove(&key) {
+            if c.is_alive().unwrap_or(false) {
+                // Closing says goodbye through the socket's far end: off the caller's thread,
+                // so a far end that never answers cannot stall the run.
+                std::thread::spawn(move || drop(c));
+            } else {
+                std::mem::forget(c);
+            }
+        }
+    }
     if let Some(c) = map.get(uri) {
         if c.is_alive().unwrap_or(false) {
             return Ok(c.clone());
@@ -106,6 +128,12 @@ fn open_cached(uri: &str, shown: &str) -> Result<Arc<Connect>, ProviderError> {
     let conn = Arc::new(conn);
     map.insert(uri.to_string(), conn.clone());
     Ok(conn)
+}
+
+/// The `socket=` parameter of a `qemu+unix` style URI.
+fn socket_of(uri: &str) -> Option<&str> {
+    let (_, query) = uri.split_once('?')?;
+    query.split('&').find_map(|kv| kv.strip_prefix("socket="))
 }
 
 /// `Ok(None)` for libvirt's "no such object" errors, so lookups read as `Option`.
@@ -128,5 +156,24 @@ pub(crate) fn absent<T>(
             Ok(None)
         }
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::socket_of;
+
+    #[test]
+    fn the_socket_parameter_is_found_among_others() {
+        assert_eq!(
+            socket_of("qemu+unix:///system?socket=/tmp/f/sock"),
+            Some("/tmp/f/sock")
+        );
+        assert_eq!(
+            socket_of("qemu+unix:///system?mode=legacy&socket=/s"),
+            Some("/s")
+        );
+        assert_eq!(socket_of("qemu:///system"), None);
+        assert_eq!(socket_of("qemu+ssh://root@h/system?keyfile=/k"), None);
     }
 }

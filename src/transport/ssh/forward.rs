@@ -3,6 +3,12 @@
 //! connection made to it in a `direct-streamlocal@openssh.com` channel. The controller's
 //! libvirt client thus talks to the hypervisor's daemon through the same authenticated
 //! connection (and jump hosts) that every task on that host uses.
+//!
+//! These channels do not count against the connection's `MAX_CHANNELS_PER_HOST`: that bound
+//! keeps kinit under sshd's `MaxSessions`, which counts shell, exec and subsystem sessions
+//! only, not forwarded channels. A libvirt connection holds its channel for as long as it
+//! is open (the whole run), and taking an exec slot for it left the hypervisor's tasks one
+//! command short. Forwarded channels have their own bound, `MAX_FORWARDED`.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
@@ -12,6 +18,9 @@ use tokio::net::UnixListener;
 use tokio::sync::Semaphore;
 
 use super::session::Connected;
+
+/// Local connections carried at once by one forward (each is one channel); more wait.
+const MAX_FORWARDED: usize = 8;
 use crate::transport::TransportError;
 
 /// A local socket leading to `remote` on the host. Dropping it stops accepting new
@@ -41,17 +50,12 @@ impl Drop for SocketForward {
 pub(super) async fn open(
     host: &str,
     conn: &Arc<Connected>,
-    channels: &Arc<Semaphore>,
     candidates: &[&str],
 ) -> Result<SocketForward, TransportError> {
     let mut refused = Vec::new();
     let mut remote = None;
     for path in candidates {
-        let probe = {
-            let _permit = channels.acquire().await;
-            conn.handle.channel_open_direct_streamlocal(*path).await
-        };
-        match probe {
+        match conn.handle.channel_open_direct_streamlocal(*path).await {
             Ok(ch) => {
                 let _ = ch.close().await;
                 remote = Some(path.to_string());
@@ -85,7 +89,8 @@ pub(super) async fn open(
             return Err(io_error("listening on a local socket", e));
         }
     };
-    let accept = tokio::spawn(carry(listener, conn.clone(), channels.clone(), remote));
+    let channels = Arc::new(Semaphore::new(MAX_FORWARDED));
+    let accept = tokio::spawn(carry(listener, conn.clone(), channels, remote));
     Ok(SocketForward { dir, accept })
 }
 

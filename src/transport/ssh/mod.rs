@@ -49,7 +49,8 @@ const MAX_SHELLS_PER_HOST: usize = 2;
 pub struct SshConnection {
     name: String,
     conn: Arc<Connected>,
-    /// Bounds every open channel (exec, shell, SFTP) on this connection.
+    /// Bounds the session channels (exec, shell, SFTP) on this connection; forwarded
+    /// sockets have their own bound (see `forward`).
     channels: Arc<Semaphore>,
     // Boxed: both are large, and `Connection` holds this inline.
     shells: Option<Box<shell::ShellPool>>,
@@ -120,8 +121,18 @@ impl SshConnection {
 
     /// A local Unix socket leading to the first of `candidates` (socket paths on the host)
     /// that accepts a connection; opened on first use and kept while the connection is.
+    /// Once the connection is lost its forwards are dropped (their local sockets go away)
+    /// and this is a connection error.
     pub async fn forward_socket(&self, candidates: &[&str]) -> Result<PathBuf, TransportError> {
         let mut forwards = self.forwards.lock().await;
+        if self.conn.handle.is_closed() {
+            forwards.clear();
+            return Err(TransportError::Io {
+                host: self.name.clone(),
+                what: "forwarding a socket (the connection was lost)".into(),
+                source: std::io::Error::from(std::io::ErrorKind::ConnectionAborted),
+            });
+        }
         let key = candidates.join("\n");
         if let Some(f) = forwards.get(&key) {
             return Ok(f.local());
@@ -129,7 +140,7 @@ impl SshConnection {
         let f = self
             .unless_lost(
                 "forwarding a socket",
-                forward::open(&self.name, &self.conn, &self.channels, candidates),
+                forward::open(&self.name, &self.conn, candidates),
             )
             .await?;
         let local = f.local();
