@@ -125,18 +125,33 @@ async fn forwarded_connections_leave_every_command_slot_free() {
         assert!(answer.ends_with(&format!(" hold{i}\n")), "{answer:?}");
         held.push(s);
     }
-    let sleep = ExecRequest::new("sleep 2".to_string());
-    let t0 = Instant::now();
-    let runs: Vec<_> = (0..8).map(|_| c.exec_channel(&sleep)).collect();
-    for out in futures_util::future::join_all(runs).await {
-        assert_eq!(out.unwrap().rc, 0);
+    // Eight commands that each wait until all eight have started: with one slot fewer the
+    // running ones would wait for the eighth until they give up (exit 9 after 30 s).
+    let meet = lab.dir().join("rendezvous");
+    std::fs::create_dir(&meet).unwrap();
+    std::fs::set_permissions(&meet, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let runs: Vec<_> = (0..8)
+        .map(|i| {
+            let script = format!(
+                "d={}; touch $d/{i}; n=0; while [ $(ls $d | wc -l) -lt 8 ]; do \
+                 n=$((n+1)); [ $n -lt 300 ] || exit 9; sleep 0.1; done",
+                meet.display()
+            );
+            let c = &c;
+            async move { c.exec_channel(&ExecRequest::new(script)).await }
+        })
+        .collect();
+    for (i, out) in futures_util::future::join_all(runs)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(
+            out.unwrap().rc,
+            0,
+            "command {i} never saw all eight running"
+        );
     }
-    let took = t0.elapsed();
-    // One slot short, the eighth command would start after the first ended: over 4 s.
-    assert!(
-        took < Duration::from_millis(3500),
-        "8 commands took {took:?}"
-    );
     for (i, s) in held.iter_mut().enumerate() {
         s.get_mut().write_all(b"still\n").await.unwrap();
         let mut answer = String::new();
