@@ -33,6 +33,54 @@ const KINIT_ERRORS: &[(&str, &str)] = &[
     ("{{ [u, 1] }}", "`u` is undefined"),
     ("{{ {'k': u} }}", "`u` is undefined"),
     ("{{ [x, [u]] }}", "`u` is undefined"),
+    (
+        "{{ 2.0 * 'ab' }}",
+        "can't multiply sequence by non-int of type `float`",
+    ),
+    (
+        "{{ 'ab' * 2.0 }}",
+        "can't multiply sequence by non-int of type `float`",
+    ),
+    (
+        "{{ 2.0 * [1] }}",
+        "can't multiply sequence by non-int of type `float`",
+    ),
+    (
+        "{{ (x / 5) * s }}",
+        "can't multiply sequence by non-int of type `float`",
+    ),
+    (
+        "{{ '10' < 5 }}",
+        "`<` not supported between instances of `str` and `int`",
+    ),
+    (
+        "{{ 'a' > 1 }}",
+        "`>` not supported between instances of `str` and `int`",
+    ),
+    (
+        "{{ 5 >= '3' }}",
+        "`>=` not supported between instances of `int` and `str`",
+    ),
+    (
+        "{{ 1.5 <= '2' }}",
+        "`<=` not supported between instances of `float` and `str`",
+    ),
+    (
+        "{{ intstr > 40 }}",
+        "`>` not supported between instances of `str` and `int`",
+    ),
+    (
+        "{{ s < 5 }}",
+        "`<` not supported between instances of `str` and `int`",
+    ),
+    (
+        "{{ [1, 'a'] < [1, 2] }}",
+        "`<` not supported between instances of `str` and `int`",
+    ),
+    (
+        "{{ none < 1 }}",
+        "`<` not supported between instances of `NoneType` and `int`",
+    ),
 ];
 
 #[test]

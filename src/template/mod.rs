@@ -16,6 +16,7 @@
 mod filters;
 mod lookup;
 mod predicates;
+mod pyops;
 mod pyrepr;
 mod pyyaml;
 mod render;
@@ -97,6 +98,7 @@ impl Templar {
         env.add_function("query", lookup::query);
         env.add_function("q", lookup::query);
         filters::register(&mut env);
+        pyops::register(&mut env);
         Self {
             env: Arc::new(env),
             hostvars: None,

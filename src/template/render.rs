@@ -1,24 +1,40 @@
 //! Rendering and evaluating with Ansible's conventions on top of minijinja: backslashes in
 //! string literals inside `{{ }}` are taken literally (Ansible doubles them before Jinja sees
-//! them), values print as Python's `str()` does, and an undefined value is an error that names
-//! the expression that produced it (see `undefined`).
+//! them), values print as Python's `str()` does, operators follow Python's type rules (see
+//! `pyops`), and an undefined value is an error that names the expression that produced it
+//! (see `undefined`).
 
-use minijinja::{Environment, Error, ErrorKind, Value};
+use std::collections::BTreeMap;
 
-use super::pyrepr;
+use minijinja::machinery::{Vm, make_string_output};
+use minijinja::{AutoEscape, Environment, Error, ErrorKind, Value};
+
 use super::undefined::{Attempt, Failed, check_items, with_fallback};
+use super::{pyops, pyrepr};
 
 /// Render template text against `ctx`.
 pub(crate) fn render(env: &Environment<'_>, source: &str, ctx: &Value) -> Result<String, Error> {
     let src = escape_backslashes(source);
     let once = |env: &Environment<'_>| {
-        let tmpl = env.template_from_str(&src)?;
-        tmpl.render(ctx).map_err(|e| {
-            Attempt::Run(Failed {
+        let compiled = pyops::compile_template(env, &src)?;
+        let mut text = String::with_capacity(compiled.buffer_size_hint);
+        let ran = Vm::new(env).eval(
+            &compiled.instructions,
+            ctx.clone(),
+            &compiled.blocks,
+            &mut make_string_output(&mut text),
+            AutoEscape::None,
+        );
+        match ran {
+            Ok(_) => Ok(text),
+            Err(e) => Err(Attempt::Run(Failed {
                 e,
-                names: tmpl.undeclared_variables(false),
-            })
-        })
+                names: env
+                    .template_from_str(&src)
+                    .map(|t| t.undeclared_variables(false))
+                    .unwrap_or_default(),
+            })),
+        }
     };
     with_fallback(env, &src, ctx, once)
 }
@@ -28,12 +44,25 @@ pub(crate) fn render(env: &Environment<'_>, source: &str, ctx: &Value) -> Result
 pub(crate) fn eval(env: &Environment<'_>, expr: &str, ctx: &Value) -> Result<Value, Error> {
     let src = escape_literals(expr);
     let once = |env: &Environment<'_>| {
-        let compiled = env.compile_expression_owned(src.clone())?;
-        let value = compiled.eval(ctx).and_then(|v| check_items(&v).map(|()| v));
+        let instructions = pyops::compile_expression(&src)?;
+        let mut nothing = String::new();
+        let value = Vm::new(env)
+            .eval(
+                &instructions,
+                ctx.clone(),
+                &BTreeMap::new(),
+                &mut make_string_output(&mut nothing),
+                AutoEscape::None,
+            )
+            .map(|(v, _)| v.unwrap_or_default())
+            .and_then(|v| check_items(&v).map(|()| v));
         value.map_err(|e| {
             Attempt::Run(Failed {
                 e,
-                names: compiled.undeclared_variables(false),
+                names: env
+                    .compile_expression(&src)
+                    .map(|c| c.undeclared_variables(false))
+                    .unwrap_or_default(),
             })
         })
     };

@@ -327,3 +327,35 @@ fn slices_of_variables_see_the_variables() {
         json!(["2", "1", "10"])
     );
 }
+
+#[test]
+fn python_operator_type_rules_hold_in_conditions_and_template_text() {
+    let v = vars(json!({"ver": "8", "n": 8, "f": 2.0, "items": [3, 1, 2]}));
+    let t = Templar::new();
+    let err = t.eval_bool("ver < 9", &v).unwrap_err().to_string();
+    assert!(
+        err.contains("`<` not supported between instances of `str` and `int`"),
+        "{err}"
+    );
+    assert!(
+        t.eval_bool("ver | int < 9 and n >= 8 and ver == '8'", &v)
+            .unwrap()
+    );
+    assert!(!t.eval_bool("ver == 8", &v).unwrap());
+    let err = t
+        .render_str("line {% if ver > 7 %}new{% endif %}", &v)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`>` not supported"), "{err}");
+    let err = t.render_str("x{{ f * ver }}", &v).unwrap_err().to_string();
+    assert!(err.contains("can't multiply sequence"), "{err}");
+    assert_eq!(
+        t.render_str("{{ n * 2 }} {{ ver * 2 }} {{ items | sort | first }}", &v)
+            .unwrap(),
+        "16 88 1"
+    );
+    // An undefined operand still names the variable.
+    let err = t.eval_bool("nope > 1", &v).unwrap_err().to_string();
+    assert!(err.contains("`nope` is undefined"), "{err}");
+    assert!(t.eval_bool("nope is not defined or nope > 1", &v).unwrap());
+}

@@ -1,0 +1,280 @@
+//! Python's rules for the operators where minijinja answers and Jinja2 under Ansible raises
+//! a `TypeError`: ordering values of unrelated types (`'10' < 5`, `none > 1`) and
+//! multiplying a string or list by a float, even a whole one (`2.0 * 'ab'`). `==` and `!=`
+//! between unrelated types stay false and true, as in Python.
+//!
+//! minijinja has no hook for operators, so templates are compiled here (with its
+//! `unstable_machinery` API, pinned by Cargo.lock) and their `<`, `<=`, `>`, `>=` and `*`
+//! instructions are replaced by calls to the functions `register` adds, which check the
+//! operand types and then do what minijinja would have done. An operation on two literals
+//! (`2.0 * 'ab'`) is computed by minijinja's compiler instead, so expressions are checked for
+//! those first (`check_literals`); in template text around other text they are not.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use minijinja::machinery::ast::{BinOpKind, CallArg, CompareOpKind, Expr};
+use minijinja::machinery::{
+    CodeGenerator, CompiledTemplate, Instruction, Instructions, TemplateConfig, WhitespaceConfig,
+    parse_expr,
+};
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::ValueKind;
+use minijinja::{AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehavior, Value};
+
+const LT: &str = "__kinit_op_lt";
+const LTE: &str = "__kinit_op_lte";
+const GT: &str = "__kinit_op_gt";
+const GTE: &str = "__kinit_op_gte";
+const MUL: &str = "__kinit_op_mul";
+
+/// Add the functions the patched instructions call.
+pub(super) fn register(env: &mut Environment<'static>) {
+    env.add_function(LT, |s: &State<'_, '_>, a: Value, b: Value| {
+        order(s, "<", &a, &b, Ordering::is_lt)
+    });
+    env.add_function(LTE, |s: &State<'_, '_>, a: Value, b: Value| {
+        order(s, "<=", &a, &b, Ordering::is_le)
+    });
+    env.add_function(GT, |s: &State<'_, '_>, a: Value, b: Value| {
+        order(s, ">", &a, &b, Ordering::is_gt)
+    });
+    env.add_function(GTE, |s: &State<'_, '_>, a: Value, b: Value| {
+        order(s, ">=", &a, &b, Ordering::is_ge)
+    });
+    env.add_function(MUL, mul);
+}
+
+/// Compile template text the way `env` would, with Python's operators.
+pub(super) fn compile_template<'s>(
+    env: &Environment<'_>,
+    source: &'s str,
+) -> Result<CompiledTemplate<'s>, Error> {
+    let config = TemplateConfig {
+        // The default syntax: kinit enables no custom syntax (a unit struct without it).
+        syntax_config: SyntaxConfig,
+        ws_config: WhitespaceConfig {
+            keep_trailing_newline: env.keep_trailing_newline(),
+            lstrip_blocks: env.lstrip_blocks(),
+            trim_blocks: env.trim_blocks(),
+        },
+        default_auto_escape: Arc::new(|_: &str| AutoEscape::None),
+    };
+    let mut compiled = CompiledTemplate::new("<string>", source, &config)?;
+    patch(&mut compiled.instructions);
+    compiled.blocks.values_mut().for_each(patch);
+    Ok(compiled)
+}
+
+/// Compile an expression, with Python's operators.
+pub(super) fn compile_expression(source: &str) -> Result<Instructions<'_>, Error> {
+    let ast = parse_expr(source)?;
+    check_literals(&ast)?;
+    let mut g = CodeGenerator::new("<expression>", source);
+    g.compile_expr(&ast);
+    let mut instructions = g.finish().0;
+    patch(&mut instructions);
+    Ok(instructions)
+}
+
+/// Apply the type rules to operations whose operands are both literals, which minijinja's
+/// compiler computes itself.
+fn check_literals(expr: &Expr<'_>) -> Result<(), Error> {
+    let args = |args: &[CallArg<'_>]| {
+        args.iter().try_for_each(|a| match a {
+            CallArg::Pos(e)
+            | CallArg::Kwarg(_, e)
+            | CallArg::PosSplat(e)
+            | CallArg::KwargSplat(e) => check_literals(e),
+        })
+    };
+    let pair = |op: &str, a: &Expr<'_>, b: &Expr<'_>| match (a.as_const(), b.as_const()) {
+        (Some(a), Some(b)) if op == "*" => mul_types(&a, &b),
+        (Some(a), Some(b)) => orderable(op, &a, &b),
+        _ => Ok(()),
+    };
+    match expr {
+        Expr::Var(_) | Expr::Const(_) => Ok(()),
+        Expr::Slice(s) => {
+            check_literals(&s.expr)?;
+            [&s.start, &s.stop, &s.step]
+                .into_iter()
+                .flatten()
+                .try_for_each(check_literals)
+        }
+        Expr::UnaryOp(u) => check_literals(&u.expr),
+        Expr::BinOp(b) => {
+            check_literals(&b.left)?;
+            check_literals(&b.right)?;
+            match b.op {
+                BinOpKind::Lt => pair("<", &b.left, &b.right),
+                BinOpKind::Lte => pair("<=", &b.left, &b.right),
+                BinOpKind::Gt => pair(">", &b.left, &b.right),
+                BinOpKind::Gte => pair(">=", &b.left, &b.right),
+                BinOpKind::Mul => pair("*", &b.left, &b.right),
+                _ => Ok(()),
+            }
+        }
+        Expr::Compare(c) => {
+            check_literals(&c.expr)?;
+            let mut left = &c.expr;
+            for op in &c.ops {
+                check_literals(&op.expr)?;
+                let name = match op.op {
+                    CompareOpKind::Lt => "<",
+                    CompareOpKind::Lte => "<=",
+                    CompareOpKind::Gt => ">",
+                    CompareOpKind::Gte => ">=",
+                    _ => "",
+                };
+                if !name.is_empty() {
+                    pair(name, left, &op.expr)?;
+                }
+                left = &op.expr;
+            }
+            Ok(())
+        }
+        Expr::IfExpr(i) => {
+            check_literals(&i.test_expr)?;
+            check_literals(&i.true_expr)?;
+            i.false_expr.iter().try_for_each(check_literals)
+        }
+        Expr::Filter(f) => {
+            f.expr.iter().try_for_each(check_literals)?;
+            args(&f.args)
+        }
+        Expr::Test(t) => {
+            check_literals(&t.expr)?;
+            args(&t.args)
+        }
+        Expr::GetAttr(g) => check_literals(&g.expr),
+        Expr::GetItem(g) => {
+            check_literals(&g.expr)?;
+            check_literals(&g.subscript_expr)
+        }
+        Expr::Call(c) => {
+            check_literals(&c.expr)?;
+            args(&c.args)
+        }
+        Expr::List(l) => l.items.iter().try_for_each(check_literals),
+        Expr::Map(m) => m.keys.iter().chain(&m.values).try_for_each(check_literals),
+    }
+}
+
+fn patch(instructions: &mut Instructions<'_>) {
+    for idx in 0..instructions.len() as u32 {
+        let Some(instr) = instructions.get_mut(idx) else {
+            break;
+        };
+        let name = match instr {
+            Instruction::Lt => LT,
+            Instruction::Lte => LTE,
+            Instruction::Gt => GT,
+            Instruction::Gte => GTE,
+            Instruction::Mul => MUL,
+            _ => continue,
+        };
+        // Both pop two operands and push one result, so nothing else moves.
+        *instr = Instruction::CallFunction(name, Some(2));
+    }
+}
+
+/// What the replaced instruction would refuse first: an undefined operand, in strict mode.
+fn check_defined(state: &State<'_, '_>, a: &Value, b: &Value) -> Result<(), Error> {
+    let strict = state.undefined_behavior() != UndefinedBehavior::Chainable;
+    if strict && (a.is_undefined() || b.is_undefined()) {
+        return Err(Error::from(ErrorKind::UndefinedError));
+    }
+    Ok(())
+}
+
+fn order(
+    state: &State<'_, '_>,
+    op: &str,
+    a: &Value,
+    b: &Value,
+    holds: fn(Ordering) -> bool,
+) -> Result<Value, Error> {
+    check_defined(state, a, b)?;
+    orderable(op, a, b)?;
+    Ok(Value::from(holds(a.cmp(b))))
+}
+
+/// Whether Python can order `a` against `b`: numbers (and booleans) with each other,
+/// strings with strings, lists with lists whose items up to the first difference can be
+/// ordered. Kinds Python has no counterpart for are left to minijinja.
+fn orderable(op: &str, a: &Value, b: &Value) -> Result<(), Error> {
+    let numeric = |v: &Value| matches!(v.kind(), ValueKind::Number | ValueKind::Bool);
+    let known = |v: &Value| {
+        matches!(
+            v.kind(),
+            ValueKind::Number
+                | ValueKind::Bool
+                | ValueKind::String
+                | ValueKind::None
+                | ValueKind::Seq
+                | ValueKind::Map
+                | ValueKind::Bytes
+        )
+    };
+    if (numeric(a) && numeric(b)) || !known(a) || !known(b) {
+        return Ok(());
+    }
+    match (a.kind(), b.kind()) {
+        (ValueKind::String, ValueKind::String) | (ValueKind::Bytes, ValueKind::Bytes) => Ok(()),
+        (ValueKind::Seq, ValueKind::Seq) => {
+            for (x, y) in a.try_iter()?.zip(b.try_iter()?) {
+                if x != y {
+                    return orderable(op, &x, &y);
+                }
+            }
+            Ok(())
+        }
+        _ => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "`{op}` not supported between instances of `{}` and `{}` (convert one side, \
+                 e.g. with `| int` or `| string`)",
+                py_type(a),
+                py_type(b)
+            ),
+        )),
+    }
+}
+
+/// The Python type name of a value, as a `TypeError` would print it.
+fn py_type(v: &Value) -> &'static str {
+    match v.kind() {
+        ValueKind::Bool => "bool",
+        ValueKind::Number if v.is_integer() => "int",
+        ValueKind::Number => "float",
+        ValueKind::String => "str",
+        ValueKind::Bytes => "bytes",
+        ValueKind::None => "NoneType",
+        ValueKind::Seq => "list",
+        ValueKind::Map => "dict",
+        _ => "object",
+    }
+}
+
+/// `a * b`: a string or list times a float is Python's `TypeError`; everything else is
+/// minijinja's own `*`.
+fn mul(state: &State<'_, '_>, a: Value, b: Value) -> Result<Value, Error> {
+    check_defined(state, &a, &b)?;
+    mul_types(&a, &b)?;
+    // The plain `*` of an expression compiled without the patch.
+    let expr = state.env().compile_expression("a * b")?;
+    expr.eval(minijinja::context! { a, b })
+}
+
+fn mul_types(a: &Value, b: &Value) -> Result<(), Error> {
+    let sequence = |v: &Value| matches!(v.kind(), ValueKind::String | ValueKind::Seq);
+    let float = |v: &Value| v.kind() == ValueKind::Number && !v.is_integer();
+    if (sequence(a) && float(b)) || (float(a) && sequence(b)) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "can't multiply sequence by non-int of type `float`",
+        ));
+    }
+    Ok(())
+}
