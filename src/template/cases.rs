@@ -33,6 +33,7 @@ const KINIT_ERRORS: &[(&str, &str)] = &[
     ("{{ [u, 1] }}", "`u` is undefined"),
     ("{{ {'k': u} }}", "`u` is undefined"),
     ("{{ [x, [u]] }}", "`u` is undefined"),
+    ("{{ 'x' ~ [u] }}", "`u` is undefined"),
     (
         "{{ 2.0 * 'ab' }}",
         "can't multiply sequence by non-int of type `float`",

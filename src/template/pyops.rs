@@ -1,10 +1,11 @@
 //! Python's rules for the operators where minijinja answers and Jinja2 under Ansible raises
 //! a `TypeError`: ordering values of unrelated types (`'10' < 5`, `none > 1`) and
 //! multiplying a string or list by a float, even a whole one (`2.0 * 'ab'`). `==` and `!=`
-//! between unrelated types stay false and true, as in Python.
+//! between unrelated types stay false and true, as in Python. `~` joins Python's `str()`
+//! of each side (`'x' ~ ['a']` is `x['a']`), which refuses an undefined item.
 //!
 //! minijinja has no hook for operators, so templates are compiled here (with its
-//! `unstable_machinery` API, pinned by Cargo.lock) and their `<`, `<=`, `>`, `>=` and `*`
+//! `unstable_machinery` API, pinned by Cargo.lock) and their `<`, `<=`, `>`, `>=`, `*` and `~`
 //! instructions are replaced by calls to the functions `register` adds, which check the
 //! operand types and then do what minijinja would have done. An operation on two literals
 //! (`2.0 * 'ab'`) is computed by minijinja's compiler instead, so expressions are checked for
@@ -27,6 +28,7 @@ const LTE: &str = "__kinit_op_lte";
 const GT: &str = "__kinit_op_gt";
 const GTE: &str = "__kinit_op_gte";
 const MUL: &str = "__kinit_op_mul";
+const CONCAT: &str = "__kinit_op_concat";
 
 /// Add the functions the patched instructions call.
 pub(super) fn register(env: &mut Environment<'static>) {
@@ -43,6 +45,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
         order(s, ">=", &a, &b, Ordering::is_ge)
     });
     env.add_function(MUL, mul);
+    env.add_function(CONCAT, concat);
 }
 
 /// Compile template text the way `env` would, with Python's operators.
@@ -172,6 +175,7 @@ fn patch(instructions: &mut Instructions<'_>) {
             Instruction::Gt => GT,
             Instruction::Gte => GTE,
             Instruction::Mul => MUL,
+            Instruction::StringConcat => CONCAT,
             _ => continue,
         };
         // Both pop two operands and push one result, so nothing else moves.
@@ -277,4 +281,15 @@ fn mul_types(a: &Value, b: &Value) -> Result<(), Error> {
         ));
     }
     Ok(())
+}
+
+/// `a ~ b`: Python's `str()` of each side, as Jinja2 joins them.
+fn concat(state: &State<'_, '_>, a: Value, b: Value) -> Result<Value, Error> {
+    check_defined(state, &a, &b)?;
+    // Only chainable undefined values get here (`u.v ~ 'x'` in a `default` fallback).
+    let text = |v: &Value| match v.is_undefined() {
+        true => Ok(String::new()),
+        false => super::pyrepr::to_str(v),
+    };
+    Ok(Value::from(text(&a)? + &text(&b)?))
 }
