@@ -329,3 +329,17 @@ pub(super) fn ca_hash(cert: &std::path::Path) -> String {
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
+
+/// The names of the tasks that reported `changed` on some host.
+fn changed_tasks(stdout: &str) -> Vec<String> {
+    let mut task = String::new();
+    let mut out = Vec::new();
+    for l in stdout.lines() {
+        if let Some(t) = l.strip_prefix("TASK [").and_then(|t| t.strip_suffix(']')) {
+            task = t.to_string();
+        } else if l.starts_with("changed:") && !out.contains(&task) {
+            out.push(task.clone());
+        }
+    }
+    out
+}

@@ -11,7 +11,7 @@
 use serde_json::json;
 
 use super::hosts::{Host, Lab};
-use super::{lab_inventory_with, plays_from, run_with, workspace};
+use super::{changed_tasks, lab_inventory_with, plays_from, run_with, workspace};
 use crate::cluster_content::fixture::Compute;
 use crate::support::Test;
 
@@ -353,20 +353,6 @@ const MASQUERADE: &str =
     "-s 10.0.0.0/24 -o eth7 -j MASQUERADE -m comment --comment kinit-ovn-k8scluster";
 const FORWARD_OUT: &str = "-s 10.0.0.0/24 -j ACCEPT -m comment --comment kinit-ovn-k8scluster";
 const FORWARD_IN: &str = "-d 10.0.0.0/24 -j ACCEPT -m comment --comment kinit-ovn-k8scluster";
-
-/// The names of the tasks that reported `changed` on some host.
-fn changed_tasks(stdout: &str) -> Vec<String> {
-    let mut task = String::new();
-    let mut out = Vec::new();
-    for l in stdout.lines() {
-        if let Some(t) = l.strip_prefix("TASK [").and_then(|t| t.strip_suffix(']')) {
-            task = t.to_string();
-        } else if l.starts_with("changed:") && !out.contains(&task) {
-            out.push(task.clone());
-        }
-    }
-    out
-}
 
 /// `"<mac> <ip>"` of node `n` in the inventory.
 fn lab_addr(inv: &serde_json::Value, n: &str) -> String {

@@ -16,7 +16,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use super::{plays_from, workspace};
+use super::{changed_tasks, plays_from, workspace};
 use crate::fixtures::netns::is_root;
 use crate::support::Test;
 
@@ -266,20 +266,6 @@ fn kinit_ok(dir: &Path, inventory: &str) -> String {
     let (ok, stdout, stderr) = kinit(dir, inventory);
     assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
     stdout
-}
-
-/// The names of the tasks that reported `changed`.
-fn changed_tasks(stdout: &str) -> Vec<String> {
-    let mut task = String::new();
-    let mut out = Vec::new();
-    for l in stdout.lines() {
-        if let Some(t) = l.strip_prefix("TASK [").and_then(|t| t.strip_suffix(']')) {
-            task = t.to_string();
-        } else if l.starts_with("changed:") && !out.contains(&task) {
-            out.push(task.clone());
-        }
-    }
-    out
 }
 
 /// Why this machine cannot run the test, if it cannot.
