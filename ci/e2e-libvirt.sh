@@ -5,7 +5,9 @@
 # stopped again at the end), builds or reuses the Debian guest image (ci/e2e-image.sh), then
 # runs the ignored tests `libvirt_e2e_*` (tests/integration/libvirt_e2e.rs) with KINIT_E2E=1:
 # the hypervisor reached locally, then over SSH through a private sshd the test starts on
-# 127.0.0.2 (nothing else of the machine's SSH setup is used or changed).
+# 127.0.0.2 (nothing else of the machine's SSH setup is used or changed), then locally with
+# OVN as the cluster network (-e kinit_ovn=true; it skips when Open vSwitch already runs, and
+# stops the Open vSwitch and OVN daemons kinit started when it ends).
 #
 #   ci/e2e-libvirt.sh                 # about 10-20 minutes; the first image build adds 3-5
 #   KINIT_E2E_CACHE=/var/cache/kinit-e2e ci/e2e-libvirt.sh   # keep the image elsewhere
@@ -28,6 +30,7 @@ APT_PACKAGES=(
   genisoimage openssh-client                                # seed ISOs; kinit ssh
   openssh-server                                            # the test's own sshd (hypervisor over SSH)
   debootstrap e2fsprogs fdisk grub-pc-bin                   # the guest image
+  openvswitch-switch ovn-central ovn-host iptables          # the OVN test (kinit installs them too)
 )
 if [ "${KINIT_SKIP_INSTALL:-0}" != 1 ]; then
   missing=()

@@ -120,7 +120,7 @@ struct Ethernet {
     set_name: String,
     dhcp4: bool,
     addresses: Vec<String>,
-    routes: Vec<Route>,
+    gateway4: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     nameservers: Option<Nameservers>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -130,12 +130,6 @@ struct Ethernet {
 #[derive(Serialize)]
 struct Match {
     macaddress: String,
-}
-
-#[derive(Serialize)]
-struct Route {
-    to: &'static str,
-    via: String,
 }
 
 #[derive(Serialize)]
@@ -217,13 +211,13 @@ impl CloudInit {
                 set_name: "eth0".into(),
                 dhcp4: false,
                 addresses: vec![self.address.to_string()],
-                // `0.0.0.0/0`, not `default`: cloud-init 22.4 (Debian 12's, in its cloud
-                // images too) rejects `default` as "not a valid ip network" and then applies
-                // no network configuration at all.
-                routes: vec![Route {
-                    to: "0.0.0.0/0",
-                    via: self.gateway.to_string(),
-                }],
+                // The default route as `gateway4`, which every renderer turns into its own
+                // gateway setting (ifupdown: `gateway`, applied with `ip route`). A `routes`
+                // entry is rendered by cloud-init 22.4 (Debian 12) for ifupdown as
+                // `post-up route add default gw ... || true`, which needs net-tools: without
+                // it the guest silently has no default route. (`to: default` is worse there:
+                // rejected as "not a valid ip network", so no network configuration at all.)
+                gateway4: self.gateway.to_string(),
                 nameservers: (!self.nameservers.is_empty() || !self.search.is_empty()).then(|| {
                     Nameservers {
                         addresses: self.nameservers.iter().map(|a| a.to_string()).collect(),

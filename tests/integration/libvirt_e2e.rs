@@ -4,7 +4,7 @@
 //! through a private OpenSSH `sshd` the test starts on `127.0.0.2`, named with
 //! `--hypervisor-hosts-spec`, that lets root in with a key the test generates.
 //! Opt-in (`KINIT_E2E=1` and `--ignored`); `ci/e2e-libvirt.sh` prepares the machine (packages,
-//! libvirtd, the Debian image) and runs both, one after the other:
+//! libvirtd, the Debian image) and runs them one after the other:
 //!
 //! ```sh
 //! ci/e2e-libvirt.sh
@@ -21,6 +21,18 @@
 //! own hostname and address (cloud-init applied kinit's seed); `cleanup-hypervisors` succeeds
 //! twice in a row and leaves no domain, volume, pool or network of the cluster behind, while
 //! a domain that is not the cluster's survives.
+//!
+//! The third (`libvirt_e2e_ovn_local_hypervisor`) is the local hypervisor with OVN as the
+//! cluster network (`-e kinit_ovn=true`, as KubeInit on one hypervisor; the userspace datapath
+//! where the openvswitch kernel module is missing, chosen by kinit): the role starts Open
+//! vSwitch and OVN, libvirt plugs the guests' NICs into `br-int` with their interface ids, and
+//! the test checks from OVN's side that both logical ports are bound to this chassis through
+//! the domains' taps, that `kinit ssh` reaches the guests through br-ex and the cluster router,
+//! that each guest reaches the other and this machine's default gateway (through the gateway
+//! chassis and the masquerading), and that the two cleanups leave no OVN object, port binding,
+//! host route or iptables rule of the cluster while a logical switch of nobody's cluster and
+//! the daemons (cleanup stops none) stay. It runs only when Open vSwitch is not running yet;
+//! a guard then stops the daemons kinit started and removes their databases, also on failure.
 //!
 //! What the SSH one proves on top, from the sshd's debug log: every `kinit run` logged in to
 //! the hypervisor over SSH; the `virt_*` modules reached libvirt through kinit's own SSH
@@ -46,12 +58,14 @@ const LIBVIRT_SOCKET: &str = "/run/libvirt/libvirt-sock";
 /// Both tests drive the same libvirtd with guests that fill a 2-core machine: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The two ways the hypervisor is reached, each with its own cluster and network so that
-/// what one leaves behind after a failure cannot break the other.
+/// The two ways the hypervisor is reached, and the local one with OVN as the cluster
+/// network; each with its own cluster and network so that what one leaves behind after a
+/// failure cannot break another.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Local,
     Ssh,
+    Ovn,
 }
 
 impl Mode {
@@ -59,6 +73,7 @@ impl Mode {
         match self {
             Mode::Local => "kinite2e",
             Mode::Ssh => "kinite2es",
+            Mode::Ovn => "kinite2eo",
         }
     }
 
@@ -67,6 +82,15 @@ impl Mode {
         match self {
             Mode::Local => "10.77.0",
             Mode::Ssh => "10.78.0",
+            Mode::Ovn => "10.79.0",
+        }
+    }
+
+    /// Variables every `kinit run` of this mode adds.
+    fn vars(self) -> &'static [&'static str] {
+        match self {
+            Mode::Ovn => &["-e", "kinit_ovn=true"],
+            Mode::Local | Mode::Ssh => &[],
         }
     }
 
@@ -290,6 +314,7 @@ impl E2e {
                 &format!("libvirt_pool_path={}", self.pool_path.display()),
             ])
             .args(["-e", &cloud_images.to_string()])
+            .args(self.mode.vars())
             .args(extra);
         let started = Instant::now();
         let out = c.output().expect("run kinit");
@@ -440,6 +465,12 @@ fn libvirt_e2e_ssh_hypervisor() {
     e2e(Mode::Ssh);
 }
 
+#[test]
+#[ignore = "slow (minutes): needs root, a real libvirtd with QEMU, Open vSwitch, OVN and a guest image; run ci/e2e-libvirt.sh"]
+fn libvirt_e2e_ovn_local_hypervisor() {
+    e2e(Mode::Ovn);
+}
+
 fn e2e(mode: Mode) {
     if std::env::var("KINIT_E2E").as_deref() != Ok("1") {
         eprintln!(
@@ -463,6 +494,19 @@ fn e2e(mode: Mode) {
         "/var/lib/libvirt/images/{cluster}-{}",
         std::process::id()
     ));
+    // OVN: the role starts Open vSwitch and OVN, so the test runs only where none runs yet,
+    // and the guard puts the machine back even when an assertion fails.
+    let _restore = if mode == Mode::Ovn {
+        match ovn::unavailable() {
+            Some(why) => {
+                eprintln!("skipped: {why}");
+                return;
+            }
+            None => Some(ovn::Restore::new(mode, &pool_path)),
+        }
+    } else {
+        None
+    };
     let e = E2e {
         mode,
         dir,
@@ -538,6 +582,10 @@ fn e2e(mode: Mode) {
         }
     }
 
+    if mode == Mode::Ovn {
+        ovn::network_works(&e);
+    }
+
     // kinit's own SSH transport reaches both guests with the cluster's inventory (the one
     // the Kubernetes plays use); over SSH through the hypervisor as jump host.
     let (out, log) = e.logged(|| e.playbook_on_guests());
@@ -555,6 +603,10 @@ fn e2e(mode: Mode) {
                 "kinit playbook: no jump through the hypervisor to {ip}:\n{log}"
             );
         }
+    }
+
+    if mode == Mode::Ovn {
+        ovn::add_bystander();
     }
 
     // Teardown, twice: the second finds nothing to remove and still succeeds.
@@ -613,6 +665,385 @@ fn e2e(mode: Mode) {
         }
     }
     assert!(base.is_file(), "the cached base image is kept");
+    if mode == Mode::Ovn {
+        ovn::cleaned_up(&e);
+    }
     virsh_ok(&["undefine", BYSTANDER]);
     let _ = std::fs::remove_dir(&pool_path);
+}
+
+/// The OVN mode: a single hypervisor running OVN as KubeInit did (`-e kinit_ovn=true`), the
+/// guests' NICs on `br-int` (`<virtualport type='openvswitch'>` with their interface ids),
+/// the userspace datapath where the openvswitch kernel module is missing (the role's `auto`).
+mod ovn {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use super::{BYSTANDER, E2e, Mode, text, virsh};
+
+    const OVS_CTL: &str = "/usr/share/openvswitch/scripts/ovs-ctl";
+    const OVN_CTL: &str = "/usr/share/ovn/scripts/ovn-ctl";
+    const SYSCTL_FILE: &str = "/etc/sysctl.d/90-kinit-ovn.conf";
+    /// A logical switch that is not the cluster's: cleanup must leave it.
+    const BYSTANDER_SWITCH: &str = "kinit-e2e-bystander";
+
+    /// One ICMP echo from the guest to `argv[1]` (raw socket; the guest image has python3
+    /// for cloud-init but no `ping`): exit 0 on a reply, after up to five tries.
+    const PING_PY: &str = r#"import os, socket, struct, sys, time
+def csum(b):
+    s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xffff)
+    return ~(s + (s >> 16)) & 0xffff
+to = sys.argv[1]
+sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+sock.settimeout(1)
+ident = os.getpid() & 0xffff
+for seq in range(5):
+    body = struct.pack('!HH', ident, seq) + b'kinit-e2e'
+    sock.sendto(struct.pack('!BBH', 8, 0, csum(struct.pack('!BBH', 8, 0, 0) + body)) + body, (to, 0))
+    end = time.time() + 1
+    while time.time() < end:
+        try:
+            r, (src, _) = sock.recvfrom(2048)
+        except socket.timeout:
+            break
+        h = (r[0] & 15) * 4
+        if src == to and r[h] == 0 and struct.unpack('!H', r[h + 4:h + 6])[0] == ident:
+            print('reply from', to)
+            sys.exit(0)
+print('no reply from', to)
+sys.exit(1)
+"#;
+
+    fn sh(script: &str) -> std::process::Output {
+        Command::new("sh")
+            .args(["-c", script])
+            .output()
+            .expect("run sh")
+    }
+
+    fn ok(script: &str) -> bool {
+        sh(script).status.success()
+    }
+
+    /// Runs `script`; panics with its output unless it succeeds.
+    fn sh_ok(script: &str) -> String {
+        let o = sh(script);
+        assert!(
+            o.status.success(),
+            "{script}: {}{}",
+            text(&o.stdout),
+            text(&o.stderr)
+        );
+        text(&o.stdout)
+    }
+
+    /// This machine's default gateway (`ip -4 route show default`): the "outside" a guest
+    /// must reach through the cluster router, br-ex and the masquerading.
+    fn default_gateway() -> Option<String> {
+        let routes = text(&sh("ip -4 route show default").stdout);
+        let mut words = routes.split_whitespace();
+        words.find(|w| *w == "via")?;
+        words.next().map(str::to_string)
+    }
+
+    /// Why this machine cannot run the OVN test, if it cannot.
+    pub(super) fn unavailable() -> Option<String> {
+        if text(&sh("id -u").stdout).trim() != "0" {
+            return Some("needs root (Open vSwitch, OVN, iptables)".into());
+        }
+        for tool in [OVS_CTL, OVN_CTL] {
+            if !Path::new(tool).exists() {
+                return Some(format!(
+                    "{tool} missing (openvswitch-switch, ovn-central, ovn-host)"
+                ));
+            }
+        }
+        for tool in [
+            "ovs-vsctl",
+            "ovn-nbctl",
+            "ovn-sbctl",
+            "ovn-controller",
+            "iptables",
+        ] {
+            if !ok(&format!("command -v {tool}")) {
+                return Some(format!("`{tool}` missing"));
+            }
+        }
+        if Path::new("/var/run/openvswitch/db.sock").exists() || ok(&format!("{OVS_CTL} status")) {
+            return Some("Open vSwitch already runs on this machine; not touching it".into());
+        }
+        if default_gateway().is_none() {
+            return Some("this machine has no default route for the guests to reach".into());
+        }
+        None
+    }
+
+    /// The interface id (OVN logical port) of each node, from the inventory `kinit run` wrote.
+    fn ports(e: &E2e) -> Vec<(&'static str, String)> {
+        let written = e
+            .state()
+            .join("kinit")
+            .join(e.mode.cluster())
+            .join("inventory.json");
+        let listed: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
+        e.mode
+            .nodes()
+            .iter()
+            .map(|(node, _)| {
+                let id = listed["_meta"]["hostvars"][node]["kinit_interface_id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no kinit_interface_id for {node}"))
+                    .to_string();
+                (*node, id)
+            })
+            .collect()
+    }
+
+    /// The chassis the southbound database has `port` bound to (empty when unbound).
+    fn bound_on(port: &str) -> String {
+        let chassis = sh_ok(&format!(
+            "ovn-sbctl --bare --columns=chassis find Port_Binding logical_port={port}"
+        ));
+        if chassis.trim().is_empty() {
+            return String::new();
+        }
+        sh_ok(&format!(
+            "ovn-sbctl --bare --columns=name list Chassis {}",
+            chassis.trim()
+        ))
+        .trim()
+        .to_string()
+    }
+
+    /// `kinit ssh NODE` running the ICMP echo to `to`.
+    fn guest_pings(e: &E2e, node: &str, to: &str) -> bool {
+        use base64::Engine;
+        let script = base64::engine::general_purpose::STANDARD.encode(PING_PY);
+        let out = e.ssh(
+            node,
+            &[
+                "echo",
+                &script,
+                "|",
+                "base64",
+                "-d",
+                ">",
+                "/tmp/kinit-ping.py",
+                "&&",
+                "python3",
+                "/tmp/kinit-ping.py",
+                to,
+            ],
+        );
+        eprintln!(
+            "{node} -> {to}: {}{}",
+            text(&out.stdout).trim(),
+            text(&out.stderr).trim()
+        );
+        out.status.success()
+    }
+
+    /// The guests are on OVN: their ports bound to this chassis through libvirt's taps on
+    /// br-int, the host routes the cluster network through br-ex (which `kinit ssh` already
+    /// used), and each guest reaches the other and, through the router, its gateway chassis
+    /// and the masquerading, this machine's default gateway.
+    pub(super) fn network_works(e: &E2e) {
+        let cluster = e.mode.cluster();
+        let kernel = Path::new("/sys/module/openvswitch").exists();
+        let datapath = sh_ok("ovs-vsctl get bridge br-int datapath_type");
+        eprintln!("br-int datapath_type: {}", datapath.trim());
+        if !kernel {
+            assert_eq!(
+                datapath.trim().trim_matches('"'),
+                "netdev",
+                "no openvswitch kernel module: the userspace datapath must be chosen"
+            );
+        }
+        sh_ok("ovn-nbctl --wait=hv --timeout=30 sync");
+        for (node, port) in ports(e) {
+            assert_eq!(
+                bound_on(&port),
+                "hypervisor-01",
+                "{node}'s logical port {port} is not bound to this chassis"
+            );
+            // The OVS interface carrying the port is libvirt's tap for the domain, on br-int.
+            let iface = sh_ok(&format!(
+                "ovs-vsctl --bare --columns=name find Interface external_ids:iface-id={port}"
+            ));
+            let iface = iface.trim();
+            assert!(!iface.is_empty(), "no OVS interface has iface-id {port}");
+            assert_eq!(
+                sh_ok(&format!("ovs-vsctl iface-to-br {iface}")).trim(),
+                "br-int"
+            );
+            let domiflist = text(&virsh(&["domiflist", &format!("{cluster}-{node}")]).stdout);
+            assert!(
+                domiflist
+                    .lines()
+                    .any(|l| l.split_whitespace().next() == Some(iface)),
+                "{iface} is not {node}'s NIC:\n{domiflist}"
+            );
+            let xml = text(&virsh(&["dumpxml", &format!("{cluster}-{node}")]).stdout);
+            assert!(
+                xml.contains("<virtualport type='openvswitch'>")
+                    && xml.contains(&format!("interfaceid='{port}'")),
+                "{node}'s NIC is not an OVS port with interfaceid {port}:\n{xml}"
+            );
+        }
+        let route = sh_ok(&format!("ip -4 route show {}.0/24", e.mode.subnet()));
+        assert!(route.contains("dev br-ex"), "host route: {route}");
+        let nodes = e.mode.nodes();
+        assert!(
+            guest_pings(e, nodes[0].0, &nodes[1].1),
+            "{} does not reach {}",
+            nodes[0].0,
+            nodes[1].0
+        );
+        assert!(
+            guest_pings(e, nodes[1].0, &nodes[0].1),
+            "{} does not reach {}",
+            nodes[1].0,
+            nodes[0].0
+        );
+        let gateway = default_gateway().unwrap();
+        for (node, _) in &nodes {
+            assert!(
+                guest_pings(e, node, &gateway),
+                "{node} does not reach this machine's default gateway {gateway} (router, br-ex, NAT)"
+            );
+        }
+        let nat = sh_ok("iptables -t nat -S POSTROUTING");
+        assert!(
+            nat.contains(&format!("--comment kinit-ovn-{cluster} -j MASQUERADE")),
+            "{nat}"
+        );
+    }
+
+    /// A logical switch of nobody's cluster, which cleanup must leave.
+    pub(super) fn add_bystander() {
+        sh_ok(&format!("ovn-nbctl --may-exist ls-add {BYSTANDER_SWITCH}"));
+    }
+
+    /// After the cleanups: no OVN object, port binding, host route or iptables rule of the
+    /// cluster; the bystander switch and the daemons (cleanup stops none) are still there.
+    pub(super) fn cleaned_up(e: &E2e) {
+        let cluster = e.mode.cluster();
+        let nb = sh_ok("ovn-nbctl show");
+        assert!(
+            !nb.contains(cluster),
+            "OVN objects of the cluster left:\n{nb}"
+        );
+        assert!(!nb.contains("(public)"), "the public switch is left:\n{nb}");
+        assert!(
+            nb.contains(BYSTANDER_SWITCH),
+            "the bystander switch went:\n{nb}"
+        );
+        for (node, port) in ports(e) {
+            let left = sh_ok(&format!(
+                "ovn-sbctl --bare --columns=logical_port find Port_Binding logical_port={port}"
+            ));
+            assert!(left.trim().is_empty(), "{node}'s port binding left");
+        }
+        assert!(!ok("ovs-vsctl br-exists br-ex"), "br-ex left");
+        let routes = sh_ok("ip -4 route show");
+        assert!(
+            !routes.contains(&format!("{}.0/24", e.mode.subnet())),
+            "route left:\n{routes}"
+        );
+        let rules = sh_ok("iptables -t nat -S; iptables -S");
+        assert!(
+            !rules.contains(&format!("kinit-ovn-{cluster}")),
+            "iptables rules left:\n{rules}"
+        );
+        for status in [
+            format!("{OVS_CTL} status"),
+            format!("{OVN_CTL} status_northd"),
+            format!("{OVN_CTL} status_controller"),
+        ] {
+            assert!(ok(&status), "cleanup stopped a daemon: `{status}` fails");
+        }
+        sh_ok(&format!("ovn-nbctl --if-exists ls-del {BYSTANDER_SWITCH}"));
+    }
+
+    /// Puts the machine back as the test found it, also after a failure: the cluster's
+    /// domains, network, pool and files, the Open vSwitch and OVN daemons the role started
+    /// (the test runs only when none was running) with their databases and bridges, the
+    /// cluster's route and iptables rules, the sysctl file and values, the bystander domain.
+    pub(super) struct Restore {
+        mode: Mode,
+        pool_path: PathBuf,
+        sysctls: Vec<(String, String)>,
+        sysctl_file_existed: bool,
+    }
+
+    impl Restore {
+        pub(super) fn new(mode: Mode, pool_path: &Path) -> Restore {
+            let sysctls = ["net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter"]
+                .iter()
+                .map(|k| {
+                    (
+                        k.to_string(),
+                        sh_ok(&format!("sysctl -n {k}")).trim().to_string(),
+                    )
+                })
+                .collect();
+            Restore {
+                mode,
+                pool_path: pool_path.to_path_buf(),
+                sysctls,
+                sysctl_file_existed: Path::new(SYSCTL_FILE).exists(),
+            }
+        }
+    }
+
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let cluster = self.mode.cluster();
+            let v = "virsh -c qemu:///system";
+            let pool = self.pool_path.display();
+            let mut script = String::new();
+            for (node, _) in self.mode.nodes() {
+                let d = format!("{cluster}-{node}");
+                script += &format!(
+                    "{v} destroy {d}; {v} undefine --nvram {d}; \
+                     rm -f {pool}/{d}.qcow2 {pool}/{d}-seed.iso; "
+                );
+            }
+            script += &format!(
+                "{v} net-destroy {cluster}; {v} net-undefine {cluster}; \
+                 {v} pool-destroy {cluster}; {v} pool-undefine {cluster}; rmdir {pool}; \
+                 {v} undefine {BYSTANDER}; "
+            );
+            script += &format!("ip route del {}.0/24 dev br-ex; ", self.mode.subnet());
+            for t in ["nat", "filter"] {
+                script += &format!(
+                    "iptables -t {t} -S | grep -E -- '--comment \"?kinit-ovn-{cluster}\"?( |$)' \
+                     | sed 's/^-A /-D /' | while read -r r; do iptables -t {t} $r; done; "
+                );
+            }
+            // ovn-controller recreates a missing br-int, so it stops before the bridges go.
+            script += &format!(
+                "{OVN_CTL} stop_controller; \
+                 for b in br-ex br-int; do ovs-vsctl --timeout=5 --if-exists del-br $b; done; \
+                 {OVN_CTL} stop_northd; {OVS_CTL} stop; \
+                 rm -f /etc/openvswitch/conf.db /etc/openvswitch/.conf.db.~lock~ \
+                 /etc/openvswitch/system-id.conf /var/lib/ovn/ovnnb_db.db /var/lib/ovn/ovnsb_db.db \
+                 /var/lib/ovn/.ovnnb_db.db.~lock~ /var/lib/ovn/.ovnsb_db.db.~lock~; "
+            );
+            if !self.sysctl_file_existed {
+                script += &format!("rm -f {SYSCTL_FILE}; ");
+            }
+            for (k, val) in &self.sysctls {
+                script += &format!("sysctl -qw {k}={val}; ");
+            }
+            script += "for l in br-ex br-int ovs-netdev; do ip link del $l; done; ";
+            let _ = Command::new("sh")
+                .args(["-c", &script])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output();
+        }
+    }
 }
