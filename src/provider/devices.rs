@@ -125,6 +125,22 @@ pub struct Interface {
     pub model: Option<Model>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mtu: Option<Mtu>,
+    /// On an OVS network: `<driver><host csum='off'/></driver>`, see [`Interface::with_ovs_port`].
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub driver: Option<InterfaceDriver>,
+}
+
+/// `<driver>` of a NIC: only the host-side offloads kinit sets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceDriver {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub host: Option<DriverHost>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverHost {
+    #[serde(rename = "@csum", skip_serializing_if = "Option::is_none", default)]
+    pub csum: Option<String>,
 }
 
 impl Interface {
@@ -140,11 +156,15 @@ impl Interface {
             virtualport: None,
             model: Some(Model { kind: model.into() }),
             mtu: None,
+            driver: None,
         }
     }
 
     /// Plugs the NIC into an OVS network as the port `interface_id` (when given), with the
-    /// geneve overlay's MTU.
+    /// geneve overlay's MTU and without checksum offload from the guest: Open vSwitch's
+    /// userspace datapath (used where the kernel module is missing) forwards the partial
+    /// checksums of an offloading guest unfinished, so its TCP reached the hypervisor and the
+    /// other guests with bad checksums and was dropped (ICMP, checksummed in software, worked).
     pub fn with_ovs_port(mut self, interface_id: Option<&str>) -> Self {
         self.virtualport = interface_id.map(|id| VirtualPort {
             kind: "openvswitch".into(),
@@ -153,6 +173,11 @@ impl Interface {
             }),
         });
         self.mtu = interface_id.map(|_| Mtu { size: GENEVE_MTU });
+        self.driver = interface_id.map(|_| InterfaceDriver {
+            host: Some(DriverHost {
+                csum: Some("off".into()),
+            }),
+        });
         self
     }
 }
