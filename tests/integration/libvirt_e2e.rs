@@ -691,6 +691,7 @@ mod ovn {
     /// for cloud-init but no `ping`): exit 0 on a reply, after up to five tries.
     const PING_PY: &str = r#"import os, socket, struct, sys, time
 def csum(b):
+    b += b'\0' * (len(b) % 2)
     s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
     s = (s >> 16) + (s & 0xffff)
     return ~(s + (s >> 16)) & 0xffff
