@@ -822,22 +822,29 @@ sys.exit(1)
     fn guest_pings(e: &E2e, node: &str, to: &str) -> bool {
         use base64::Engine;
         let script = base64::engine::general_purpose::STANDARD.encode(PING_PY);
-        let out = e.ssh(
-            node,
-            &[
-                "echo",
-                &script,
-                "|",
-                "base64",
-                "-d",
-                ">",
-                "/tmp/kinit-ping.py",
-                "&&",
-                "python3",
-                "/tmp/kinit-ping.py",
-                to,
-            ],
-        );
+        let command = [
+            "echo",
+            &script,
+            "|",
+            "base64",
+            "-d",
+            ">",
+            "/tmp/kinit-ping.py",
+            "&&",
+            "python3",
+            "/tmp/kinit-ping.py",
+            to,
+        ];
+        // OpenSSH exits 255 when it cannot connect: the guest's sshd may be restarting
+        // (cloud-init's last stage can still be running under software emulation).
+        let mut out = e.ssh(node, &command);
+        for _ in 0..10 {
+            if out.status.code() != Some(255) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            out = e.ssh(node, &command);
+        }
         eprintln!(
             "{node} -> {to}: {}{}",
             text(&out.stdout).trim(),
