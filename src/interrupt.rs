@@ -1,6 +1,7 @@
-//! Ctrl-C for the whole process. `install` runs on the first line of `main`, before the
-//! command line is parsed, so SIGINT never takes kinit's default action (death by signal,
-//! with a half-written state or temp files left behind): it only sets a flag. The run's
+//! Ctrl-C (and SIGTERM, which service managers and CI runners send on a timeout) for the
+//! whole process. `install` runs on the first line of `main`, before the command line is
+//! parsed, so neither signal takes kinit's default action (death by signal, with a
+//! half-written state, temp files or the cluster lock left behind): it only sets a flag. The run's
 //! runtime turns that flag, and any later SIGINT, into its cancellation token (`watch`);
 //! blocking waits before the runtime (the cluster lock) poll `requested`.
 
@@ -16,9 +17,12 @@ fn flag() -> &'static Arc<AtomicBool> {
     FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
 }
 
-/// Catch SIGINT from now on (it sets the flag `requested` reads).
+/// Catch SIGINT and SIGTERM from now on (they set the flag `requested` reads).
 pub fn install() -> std::io::Result<()> {
-    signal_hook::flag::register(signal_hook::consts::SIGINT, flag().clone()).map(drop)
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, flag().clone())?;
+    }
+    Ok(())
 }
 
 /// Whether Ctrl-C arrived since `install`.
@@ -35,16 +39,20 @@ pub fn watch(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
     }
     tokio::spawn(async move {
         // Listen first, then look at the flag: a signal in between is seen by one of them.
-        let mut stream = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
+        use tokio::signal::unix::{SignalKind, signal};
+        let streams =
+            signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)));
         if requested() {
             cancel.cancel();
             return;
         }
-        match stream.as_mut() {
-            Ok(s) => {
-                if s.recv().await.is_some() {
-                    cancel.cancel();
+        match streams {
+            Ok((mut int, mut term)) => {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
                 }
+                cancel.cancel();
             }
             // No signal driver: the flag alone still works.
             Err(_) => loop {

@@ -55,9 +55,21 @@ impl Holder {
         })
     }
 
+    /// Whether the holder still runs: its process exists and is not a zombie (a holder
+    /// killed by a signal its parent has not reaped yet still has a `/proc` entry).
     fn alive(&self) -> bool {
-        Path::new("/proc").join(self.pid.to_string()).exists()
+        let stat = Path::new("/proc").join(self.pid.to_string()).join("stat");
+        match fs::read_to_string(stat) {
+            Ok(text) => !matches!(process_state(&text), Some('Z' | 'X')),
+            Err(_) => false,
+        }
     }
+}
+
+/// The state letter of a `/proc/<pid>/stat` line (after the command name, which may itself
+/// hold spaces and parentheses).
+fn process_state(stat: &str) -> Option<char> {
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
 /// A held lock; removed when dropped.
@@ -212,6 +224,33 @@ mod tests {
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
         let t = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
         assert_eq!(rfc3339(t), "2026-11-18T11:06:40Z");
+    }
+
+    #[test]
+    fn zombie_holders_are_dead() {
+        assert_eq!(process_state("42 (kinit) S 1 42 42"), Some('S'));
+        assert_eq!(process_state("42 (a) b) (c) Z 1 42 42"), Some('Z'));
+        assert_eq!(process_state("garbage"), None);
+        // A child that exited but is not reaped yet: still in /proc, but not alive.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let zombie = Holder {
+            pid: child.id(),
+            started: String::new(),
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while zombie.alive() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(Path::new("/proc").join(child.id().to_string()).exists());
+        assert!(!zombie.alive());
+        child.wait().unwrap();
+        assert!(
+            Holder {
+                pid: std::process::id(),
+                started: String::new()
+            }
+            .alive()
+        );
     }
 
     #[test]

@@ -116,6 +116,63 @@ fn ctrl_c_while_waiting_for_the_cluster_lock_exits_130_and_leaves_the_lock() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("ran"));
 }
 
+/// SIGTERM (what CI runners and service managers send on a timeout) mid-task is handled like
+/// Ctrl-C: the running command is stopped, kinit exits 130 and releases the cluster lock, so
+/// the next run starts without a stale lock in its way.
+#[test]
+fn sigterm_mid_run_exits_130_and_releases_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("playbooks");
+    std::fs::create_dir_all(&book).unwrap();
+    let marker = dir.path().join("slept");
+    std::fs::write(
+        book.join("site.yml"),
+        format!(
+            "- hosts: localhost\n  gather_facts: false\n  tags: [gather-facts]\n  tasks:\n    \
+             - shell: sleep 30 && touch {}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let lock = dir.path().join("state/kinit/k8scluster/lock");
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_kinit"))
+            .args(["run", "--spec", "k8s-libvirt-1-1-1", "--stop-after"])
+            .args(["gather-facts", "--playbook-dir"])
+            .arg(&book)
+            .current_dir(dir.path())
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let child = run();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !lock.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(lock.exists(), "the run never took the lock");
+    std::thread::sleep(Duration::from_millis(1500));
+    let started = Instant::now();
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), None, "killed by the signal: {err}");
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "kinit did not stop promptly"
+    );
+    assert!(!lock.exists(), "the lock was left behind");
+    assert!(!marker.exists(), "the interrupted command ran to the end");
+}
+
 /// A sparse local file of `len` bytes (reads as zeros, costs no disk until copied).
 fn sparse(dir: &Path, len: u64) -> std::path::PathBuf {
     let p = dir.join("big.src");
