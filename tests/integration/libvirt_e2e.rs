@@ -870,6 +870,16 @@ sys.exit(1)
             );
         }
         sh_ok("ovn-nbctl --wait=hv --timeout=30 sync");
+        // The hypervisor is `localhost` in the inventory: the chassis tunnels from a real
+        // address of this machine, not from a name.
+        let encap = sh_ok("ovn-sbctl --bare --columns=ip list Encap");
+        let encap = encap.trim();
+        assert!(
+            encap
+                .parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|a| !a.is_loopback()),
+            "the chassis's geneve address is `{encap}`"
+        );
         for (node, port) in ports(e) {
             assert_eq!(
                 bound_on(&port),
