@@ -680,9 +680,8 @@ mod ovn {
     use std::process::Command;
 
     use super::{BYSTANDER, E2e, Mode, text, virsh};
+    use crate::support::{OVN_CTL, OVS_CTL};
 
-    const OVS_CTL: &str = "/usr/share/openvswitch/scripts/ovs-ctl";
-    const OVN_CTL: &str = "/usr/share/ovn/scripts/ovn-ctl";
     const SYSCTL_FILE: &str = "/etc/sysctl.d/90-kinit-ovn.conf";
     /// A logical switch that is not the cluster's: cleanup must leave it.
     const BYSTANDER_SWITCH: &str = "kinit-e2e-bystander";
@@ -750,29 +749,8 @@ sys.exit(1)
 
     /// Why this machine cannot run the OVN test, if it cannot.
     pub(super) fn unavailable() -> Option<String> {
-        if text(&sh("id -u").stdout).trim() != "0" {
-            return Some("needs root (Open vSwitch, OVN, iptables)".into());
-        }
-        for tool in [OVS_CTL, OVN_CTL] {
-            if !Path::new(tool).exists() {
-                return Some(format!(
-                    "{tool} missing (openvswitch-switch, ovn-central, ovn-host)"
-                ));
-            }
-        }
-        for tool in [
-            "ovs-vsctl",
-            "ovn-nbctl",
-            "ovn-sbctl",
-            "ovn-controller",
-            "iptables",
-        ] {
-            if !ok(&format!("command -v {tool}")) {
-                return Some(format!("`{tool}` missing"));
-            }
-        }
-        if Path::new("/var/run/openvswitch/db.sock").exists() || ok(&format!("{OVS_CTL} status")) {
-            return Some("Open vSwitch already runs on this machine; not touching it".into());
+        if let Some(why) = crate::support::ovn_unavailable(&[]) {
+            return Some(why);
         }
         if default_gateway().is_none() {
             return Some("this machine has no default route for the guests to reach".into());

@@ -180,3 +180,47 @@ pub fn interrupt_after(
         .status();
     child.wait_with_output().unwrap()
 }
+
+/// `ovs-ctl` and `ovn-ctl` of Debian's openvswitch-switch and ovn packages.
+pub const OVS_CTL: &str = "/usr/share/openvswitch/scripts/ovs-ctl";
+pub const OVN_CTL: &str = "/usr/share/ovn/scripts/ovn-ctl";
+
+/// Why this machine cannot run a test that starts its own Open vSwitch and OVN daemons, if it
+/// cannot: not root, a package or one of `tools` missing, or an Open vSwitch already running
+/// (which such a test must not touch).
+pub fn ovn_unavailable(tools: &[&str]) -> Option<String> {
+    let sh_ok = |script: &str| {
+        Command::new("sh")
+            .args(["-c", script])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !crate::fixtures::netns::is_root() {
+        return Some("needs root (Open vSwitch, OVN, namespaces, iptables)".into());
+    }
+    for tool in [OVS_CTL, OVN_CTL] {
+        if !Path::new(tool).exists() {
+            return Some(format!(
+                "{tool} missing (openvswitch-switch, ovn-central, ovn-host)"
+            ));
+        }
+    }
+    for tool in [
+        "ovs-vsctl",
+        "ovn-nbctl",
+        "ovn-sbctl",
+        "ovn-controller",
+        "iptables",
+    ]
+    .iter()
+    .chain(tools)
+    {
+        if !sh_ok(&format!("command -v {tool}")) {
+            return Some(format!("`{tool}` missing"));
+        }
+    }
+    if Path::new("/var/run/openvswitch/db.sock").exists() || sh_ok(&format!("{OVS_CTL} status")) {
+        return Some("Open vSwitch already runs on this machine; not touching it".into());
+    }
+    None
+}

@@ -17,11 +17,8 @@ use std::process::Command;
 use serde_json::json;
 
 use super::{changed_tasks, plays_from, workspace};
-use crate::fixtures::netns::is_root;
-use crate::support::Test;
+use crate::support::{OVN_CTL, OVS_CTL, Test, ovn_unavailable};
 
-const OVS_CTL: &str = "/usr/share/openvswitch/scripts/ovs-ctl";
-const OVN_CTL: &str = "/usr/share/ovn/scripts/ovn-ctl";
 /// The outside interface on the host side and the outside namespace's address.
 const OUT_IF: &str = "kovn-out-h";
 const OUTSIDE: &str = "198.51.100.2";
@@ -268,35 +265,6 @@ fn kinit_ok(dir: &Path, inventory: &str) -> String {
     stdout
 }
 
-/// Why this machine cannot run the test, if it cannot.
-fn unavailable() -> Option<String> {
-    if !is_root() {
-        return Some("needs root (OVS daemons, namespaces, iptables)".into());
-    }
-    for tool in [OVS_CTL, OVN_CTL] {
-        if !Path::new(tool).exists() {
-            return Some(format!(
-                "{tool} missing (openvswitch-switch, ovn-central, ovn-host)"
-            ));
-        }
-    }
-    for tool in [
-        "ovs-vsctl",
-        "ovn-nbctl",
-        "ovn-controller",
-        "iptables",
-        "ping",
-    ] {
-        if !ok(&format!("command -v {tool}")) {
-            return Some(format!("`{tool}` missing"));
-        }
-    }
-    if Path::new("/var/run/openvswitch/db.sock").exists() || ok(&format!("{OVS_CTL} status")) {
-        return Some("Open vSwitch already runs on this machine; not touching it".into());
-    }
-    None
-}
-
 /// Puts the machine back as the test found it: guest and outside namespaces, OVN and OVS
 /// daemons (the role started them: the test only runs when none was running), their
 /// databases, the test clusters' routes and iptables rules, the sysctl file and values.
@@ -376,7 +344,7 @@ impl Drop for Restore {
 
 #[test]
 fn ovn_outside_access_on_real_ovn_pings_through_nat_reruns_unchanged_and_cleans_up_per_cluster() {
-    if let Some(why) = unavailable() {
+    if let Some(why) = ovn_unavailable(&["ping"]) {
         eprintln!("skipped: {why}");
         return;
     }
