@@ -1,45 +1,50 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what the tests need (system
-# packages, a Python venv with ansible-core and pywinrm), then runs every test.
+# packages through ci/deps.sh, a Python venv with ansible-core and pywinrm), starts a libvirtd
+# for the tests that need a real one (and stops it again), then runs fmt, clippy and every
+# test with KINIT_REQUIRE_ALL=1, so a test that cannot run here fails instead of skipping.
 #
-#   ci/test.sh            # install (when missing) + fmt + clippy + all tests
-#   KINIT_SKIP_INSTALL=1 ci/test.sh   # skip the package step on a prepared machine
+#   ci/test.sh                        # install (what is missing) + fmt + clippy + all tests
+#   ci/test.sh regression::           # the same, only tests matching a filter
+#   KINIT_SKIP_INSTALL=1 ci/test.sh   # install nothing; tests whose tools are missing fail
+#   KINIT_REQUIRE_ALL=0 ci/test.sh    # tests that cannot run here say why and pass
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(
-  openssh-server openssh-client   # real sshd test hosts
-  sudo                            # become over SSH (test users get sudo rules)
-  iproute2                        # network namespaces for per-host addresses
-  libvirt-dev libvirt-clients pkg-config   # the virt crate and libvirt's test driver
-  genisoimage                     # seed and config ISOs (virt_config_iso; isoinfo reads them back)
-  python3-venv                    # ansible-core and pywinrm for differential tests
-  curl zip unzip xz-utils         # get_url/uri/unarchive module tests (HTTP client, archives)
-  bind9-utils haproxy             # named-checkconf/haproxy -c check the service node's rendered configuration
-  libxml2-utils chromium          # kinit ci tests: xmllint --schema on JUnit, headless page rendering
-  libvirt-daemon-system qemu-system-x86 qemu-utils   # a real libvirtd for the cross-process resume test
-  openvswitch-switch ovn-central ovn-host iptables iputils-ping   # real OVN for the OVN outside-access test
-)
+ci/deps.sh test
 
-need_install=0
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || need_install=1
-done
-if [ "${KINIT_SKIP_INSTALL:-0}" != 1 ] && [ "$need_install" = 1 ]; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}"
-fi
-
-# A real libvirtd for tests/integration/libvirt/resume_real.rs. No systemd on CI: start the
-# daemons by hand when none answers (the test prints why it skipped if this did not work).
+# A real libvirtd for the tests that need one (tests/integration/libvirt/resume_real.rs,
+# ssh/forward.rs, cluster_roles/libvirt_ssh.rs). No systemd on CI: the daemons are started by
+# hand when none answers, with pid files under target/, and stopped when the script ends.
 # By absolute path: Debian's init script only counts a daemon whose command line starts with
 # /usr/sbin/libvirtd as running, and would start a second one that breaks the first's socket.
-if ! timeout 10 virsh -c qemu:///system version >/dev/null 2>&1 \
-   && [ "$(id -u)" = 0 ] && command -v libvirtd >/dev/null; then
-  /usr/sbin/virtlogd -d || true
-  /usr/sbin/libvirtd -d || true
-  sleep 2
+RUN_DIR="$PWD/target/ci-daemons"
+started=()
+stop_daemons() {
+  local d pid
+  for d in "${started[@]}"; do
+    pid="$(cat "$RUN_DIR/$d.pid" 2>/dev/null || true)"
+    if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      echo "test.sh: stopped $d (pid $pid)"
+    fi
+    rm -f "$RUN_DIR/$d.pid"
+  done
+}
+trap stop_daemons EXIT
+if [ "$(id -u)" = 0 ] && [ -x /usr/sbin/libvirtd ] \
+   && ! timeout 10 virsh -c qemu:///system version >/dev/null 2>&1; then
+  mkdir -p "$RUN_DIR"
+  for d in virtlogd libvirtd; do
+    if ! pidof "$d" >/dev/null 2>&1; then
+      "/usr/sbin/$d" -d -p "$RUN_DIR/$d.pid"
+      started+=("$d")
+    fi
+  done
+  for _ in $(seq 1 30); do
+    timeout 10 virsh -c qemu:///system version >/dev/null 2>&1 && break
+    sleep 1
+  done
 fi
 
 # Python tools live in a venv under target/ so nothing outside the checkout changes.
@@ -51,6 +56,8 @@ if [ ! -x "$VENV/bin/ansible-playbook" ] || [ ! -x "$VENV/bin/python" ] \
 fi
 export KINIT_VENV="$VENV"
 export PATH="$VENV/bin:$PATH"
+# Everything the tests need was installed above: a test that still cannot run fails.
+export KINIT_REQUIRE_ALL="${KINIT_REQUIRE_ALL:-1}"
 
 cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings

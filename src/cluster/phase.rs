@@ -158,10 +158,21 @@ impl PhaseWindow {
         Ok(Self { first, last })
     }
 
+    /// The phases in order. A window that ends at `cleanup-hypervisors` is a teardown and
+    /// leaves out `prepare-hypervisors`: removing a cluster must not install packages or start
+    /// daemons, and must work on a machine where preparing failed (cleanup treats a libvirt
+    /// that is not installed as nothing to remove).
     pub fn phases(self) -> impl Iterator<Item = Phase> {
+        let teardown = self.is_teardown();
         Phase::ALL[self.first.index()..=self.last.index()]
             .iter()
             .copied()
+            .filter(move |p| !(teardown && *p == Phase::PrepareHypervisors))
+    }
+
+    /// `--stop-after cleanup-hypervisors` (or `--stop-before run-validations`).
+    pub fn is_teardown(self) -> bool {
+        self.last == Phase::CleanupHypervisors
     }
 }
 
@@ -198,6 +209,23 @@ mod tests {
     }
 
     #[test]
+    fn teardown_window_leaves_out_preparation() {
+        let w = PhaseWindow::new(None, Some("cleanup-hypervisors"), None).unwrap();
+        assert!(w.is_teardown());
+        assert_eq!(
+            w.phases().collect::<Vec<_>>(),
+            [
+                Phase::GatherFacts,
+                Phase::PrepareEnvironment,
+                Phase::CleanupHypervisors
+            ]
+        );
+        let full = PhaseWindow::default();
+        assert!(!full.is_teardown());
+        assert!(full.phases().any(|p| p == Phase::PrepareHypervisors));
+    }
+
+    #[test]
     fn unknown_phase_lists_valid_ones() {
         let err = parse_phase("cleanup", "--stop-after")
             .unwrap_err()
@@ -211,7 +239,11 @@ mod tests {
     #[test]
     fn windows() {
         let w = PhaseWindow::new(None, Some("task-cleanup-hypervisors"), None).unwrap();
-        assert_eq!(w.phases().count(), 4);
+        assert_eq!(
+            w.phases().count(),
+            3,
+            "a teardown leaves out prepare-hypervisors"
+        );
         let w = PhaseWindow::new(Some("create-network"), None, Some("deploy-cluster")).unwrap();
         let names: Vec<_> = w.phases().map(Phase::name).collect();
         assert_eq!(

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::args::{boolish, list};
+use super::args::{boolish, list, opt_boolish};
 use super::pkg::{self, Manager, PkgState};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
@@ -30,6 +30,9 @@ pub struct Params {
     /// Skip the GPG signature check.
     #[serde(default, deserialize_with = "boolish")]
     disable_gpg_check: bool,
+    /// Install weakly depending packages (dnf's recommends) too; dnf's default when unset.
+    #[serde(default, deserialize_with = "opt_boolish")]
+    install_weak_deps: Option<bool>,
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
@@ -38,6 +41,9 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     extra.extend(p.disablerepo.iter().map(|r| format!("--disablerepo={r}")));
     if p.disable_gpg_check {
         extra.push("--nogpgcheck".into());
+    }
+    if let Some(weak) = p.install_weak_deps {
+        extra.push(format!("--setopt=install_weak_deps={weak}"));
     }
     pkg::ensure(
         ctx,

@@ -27,6 +27,7 @@ pub mod textedit;
 pub mod wincmd;
 
 pub mod apt;
+pub mod apt_answer;
 pub mod blockinfile;
 pub mod command;
 pub mod copy;

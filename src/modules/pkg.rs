@@ -1,6 +1,13 @@
 //! Package management shared by `apt`, `dnf` and `package`: one probe for every named package
 //! (installed version, and for `latest` whether an upgrade is available), a pure decision
 //! ([`plan`]), and the one command per action that carries it out.
+//!
+//! Installing never removes: apt runs with `--no-remove` (Ansible's apt module lets apt remove
+//! whatever conflicts, e.g. a backports `qemu-utils` when the release's QEMU is installed), and
+//! dnf without `--allowerasing`, which refuses conflicts by default. A refused or failed install
+//! names apt's reason, and leaves no package half-configured (`dpkg --configure -a`). In check
+//! mode apt simulates the install (`apt-get -s`, as Ansible's apt module does) and reports what
+//! it would install, or why it would fail.
 
 use std::collections::BTreeMap;
 
@@ -8,7 +15,7 @@ use serde::Deserialize;
 
 use crate::transport::quote::sh_join;
 
-use super::{ModuleCtx, ModuleError, ModuleResult};
+use super::{ModuleCtx, ModuleError, ModuleResult, apt_answer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -122,6 +129,7 @@ impl Manager {
                         "install",
                         "-y",
                         "-q",
+                        "--no-remove",
                     ],
                     &both,
                 );
@@ -255,23 +263,100 @@ pub async fn ensure(
     r.changed = !plan.is_empty();
     let cmds = mgr.commands(&plan, purge, extra);
     r = r.with("commands", cmds.clone());
-    if ctx.check_mode || !r.changed {
+    if !r.changed {
         return Ok(r);
+    }
+    if ctx.check_mode {
+        return match mgr {
+            Manager::Apt => apt_simulate(ctx, &plan, extra, r).await,
+            Manager::Dnf => Ok(r),
+        };
     }
     for c in &cmds {
         let out = ctx.run(c.as_str()).await?;
         if !out.success() {
-            let mut f = ModuleResult::failed(format!(
-                "`{c}` failed with rc {}: {}",
-                out.rc,
-                out.stderr_str().trim()
-            ));
-            f = f.with_output(&out);
-            return Ok(f);
+            return Ok(match mgr {
+                Manager::Apt => apt_failed(ctx, &plan, &out).await?,
+                Manager::Dnf => ModuleResult::failed(format!(
+                    "`{c}` failed with rc {}: {}",
+                    out.rc,
+                    out.stderr_str().trim()
+                )),
+            }
+            .with_output(&out));
         }
         r = r.with("stdout", out.stdout_str());
     }
     Ok(r)
+}
+
+/// Check mode for apt: what `apt-get install -s --no-remove` says the install would bring, or
+/// why it would fail. A package apt does not know yet (its repository is added by a task that
+/// check mode did not run) is not a predicted failure.
+async fn apt_simulate(
+    ctx: &ModuleCtx<'_>,
+    plan: &Plan,
+    extra: &[String],
+    mut r: ModuleResult,
+) -> Result<ModuleResult, ModuleError> {
+    let mut argv: Vec<String> = ["apt-get", "install", "-s", "-q", "--no-remove"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    argv.extend(extra.iter().cloned());
+    argv.extend(plan.install.iter().chain(&plan.upgrade).cloned());
+    let out = ctx.run(sh_join(&argv)).await?;
+    let (stdout, stderr) = (out.stdout_str(), out.stderr_str());
+    if out.success() {
+        let would = apt_answer::simulated_installs(&stdout);
+        r.msg = Some(format!("would install: {}", would.join(" ")));
+        return Ok(r.with("would_install", would));
+    }
+    if apt_answer::only_unknown_packages(&stderr) {
+        r.msg = Some(format!(
+            "apt does not know every package yet: {}",
+            apt_answer::reason(&stdout, &stderr)
+        ));
+        return Ok(r);
+    }
+    Ok(ModuleResult::failed(format!(
+        "installing {} would fail: {}",
+        names_list(plan),
+        apt_answer::reason(&stdout, &stderr)
+    )))
+}
+
+/// A failed apt install: apt's reason, after finishing whatever dpkg left unconfigured.
+async fn apt_failed(
+    ctx: &ModuleCtx<'_>,
+    plan: &Plan,
+    out: &crate::transport::ExecOutput,
+) -> Result<ModuleResult, ModuleError> {
+    let mut msg = format!(
+        "installing {} failed (apt-get rc {}): {}",
+        names_list(plan),
+        out.rc,
+        apt_answer::reason(&out.stdout_str(), &out.stderr_str())
+    );
+    let recover = ctx.run(apt_answer::DPKG_RECOVER).await?;
+    match recover.stdout_str().trim() {
+        "configured" => msg.push_str("; the packages dpkg had unpacked are configured"),
+        "unconfigured" => msg.push_str(
+            "; dpkg has packages left unconfigured and `dpkg --configure -a` failed too: \
+             run it by hand to see why",
+        ),
+        _ => {}
+    }
+    Ok(ModuleResult::failed(msg))
+}
+
+fn names_list(plan: &Plan) -> String {
+    plan.install
+        .iter()
+        .chain(&plan.upgrade)
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

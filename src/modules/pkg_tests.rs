@@ -52,7 +52,7 @@ fn commands_per_manager() {
     assert_eq!(
         Manager::Apt.commands(&plan, true, &[]),
         vec![
-            "DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 install -y -q curl vim",
+            "DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 install -y -q --no-remove curl vim",
             "DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 remove -y -q --purge nano",
         ]
     );

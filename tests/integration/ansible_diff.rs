@@ -23,10 +23,10 @@ fn venv_bin() -> Option<PathBuf> {
     if bin.join("ansible-inventory").is_file() {
         Some(bin)
     } else {
-        eprintln!(
-            "skipped: no ansible-inventory in {} (run ci/test.sh or set KINIT_VENV)",
+        crate::support::cannot_run(format!(
+            "no ansible-inventory in {} (run ci/test.sh or set KINIT_VENV)",
             bin.display()
-        );
+        ));
         None
     }
 }

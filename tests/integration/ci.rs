@@ -203,7 +203,9 @@ fn chromium(page: &Path, shot: &str) -> Option<String> {
         .into_iter()
         .find(|b| Command::new(b).arg("--version").output().is_ok())
     else {
-        eprintln!("skipping the browser checks: no `chromium` binary (apt install chromium)");
+        crate::support::cannot_run(
+            "no `chromium` binary for the browser checks (apt install chromium)",
+        );
         return None;
     };
     let profile = tempfile::tempdir().unwrap();

@@ -473,8 +473,8 @@ fn libvirt_e2e_ovn_local_hypervisor() {
 
 fn e2e(mode: Mode) {
     if std::env::var("KINIT_E2E").as_deref() != Ok("1") {
-        eprintln!(
-            "skipped: set KINIT_E2E=1 (ci/e2e-libvirt.sh does) to run the libvirt end-to-end test"
+        crate::support::cannot_run(
+            "set KINIT_E2E=1 (ci/e2e-libvirt.sh does) to run the libvirt end-to-end test",
         );
         return;
     }
@@ -499,7 +499,7 @@ fn e2e(mode: Mode) {
     let _restore = if mode == Mode::Ovn {
         match ovn::unavailable() {
             Some(why) => {
-                eprintln!("skipped: {why}");
+                crate::support::cannot_run(why);
                 return;
             }
             None => Some(ovn::Restore::new(mode, &pool_path)),

@@ -108,9 +108,11 @@ fn set_fact_in_a_loop_accumulates() {
 /// hypervisor whether libvirt answers; that task read `libvirt_uri`, which only the
 /// kinit_libvirt and kinit_cleanup roles define, so every real `kinit run` stopped there
 /// with "`libvirt_uri` is undefined" unless `-e libvirt_uri=...` was given. Run in check
-/// mode on the local machine (nothing installed or started); also pins the KVM check: where
-/// KVM is not usable the phase refuses without `kinit_hosted_deployment` and names the fix,
-/// and with it warns about software emulation.
+/// mode on the local machine (nothing installed or started), with guests small enough for
+/// any machine. Also pins what check mode and the checks before any package step say:
+/// where KVM is not usable the phase refuses without `kinit_hosted_deployment`, names the
+/// fix and touches no package; with it, it warns about software emulation, then lists the
+/// packages it would install (or, with all of them installed, finds libvirt).
 #[test]
 fn prepare_hypervisors_needs_no_libvirt_uri() {
     let kvm = std::path::Path::new("/dev/kvm").exists()
@@ -122,16 +124,54 @@ fn prepare_hypervisors_needs_no_libvirt_uri() {
         Test::new()
             .args(["run", "--spec", "k8s-libvirt-1-1-1", "--check"])
             .args(["--stop-after", "prepare-hypervisors"])
+            .args([
+                "--cluster-nodes-spec",
+                "[[vcpus=1,maxvcpus=1,ram=1GiB,disk=4GiB]]",
+            ])
             .args(["-e", &format!("kinit_hosted_deployment={hosted}")])
             .run()
     };
+    let defaults: serde_json::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("roles/kinit_hypervisor/defaults/main.yml"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let missing: Vec<String> = defaults["hypervisor_packages"]["Debian"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .filter(|p| {
+            let q = std::process::Command::new("dpkg-query")
+                .args(["-W", "-f", "${db:Status-Abbrev}", p])
+                .output();
+            !q.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("ii"))
+        })
+        .collect();
     let hosted = run(true);
     let out = hosted.stdout();
     assert!(!out.contains("is undefined"), "{out}");
-    assert!(
-        out.contains("TASK [libvirt daemons found]\nok: [hypervisor-01]"),
-        "{out}"
-    );
+    if missing.is_empty() {
+        assert!(
+            out.contains("TASK [libvirt daemons found]\nok: [hypervisor-01]"),
+            "{out}"
+        );
+    } else {
+        let line = out
+            .lines()
+            .find(|l| l.contains("hypervisor-01 would install:"))
+            .unwrap_or_else(|| panic!("no package list in check mode:\n{out}"));
+        for p in &missing {
+            assert!(line.contains(p.as_str()), "`{p}` missing from: {line}");
+        }
+        assert!(
+            out.contains("TASK [libvirt daemons found]\nskipping: [hypervisor-01]"),
+            "{out}"
+        );
+    }
     let hosted = hosted.code(0);
     if kvm {
         println!("this machine has KVM: the software emulation refusal is not exercised");
@@ -150,5 +190,9 @@ fn prepare_hypervisors_needs_no_libvirt_uri() {
         out.contains("hypervisor-01 cannot use KVM")
             && out.contains("-e kinit_hosted_deployment=true"),
         "{out}"
+    );
+    assert!(
+        !out.contains("Virtualization packages"),
+        "the KVM check comes before any package step:\n{out}"
     );
 }

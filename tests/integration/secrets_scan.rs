@@ -151,7 +151,7 @@ const SSH_PLAYBOOK: &str = r#"- hosts: all
 #[test]
 fn no_secret_reaches_any_output_over_ssh() {
     if !is_root() {
-        eprintln!("skipped: the sudo-with-password user needs root");
+        crate::support::cannot_run("the sudo-with-password user needs root");
         return;
     }
     let lab = SshLab::new(1);

@@ -15,6 +15,8 @@ use crate::fixtures::sshd::keygen;
 
 pub struct Host {
     pub name: String,
+    /// The loopback address sshd listens on.
+    pub address: &'static str,
     pub port: u16,
     pub host_public_key: String,
     /// Scratch folder of this host: overlay layers, stand-ins, calls.log.
@@ -40,6 +42,15 @@ impl Host {
             .lines()
             .map(str::to_string)
             .collect()
+    }
+
+    /// Run `script` with `sh` inside this host's mount namespace (its overlays), as root.
+    pub fn sh(&self, script: &str) -> std::process::Output {
+        Command::new("nsenter")
+            .args(["--target", &self.child.id().to_string(), "--mount", "--"])
+            .args(["sh", "-c", script])
+            .output()
+            .expect("nsenter")
     }
 
     pub fn clear_calls(&self) {
@@ -71,15 +82,22 @@ pub struct Lab {
 impl Lab {
     /// One host per name; `None` without root (mount namespaces and overlays need it).
     pub fn start(names: &[&str]) -> Option<Lab> {
-        Self::start_with(names, false)
+        Self::start_with(names, false, &[])
     }
 
     /// Hosts for the Linux node role: also the node stand-ins of `node_standins`.
     pub fn start_nodes(names: &[&str]) -> Option<Lab> {
-        Self::start_with(names, true)
+        Self::start_with(names, true, &[])
     }
 
-    fn start_with(names: &[&str], node: bool) -> Option<Lab> {
+    /// Hosts whose `/usr` and `/var` are overlays too, so the real apt and dpkg can install
+    /// and remove packages there without touching this machine's. They listen on 127.0.0.2:
+    /// 127.0.0.1 is the implicit local host to `kinit run`, which would not use SSH for it.
+    pub fn start_packaging(names: &[&str]) -> Option<Lab> {
+        Self::start_with(names, false, &["/usr", "/var"])
+    }
+
+    fn start_with(names: &[&str], node: bool, overlays: &[&str]) -> Option<Lab> {
         if !crate::fixtures::netns::is_root() {
             return None;
         }
@@ -93,12 +111,12 @@ impl Lab {
         .unwrap();
         let hosts: Vec<Host> = names
             .iter()
-            .map(|n| start_host(dir.path(), n, node))
+            .map(|n| start_host(dir.path(), n, node, overlays))
             .collect();
         let known_hosts = dir.path().join("known_hosts");
         let lines: String = hosts
             .iter()
-            .map(|h| format!("[127.0.0.1]:{} {}\n", h.port, h.host_public_key))
+            .map(|h| format!("[{}]:{} {}\n", h.address, h.port, h.host_public_key))
             .collect();
         std::fs::write(&known_hosts, lines).unwrap();
         Some(Lab {
@@ -114,10 +132,22 @@ impl Lab {
     }
 }
 
-fn start_host(lab: &Path, name: &str, node: bool) -> Host {
+fn start_host(lab: &Path, name: &str, node: bool, overlays: &[&str]) -> Host {
     let dir = lab.join(name);
     for d in ["etc-upper", "etc-work", "root-upper", "root-work", "bin"] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    // Before /usr/local/bin is bound over: an overlay of /usr would hide the bind.
+    let mut extra_mounts = String::new();
+    for o in overlays {
+        let tag = o.trim_start_matches('/').replace('/', "-");
+        for d in ["upper", "work"] {
+            std::fs::create_dir_all(dir.join(format!("{tag}-{d}"))).unwrap();
+        }
+        extra_mounts += &format!(
+            "mount -t overlay overlay -o lowerdir={o},upperdir={d}/{tag}-upper,workdir={d}/{tag}-work {o}\n",
+            d = dir.display()
+        );
     }
     write_standins(&dir);
     let node_mounts = if node {
@@ -134,13 +164,19 @@ fn start_host(lab: &Path, name: &str, node: bool) -> Host {
         .take(2)
         .collect::<Vec<_>>()
         .join(" ");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+    // Packaging hosts are reached by `kinit run`, which takes 127.0.0.1 for itself.
+    let address = if overlays.is_empty() {
+        "127.0.0.1"
+    } else {
+        "127.0.0.2"
+    };
+    let port = std::net::TcpListener::bind((address, 0))
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let config = format!(
-        "ListenAddress 127.0.0.1\nPort {port}\nHostKey {hk}\nPidFile {d}/sshd.pid\n\
+        "ListenAddress {address}\nPort {port}\nHostKey {hk}\nPidFile {d}/sshd.pid\n\
          AuthorizedKeysFile {lab}/authorized_keys\nUsePAM no\nStrictModes no\n\
          PasswordAuthentication no\nPermitRootLogin prohibit-password\nMaxSessions 10\n\
          LogLevel VERBOSE\nUseDNS no\nPrintMotd no\nSubsystem sftp internal-sftp\n",
@@ -155,6 +191,7 @@ fn start_host(lab: &Path, name: &str, node: bool) -> Host {
         "set -e\n\
          mount -t overlay overlay -o lowerdir=/etc,upperdir={d}/etc-upper,workdir={d}/etc-work /etc\n\
          mount -t overlay overlay -o lowerdir=/root,upperdir={d}/root-upper,workdir={d}/root-work /root\n\
+         {extra_mounts}\
          mount --bind {d}/bin /usr/local/bin\n\
          {node_mounts}\
          exec /usr/sbin/sshd -D -f {d}/sshd_config -E {d}/sshd.log\n"
@@ -168,6 +205,7 @@ fn start_host(lab: &Path, name: &str, node: bool) -> Host {
         .expect("unshare");
     let host = Host {
         name: name.to_string(),
+        address,
         port,
         host_public_key,
         dir,

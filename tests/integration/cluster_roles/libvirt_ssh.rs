@@ -44,19 +44,19 @@ const ALIAS: &str = "kinit-lab-hypervisor";
 #[test]
 fn virt_modules_reach_a_remote_hypervisor_through_qemu_ssh() {
     if !crate::fixtures::netns::is_root() {
-        eprintln!("skipped: lab hosts need root (mount namespaces)");
+        crate::support::cannot_run("lab hosts need root (mount namespaces)");
         return;
     }
     let probe = virsh(&["version"]);
     if !probe.status.success() {
-        eprintln!(
-            "skipped: no libvirtd answers at qemu:///system ({})",
+        crate::support::cannot_run(format!(
+            "no libvirtd answers at qemu:///system ({})",
             String::from_utf8_lossy(&probe.stderr).trim()
-        );
+        ));
         return;
     }
     if !std::path::Path::new("/usr/bin/virt-ssh-helper").exists() {
-        eprintln!("skipped: no /usr/bin/virt-ssh-helper (libvirt-clients)");
+        crate::support::cannot_run("no /usr/bin/virt-ssh-helper (libvirt-clients)");
         return;
     }
     let Some(lab) = Lab::start(&["hypervisor-01"]) else {

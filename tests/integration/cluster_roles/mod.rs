@@ -4,6 +4,7 @@
 //! roles write, and that a second run changes nothing and creates no token.
 
 mod hosts;
+mod hypervisor_packages;
 mod images;
 mod libvirt;
 mod libvirt_ssh;
@@ -174,7 +175,7 @@ pub(super) fn run_with(
 #[test]
 fn linux_roles_drive_kubeadm_and_kubectl_in_order_and_rerun_without_changes() {
     let Some(lab) = Lab::start(&["controller-01", "compute-01"]) else {
-        eprintln!("skipped: namespace hosts need root (mount namespaces and overlays)");
+        crate::support::cannot_run("namespace hosts need root (mount namespaces and overlays)");
         return;
     };
     let test = Test::new();

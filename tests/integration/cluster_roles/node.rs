@@ -12,7 +12,7 @@ use crate::support::Test;
 #[test]
 fn linux_node_role_prepares_kernel_swap_packages_and_containerd_and_reruns_without_changes() {
     let Some(lab) = Lab::start_nodes(&["controller-01", "compute-01"]) else {
-        eprintln!("skipped: namespace hosts need root (mount namespaces and overlays)");
+        crate::support::cannot_run("namespace hosts need root (mount namespaces and overlays)");
         return;
     };
     let test = Test::new();
@@ -55,10 +55,10 @@ fn linux_node_role_prepares_kernel_swap_packages_and_containerd_and_reruns_witho
                 format!("sysctl -p {conf}"),
                 "swapoff -a".into(),
                 format!("{apt} update -q"),
-                format!("{apt} install -y -q apt-transport-https"),
+                format!("{apt} install -y -q --no-remove apt-transport-https"),
                 format!("{apt} update -q"),
                 format!(
-                    "{apt} install -y -q containerd.io kubelet=1.37.2-* kubeadm=1.37.2-* kubectl=1.37.2-*"
+                    "{apt} install -y -q --no-remove containerd.io kubelet=1.37.2-* kubeadm=1.37.2-* kubectl=1.37.2-*"
                 ),
                 "apt-mark hold kubelet kubeadm kubectl".into(),
                 "containerd config default".into(),

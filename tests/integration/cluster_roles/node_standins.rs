@@ -42,7 +42,7 @@ esac
 "#;
 
 const APT_GET: &str = r#"echo "apt-get $*" >> @C
-verb=; for a; do case "$a" in update|install|remove) verb=$a ;; esac; done
+verb=; for a; do case "$a" in update|install|remove) verb=$a ;; -s) exit 0 ;; esac; done
 [ "$verb" = install ] || exit 0
 seen=no
 for a; do

@@ -133,7 +133,7 @@ fn write_ovn_standins(h: &Host) {
 #[test]
 fn ovn_network_over_two_hypervisors_is_built_in_order_rerun_without_changes_and_cleaned_up() {
     let Some(lab) = Lab::start_nodes(&["hypervisor-01", "hypervisor-02"]) else {
-        eprintln!("skipped: namespace hosts need root (mount namespaces and overlays)");
+        crate::support::cannot_run("namespace hosts need root (mount namespaces and overlays)");
         return;
     };
     for h in &lab.hosts {
@@ -200,7 +200,7 @@ fn ovn_network_over_two_hypervisors_is_built_in_order_rerun_without_changes_and_
     let br_int = "ovs-vsctl --may-exist add-br br-int -- set bridge br-int datapath_type=system";
     let mut central = vec![
         format!("{apt} update -q"),
-        format!("{apt} install -y -q openvswitch-switch ovn-host ovn-central"),
+        format!("{apt} install -y -q --no-remove openvswitch-switch ovn-host ovn-central"),
         "modprobe openvswitch".to_string(),
         "systemctl enable openvswitch-switch".into(),
         "systemctl start openvswitch-switch".into(),
@@ -265,7 +265,7 @@ fn ovn_network_over_two_hypervisors_is_built_in_order_rerun_without_changes_and_
         hv2.calls(),
         [
             format!("{apt} update -q"),
-            format!("{apt} install -y -q openvswitch-switch ovn-host"),
+            format!("{apt} install -y -q --no-remove openvswitch-switch ovn-host"),
             "modprobe openvswitch".to_string(),
             "systemctl enable openvswitch-switch".into(),
             "systemctl start openvswitch-switch".into(),

@@ -345,7 +345,7 @@ impl Drop for Restore {
 #[test]
 fn ovn_outside_access_on_real_ovn_pings_through_nat_reruns_unchanged_and_cleans_up_per_cluster() {
     if let Some(why) = ovn_unavailable(&["ping"]) {
-        eprintln!("skipped: {why}");
+        crate::support::cannot_run(why);
         return;
     }
     let restore = Restore::new();

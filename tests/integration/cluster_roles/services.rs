@@ -24,7 +24,7 @@ fn checkzone(zone: &str, file: &std::path::Path) -> String {
 #[test]
 fn service_node_role_serves_the_cluster_zones_and_reruns_without_changes() {
     let Some(lab) = Lab::start_nodes(&["service"]) else {
-        eprintln!("skipped: namespace hosts need root (mount namespaces and overlays)");
+        crate::support::cannot_run("namespace hosts need root (mount namespaces and overlays)");
         return;
     };
     let test = Test::new();
@@ -50,7 +50,7 @@ fn service_node_role_serves_the_cluster_zones_and_reruns_without_changes() {
         host.calls(),
         [
             format!("{apt} update -q"),
-            format!("{apt} install -y -q bind9 bind9-dnsutils"),
+            format!("{apt} install -y -q --no-remove bind9 bind9-dnsutils"),
             "systemctl enable named".into(),
             "systemctl start named".into(),
             "systemctl restart named".into(),

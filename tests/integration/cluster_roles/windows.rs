@@ -66,7 +66,7 @@ impl Windows {
 
 fn join_windows_worker(backend: &str, network_mode: &str, cni_delegate: &str) {
     let Some(lab) = Lab::start(&["controller-01"]) else {
-        eprintln!("skipped: namespace hosts need root (mount namespaces and overlays)");
+        crate::support::cannot_run("namespace hosts need root (mount namespaces and overlays)");
         return;
     };
     let win = Windows::start();

@@ -214,7 +214,7 @@ pub async fn packages(fx: &Fixture<'_>) {
     assert_eq!(
         c.data["commands"],
         json!([format!(
-            "DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 install -y -q {missing}"
+            "DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 install -y -q --no-remove {missing}"
         )])
     );
     assert!(

@@ -110,7 +110,7 @@ async fn exec_put_get_over_ssh() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn become_with_and_without_password_never_shows_it() {
     if !is_root() {
-        eprintln!("skipped: become tests need root to create the sudo users");
+        crate::support::cannot_run("become tests need root to create the sudo users");
         return;
     }
     let lab = SshLab::new(1);
