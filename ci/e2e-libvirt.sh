@@ -24,24 +24,9 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
-APT_PACKAGES=(
-  qemu-system-x86 qemu-utils ovmf                          # the guests (TCG without KVM)
-  libvirt-daemon-system libvirt-clients libvirt-dev pkg-config dnsmasq-base
-  genisoimage openssh-client                                # seed ISOs; kinit ssh
-  openssh-server                                            # the test's own sshd (hypervisor over SSH)
-  debootstrap e2fsprogs fdisk grub-pc-bin                   # the guest image
-  openvswitch-switch ovn-central ovn-host iptables          # the OVN test (kinit installs them too)
-)
-if [ "${KINIT_SKIP_INSTALL:-0}" != 1 ]; then
-  missing=()
-  for p in "${APT_PACKAGES[@]}"; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-  done
-  if [ "${#missing[@]}" -gt 0 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  fi
-fi
+# Only what is missing, never removing a package; QEMU and libvirt follow the installed QEMU
+# (see ci/deps.sh). KINIT_SKIP_INSTALL=1 installs nothing.
+ci/deps.sh e2e
 
 # libvirtd: reuse a running one; otherwise start it (and virtlogd, which QEMU domains log
 # through) and stop what was started when the script ends.

@@ -261,9 +261,10 @@ pub enum CiListFormat {
 pub enum CiCommand {
     /// List the jobs of the matrix.
     List {
-        /// Job matrix file.
-        #[arg(long, default_value = "ci/jobs.yml")]
-        jobs: PathBuf,
+        /// Job matrix file (default: `ci/jobs.yml` of the current folder when it has one,
+        /// else the one kinit ships).
+        #[arg(long)]
+        jobs: Option<PathBuf>,
         /// Only jobs of this schedule class (`nightly`, `weekly`).
         #[arg(long, value_name = "CLASS")]
         schedule: Option<String>,
@@ -281,9 +282,14 @@ pub enum CiCommand {
     Run {
         /// Job label, e.g. `k8s-libvirt-1-1-1-h`.
         label: String,
-        /// Job matrix file.
-        #[arg(long, default_value = "ci/jobs.yml")]
-        jobs: PathBuf,
+        /// Job matrix file (default: `ci/jobs.yml` of the current folder when it has one,
+        /// else the one kinit ships).
+        #[arg(long)]
+        jobs: Option<PathBuf>,
+        /// Hypervisors to deploy on instead of the job's `hypervisor_hosts` (comma-separated,
+        /// as many as the job has; `localhost` is this machine).
+        #[arg(long, value_name = "HOSTS")]
+        hypervisor_hosts: Option<String>,
         /// Folder the run's reports go into.
         #[arg(long, default_value = "ci-reports")]
         out: PathBuf,

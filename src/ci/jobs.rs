@@ -27,6 +27,15 @@ pub enum JobsError {
         path: PathBuf,
         known: String,
     },
+    #[error(
+        "`--hypervisor-hosts {given}` names {count} host(s), job `{label}` deploys on {needed}"
+    )]
+    HypervisorHosts {
+        given: String,
+        count: usize,
+        label: String,
+        needed: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -112,6 +121,51 @@ pub struct Job {
     pub cluster_nodes_spec: Option<serde_json::Value>,
     pub extra_vars: IndexMap<String, serde_json::Value>,
     pub validate: Vec<Validation>,
+}
+
+impl Job {
+    /// `kinit ci run --hypervisor-hosts`: other hypervisors for this run, as many as the job
+    /// deploys on.
+    pub fn set_hypervisor_hosts(&mut self, list: &str) -> Result<(), JobsError> {
+        let hosts: Vec<String> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .map(str::to_string)
+            .collect();
+        if hosts.len() != self.shape.hypervisors as usize {
+            return Err(JobsError::HypervisorHosts {
+                given: list.to_string(),
+                count: hosts.len(),
+                label: self.label.clone(),
+                needed: self.shape.hypervisors,
+            });
+        }
+        self.hypervisor_hosts = hosts;
+        Ok(())
+    }
+}
+
+/// The job matrix a `kinit ci` command reads: the one given, else `ci/jobs.yml` of the current
+/// folder when there is one (a checkout), else the one shipped with kinit (installed beside
+/// the binary, or the source tree it was built from), so `kinit ci list` works anywhere.
+pub fn locate(given: Option<&Path>) -> PathBuf {
+    if let Some(p) = given {
+        return p.to_path_buf();
+    }
+    let here = PathBuf::from("ci/jobs.yml");
+    if here.is_file() {
+        return here;
+    }
+    let installed = std::env::current_exe().ok().and_then(|e| {
+        e.parent()
+            .and_then(Path::parent)
+            .map(|p| p.join("share/kinit/ci/jobs.yml"))
+    });
+    if let Some(p) = installed.filter(|p| p.is_file()) {
+        return p;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/jobs.yml")
 }
 
 #[derive(Debug, Clone)]

@@ -68,7 +68,7 @@ pub fn command(args: CiArgs) -> Result<Outcome, crate::Error> {
             labels,
             format,
         } => {
-            let m = Matrix::load(&jobs).map_err(CiError::from)?;
+            let m = Matrix::load(&jobs::locate(jobs.as_deref())).map_err(CiError::from)?;
             let wanted: Option<Vec<&str>> = labels
                 .as_deref()
                 .map(|l| l.split(',').map(str::trim).collect());
@@ -89,6 +89,7 @@ pub fn command(args: CiArgs) -> Result<Outcome, crate::Error> {
         CiCommand::Run {
             label,
             jobs,
+            hypervisor_hosts,
             out,
             dry_run,
             job_type,
@@ -97,8 +98,11 @@ pub fn command(args: CiArgs) -> Result<Outcome, crate::Error> {
             extra_vars,
             stop_after,
         } => {
-            let m = Matrix::load(&jobs).map_err(CiError::from)?;
+            let m = Matrix::load(&jobs::locate(jobs.as_deref())).map_err(CiError::from)?;
             let mut job = m.get(&label).map_err(CiError::from)?.clone();
+            if let Some(hosts) = hypervisor_hosts {
+                job.set_hypervisor_hosts(&hosts).map_err(CiError::from)?;
+            }
             let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
             let over =
                 crate::extra_vars::parse_extra_vars(&extra_vars, &cwd).map_err(CiError::from)?;

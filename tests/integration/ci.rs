@@ -295,3 +295,45 @@ fn every_shipped_job_plans() {
         assert!(ran.stdout().contains(&job.shape.spec()), "{}", job.label);
     }
 }
+
+/// The GitHub workflow lives where GitHub reads it, and its job-selection step, run by `sh`
+/// with the built kinit in a folder that is not a checkout, picks the weekly class on the
+/// Saturday schedule and a PR label's job on a pull request.
+#[test]
+fn github_workflow_selects_jobs_from_any_folder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join(".github/workflows/periodic.yml")).unwrap();
+    let wf: serde_json::Value = serde_yaml::from_str(&text).unwrap();
+    let steps = wf["jobs"]["matrix"]["steps"].as_array().unwrap();
+    let select = steps
+        .iter()
+        .find(|s| s["id"] == "select")
+        .and_then(|s| s["run"].as_str())
+        .expect("the select step");
+    let script = select.replace(
+        "k=target/release/kinit",
+        &format!("k={}", env!("CARGO_BIN_EXE_kinit")),
+    );
+    assert_ne!(script, select, "the step names target/release/kinit");
+    let scratch = tempfile::tempdir().unwrap();
+    let run = |env: &[(&str, &str)]| {
+        let output = scratch.path().join("github_output");
+        std::fs::write(&output, "").unwrap();
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .envs(env.iter().copied())
+            .env("GITHUB_OUTPUT", &output)
+            .current_dir(scratch.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read_to_string(&output).unwrap()
+    };
+    let weekly = run(&[("EVENT", "schedule"), ("SCHEDULE", "0 3 * * 6")]);
+    assert!(weekly.contains("\"label\":\"k8s-libvirt-3-0-2-h\""), "{weekly}");
+    assert!(!weekly.contains("\"label\":\"k8s-libvirt-1-1-1-h\""), "{weekly}");
+    assert!(weekly.contains("job_type=periodic"), "{weekly}");
+    let pr = run(&[("EVENT", "pull_request"), ("PR_LABEL", "k8s-libvirt-1-1-1-h-win")]);
+    assert!(pr.contains("\"label\":\"k8s-libvirt-1-1-1-h-win\""), "{pr}");
+    assert!(pr.contains("job_type=pr"), "{pr}");
+}

@@ -212,7 +212,8 @@ fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
             .iter()
             .map(|p| p.0.as_str())
             .collect::<Vec<_>>(),
-        FIRST_SIX[..4]
+        ["gather-facts", "prepare-environment", "cleanup-hypervisors"],
+        "a teardown does not prepare the hypervisors"
     );
     assert_eq!(
         changed_tasks(&ev3),
@@ -432,6 +433,38 @@ fn bad_input_is_refused_before_touching_state() {
         .unwrap();
     assert!(text(&o.stderr).contains("unknown phase `cleanup`"));
     assert!(!s.path().join("state").exists());
+}
+
+/// A teardown reaches cleanup on a machine where preparing the hypervisor fails: here its
+/// package list names a package no repository has, so `prepare-hypervisors` fails (before it
+/// installs or starts anything), and `--stop-after cleanup-hypervisors` still removes the
+/// cluster's network from the libvirt test driver without preparing.
+#[test]
+fn teardown_works_where_preparation_fails() {
+    let s = Scratch::new();
+    let unpreparable = [
+        "-e",
+        "kinit_hypervisor_prepared=false",
+        "-e",
+        r#"{"hypervisor_packages": {"Debian": ["kinit-no-such-package"], "RedHat": ["kinit-no-such-package"]}}"#,
+    ];
+    let mut args = vec!["--stop-after", "prepare-hypervisors"];
+    args.extend(unpreparable);
+    let prepared = s.run(&args);
+    assert_eq!(prepared.status.code(), Some(2), "{}", text(&prepared.stdout));
+    assert!(
+        text(&prepared.stdout).contains("kinit-no-such-package"),
+        "{}",
+        text(&prepared.stdout)
+    );
+    let mut args = vec!["--stop-after", "cleanup-hypervisors"];
+    args.extend(unpreparable);
+    let down = s.run(&args);
+    ok(&down);
+    let out = text(&down.stdout);
+    assert!(!out.contains("PHASE [prepare-hypervisors]"), "{out}");
+    assert!(out.contains("PHASE [cleanup-hypervisors]"), "{out}");
+    assert!(out.contains("TASK [Cleanup complete]\nok: [hypervisor-01]"), "{out}");
 }
 
 /// `kinit ssh` execs OpenSSH; a recording stand-in named `ssh` first on PATH captures its
