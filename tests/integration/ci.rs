@@ -326,14 +326,27 @@ fn github_workflow_selects_jobs_from_any_folder() {
             .current_dir(scratch.path())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         std::fs::read_to_string(&output).unwrap()
     };
     let weekly = run(&[("EVENT", "schedule"), ("SCHEDULE", "0 3 * * 6")]);
-    assert!(weekly.contains("\"label\":\"k8s-libvirt-3-0-2-h\""), "{weekly}");
-    assert!(!weekly.contains("\"label\":\"k8s-libvirt-1-1-1-h\""), "{weekly}");
+    assert!(
+        weekly.contains("\"label\":\"k8s-libvirt-3-0-2-h\""),
+        "{weekly}"
+    );
+    assert!(
+        !weekly.contains("\"label\":\"k8s-libvirt-1-1-1-h\""),
+        "{weekly}"
+    );
     assert!(weekly.contains("job_type=periodic"), "{weekly}");
-    let pr = run(&[("EVENT", "pull_request"), ("PR_LABEL", "k8s-libvirt-1-1-1-h-win")]);
+    let pr = run(&[
+        ("EVENT", "pull_request"),
+        ("PR_LABEL", "k8s-libvirt-1-1-1-h-win"),
+    ]);
     assert!(pr.contains("\"label\":\"k8s-libvirt-1-1-1-h-win\""), "{pr}");
     assert!(pr.contains("job_type=pr"), "{pr}");
 }

@@ -451,7 +451,12 @@ fn teardown_works_where_preparation_fails() {
     let mut args = vec!["--stop-after", "prepare-hypervisors"];
     args.extend(unpreparable);
     let prepared = s.run(&args);
-    assert_eq!(prepared.status.code(), Some(2), "{}", text(&prepared.stdout));
+    assert_eq!(
+        prepared.status.code(),
+        Some(2),
+        "{}",
+        text(&prepared.stdout)
+    );
     assert!(
         text(&prepared.stdout).contains("kinit-no-such-package"),
         "{}",
@@ -464,7 +469,10 @@ fn teardown_works_where_preparation_fails() {
     let out = text(&down.stdout);
     assert!(!out.contains("PHASE [prepare-hypervisors]"), "{out}");
     assert!(out.contains("PHASE [cleanup-hypervisors]"), "{out}");
-    assert!(out.contains("TASK [Cleanup complete]\nok: [hypervisor-01]"), "{out}");
+    assert!(
+        out.contains("TASK [Cleanup complete]\nok: [hypervisor-01]"),
+        "{out}"
+    );
 }
 
 /// `kinit ssh` execs OpenSSH; a recording stand-in named `ssh` first on PATH captures its

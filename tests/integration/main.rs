@@ -12,6 +12,7 @@ mod cluster_content;
 mod cluster_roles;
 mod deploy;
 mod deploy_resume;
+mod deps;
 mod engine_fixes;
 mod fixtures;
 mod get_url_resume;

@@ -42,7 +42,10 @@ fn quick_start_is_what_ci_runs() {
         .unwrap();
     assert_eq!(quick, "ci/quickstart.sh\nci/test.sh\n");
     let ci_run = std::fs::read_to_string(root.join(".ci/run")).unwrap();
-    assert!(ci_run.lines().any(|l| l.trim() == "exec ci/test.sh"), "{ci_run}");
+    assert!(
+        ci_run.lines().any(|l| l.trim() == "exec ci/test.sh"),
+        "{ci_run}"
+    );
     let test_sh = std::fs::read_to_string(root.join("ci/test.sh")).unwrap();
     let steps: Vec<&str> = test_sh
         .lines()
@@ -109,8 +112,8 @@ fn readme_plan_examples_run_as_written() {
 /// driver, tears it down and writes the reports. `kinit ci list` works there too.
 #[test]
 fn readme_local_ci_run_example_runs_as_written() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let start = readme
         .find("kinit ci run k8s-libvirt-1-1-1-h --hypervisor-hosts localhost")
         .expect("the local example");
@@ -154,13 +157,74 @@ fn readme_local_ci_run_example_runs_as_written() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(runs.len(), 1, "{runs:?}");
-    assert!(runs[0].starts_with("k8s-libvirt-1-1-1-h-periodic-"), "{runs:?}");
+    assert!(
+        runs[0].starts_with("k8s-libvirt-1-1-1-h-periodic-"),
+        "{runs:?}"
+    );
     assert!(runs[0].ends_with("-0"), "the run passed: {runs:?}\n{text}");
-    let summary = std::fs::read_to_string(scratch.path().join("reports").join(&runs[0]).join("summary.json"))
-        .unwrap();
+    let summary = std::fs::read_to_string(
+        scratch
+            .path()
+            .join("reports")
+            .join(&runs[0])
+            .join("summary.json"),
+    )
+    .unwrap();
     assert!(summary.contains("create-network"), "{summary}");
 
     let list = sh("kinit ci list");
-    assert!(list.status.success(), "{}", String::from_utf8_lossy(&list.stderr));
+    assert!(
+        list.status.success(),
+        "{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
     assert!(String::from_utf8_lossy(&list.stdout).contains("k8s-libvirt-1-1-1-h-win"));
+}
+
+/// The Deploying section's commands for a machine without KVM or Windows, run as written and
+/// in order by `sh` (the deployment up to create-network on libvirt's test driver, its
+/// teardown, then the state folder shown): each succeeds and prints something.
+#[test]
+fn readme_deploy_without_kvm_examples_run_as_written() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme
+        .split("**Without KVM or Windows.**")
+        .nth(1)
+        .expect("the section");
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap();
+    let commands: Vec<&str> = block.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(
+        commands.len() >= 3 && commands[0].starts_with("kinit run "),
+        "{commands:?}"
+    );
+    let bin = Path::new(env!("CARGO_BIN_EXE_kinit")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    for command in commands {
+        let out = Command::new("sh")
+            .args(["-c", command])
+            .env("PATH", &path)
+            .env("XDG_STATE_HOME", scratch.path())
+            .env("NO_COLOR", "1")
+            .env_remove("KINIT_PLAYBOOK_DIR")
+            .current_dir(scratch.path())
+            .output()
+            .expect("run sh");
+        assert!(
+            out.status.success(),
+            "{command}\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stdout.is_empty(), "{command}\nprinted nothing");
+    }
 }

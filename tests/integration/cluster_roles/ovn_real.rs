@@ -175,33 +175,48 @@ fn start_hv2(dir: &Path) {
               ovs-vsctl add-br br-int -- set bridge br-int datapath_type=netdev fail-mode=secure
               ovn-controller unix:{d}/db.sock --pidfile --log-file --detach'"
     ));
-    let registered = (0..50).any(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        sh("ovn-sbctl --bare --columns=name list Chassis").contains("hypervisor-02")
-    });
+    let registered =
+        eventually(|| sh("ovn-sbctl --bare --columns=name list Chassis").contains("hypervisor-02"));
     assert!(
         registered,
         "hypervisor-02 never registered with the southbound database"
     );
 }
 
-/// The chassis that `port` is bound to, once ovn-controller has claimed it (within 10 s).
-fn bound_on(port: &str) -> String {
-    for _ in 0..50 {
-        let uuid = sh(&format!(
-            "ovn-sbctl --bare --columns=chassis find Port_Binding logical_port={port}"
-        ));
-        if !uuid.trim().is_empty() {
-            return sh(&format!(
-                "ovn-sbctl --bare --columns=name list Chassis {}",
-                uuid.trim()
-            ))
-            .trim()
-            .to_string();
+/// How long a condition the OVN daemons bring about may take: a ceiling for a machine under
+/// load, not a timing; a condition that holds ends the wait at once.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// Whether `cond` holds within [`SETTLE`], tried every 200 ms.
+fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + SETTLE;
+    loop {
+        if cond() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    panic!("no chassis claimed port {port}");
+}
+
+/// The chassis that `port` is bound to, once ovn-controller has claimed it.
+fn bound_on(port: &str) -> String {
+    let mut uuid = String::new();
+    let claimed = eventually(|| {
+        uuid = sh(&format!(
+            "ovn-sbctl --bare --columns=chassis find Port_Binding logical_port={port}"
+        ));
+        !uuid.trim().is_empty()
+    });
+    assert!(claimed, "no chassis claimed port {port}");
+    sh(&format!(
+        "ovn-sbctl --bare --columns=name list Chassis {}",
+        uuid.trim()
+    ))
+    .trim()
+    .to_string()
 }
 
 /// Runs `script` with `sh -c`; panics with its output unless it succeeds (fixture steps).
@@ -229,9 +244,9 @@ fn pings(ns: &str, to: &str) -> bool {
     ok(&format!("ip netns exec {ns} ping -c 1 -W 2 {to}"))
 }
 
-/// Like [`pings`], allowing up to ten tries while ovn-controller installs fresh flows.
+/// Like [`pings`], tried until ovn-controller has installed fresh flows (within [`SETTLE`]).
 fn pings_soon(ns: &str, to: &str) -> bool {
-    (0..10).any(|_| pings(ns, to))
+    eventually(|| pings(ns, to))
 }
 
 /// `kinit playbook deploy.yml -i <inventory> -l hypervisor-01` in `dir`: exit status, stdout
