@@ -40,6 +40,7 @@ pub fn run(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
     let book = loader.load_playbook(&job.playbook_dir.join(super::locate::ENTRY))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(crate::exec::WORKER_STACK)
         .build()
         .map_err(|source| Error::Runtime { source })?;
     runtime.block_on(run_phases(cfg, job, loader, book))

@@ -52,6 +52,7 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(crate::exec::WORKER_STACK)
         .build()
         .map_err(|source| Error::Runtime { source })?;
     runtime.block_on(run(args, loader, books, inventory, opts))

@@ -7,6 +7,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::walk::Inherit;
+
+/// How deep dynamic includes may nest. A file or role that includes itself without a `when`
+/// that ends it would otherwise recurse until the stack overflows; Ansible stops such a
+/// playbook with a recursion error too. Real content nests a handful of levels.
+pub(crate) const MAX_INCLUDE_DEPTH: usize = 64;
 use super::{Executor, PlayRun};
 use crate::playbook::{Action, Location, Task};
 use crate::vars::VarMap;
@@ -83,6 +88,32 @@ impl Executor {
         inh: &Inherit,
     ) {
         let mut inner = inh.clone();
+        let at = match req {
+            IncludeReq::Tasks { path, loc, .. } => format!("{} ({loc})", path.display()),
+            IncludeReq::Role { name, loc, .. } => format!("role `{name}` ({loc})"),
+        };
+        if inh.includes.len() >= MAX_INCLUDE_DEPTH {
+            let loc = match req {
+                IncludeReq::Tasks { loc, .. } | IncludeReq::Role { loc, .. } => loc,
+            };
+            let recent: Vec<&str> = inh
+                .includes
+                .iter()
+                .rev()
+                .take(3)
+                .map(String::as_str)
+                .collect();
+            let msg = format!(
+                "includes nest deeper than {MAX_INCLUDE_DEPTH} levels, most likely a file or role \
+                 that includes itself with nothing to stop it: {at}, included from {}",
+                recent.join(", from ")
+            );
+            for h in hosts {
+                self.fail_host(h, "include", &loc.to_string(), msg.clone());
+            }
+            return;
+        }
+        inner.includes.push(at);
         let (loaded, loc) = match req {
             IncludeReq::Tasks { path, params, loc } => {
                 crate::vars::overlay(&mut inner.params, params);

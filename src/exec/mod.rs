@@ -45,6 +45,12 @@ use crate::vars::VarMap;
 pub use state::HostState;
 pub use tags::TagFilter;
 
+/// Stack of the runtime's worker threads. Nested includes and templates that reach variables
+/// through variables recurse; their depth is capped ([`include::MAX_INCLUDE_DEPTH`],
+/// `template::scope::MAX_VAR_DEPTH`), and this leaves room for the cap in debug builds too.
+/// Only touched pages are committed, so the size costs address space, not memory.
+pub const WORKER_STACK: usize = 32 * 1024 * 1024;
+
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub forks: usize,

@@ -28,24 +28,46 @@ impl Executor {
             let a = self.attempt(pr, task, kw, inh, host, ctx).await;
             return self.post_process(task, kw, ctx, a);
         }
-        let num = |v: &Option<Value>, default: f64| -> f64 {
-            match v {
-                Some(Value::Number(n)) => n.as_f64().unwrap_or(default),
+        // A value that is not a number is the task's error, as in Ansible ("the field
+        // 'retries' has an invalid value"), never a silent default.
+        let num = |field: &str, v: &Option<Value>, default: f64, whole: bool| {
+            let text = match v {
+                None | Some(Value::Null) => return Ok(default),
+                Some(Value::Number(n)) => return Ok(n.as_f64().unwrap_or(default)),
                 Some(Value::String(s)) => self
                     .templar
                     .render_str(s, ctx)
-                    .ok()
-                    .and_then(|r| r.trim().parse().ok())
-                    .unwrap_or(default),
-                _ => default,
-            }
+                    .map_err(|e| format!("`{field}`: {e}"))?,
+                Some(other) => other.to_string(),
+            };
+            let t = text.trim();
+            let parsed = if whole {
+                t.parse::<i64>().ok().map(|n| n as f64)
+            } else {
+                t.parse::<f64>().ok().filter(|f| f.is_finite())
+            };
+            parsed.ok_or_else(|| {
+                format!(
+                    "the field `{field}` has an invalid value (`{t}`): expected {}",
+                    if whole {
+                        "a whole number"
+                    } else {
+                        "a number of seconds"
+                    }
+                )
+            })
         };
-        let retries = num(&kw.retries, 3.0).max(0.0) as u32;
+        let (retries, delay) = match (
+            num("retries", &kw.retries, 3.0, true),
+            num("delay", &kw.delay, 5.0, false),
+        ) {
+            (Ok(r), Ok(d)) => (r.clamp(0.0, u32::MAX as f64) as u32, d.max(0.0)),
+            (Err(e), _) | (_, Err(e)) => return Attempt::failed(e),
+        };
         if retries == 0 {
             let a = self.attempt(pr, task, kw, inh, host, ctx).await;
             return self.post_process(task, kw, ctx, a);
         }
-        let delay = num(&kw.delay, 5.0).max(0.0);
         let mut attempt = 0u32;
         loop {
             attempt += 1;

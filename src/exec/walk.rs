@@ -28,6 +28,9 @@ pub(crate) struct Inherit {
     /// Scalar keywords (`become`, `ignore_errors`, ...): the innermost setting wins.
     pub kw: Keywords,
     pub handler: bool,
+    /// The dynamic includes this context is inside, outermost first (`file:line` of each
+    /// `include_tasks`/`include_role`), for the nesting limit.
+    pub includes: Vec<String>,
 }
 
 impl Inherit {

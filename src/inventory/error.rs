@@ -30,6 +30,8 @@ pub enum InventoryError {
     },
     #[error("{}: expected a mapping of variables, found {found}", path.display())]
     NotAMapping { path: PathBuf, found: &'static str },
+    #[error("{}: {message}", path.display())]
+    GroupLoop { path: PathBuf, message: String },
     #[error("invalid host range `{pattern}`: {reason}")]
     Range { pattern: String, reason: String },
     #[error("invalid host pattern `{pattern}`: {reason}")]

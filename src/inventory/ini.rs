@@ -89,7 +89,8 @@ pub fn parse(inv: &mut Inventory, path: &Path, text: &str) -> Result<(), Invento
                         "group `{child}` cannot be a child of `{group}`"
                     )));
                 }
-                inv.add_child(group, child);
+                inv.add_child(group, child)
+                    .map_err(|l| syntax(l.to_string()))?;
             }
         }
     }

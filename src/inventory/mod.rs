@@ -79,6 +79,30 @@ impl Default for Inventory {
     }
 }
 
+/// Groups that would contain each other: the chain of children, first and last the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupLoop {
+    pub chain: Vec<String>,
+}
+
+impl std::fmt::Display for GroupLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (parent, child) = (
+            &self.chain[self.chain.len() - 2],
+            &self.chain[self.chain.len() - 1],
+        );
+        write!(
+            f,
+            "adding group `{child}` as a child of `{parent}` makes a loop: {}",
+            self.chain
+                .iter()
+                .map(|g| format!("`{g}`"))
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        )
+    }
+}
+
 impl Inventory {
     /// Add (or update) a host and put it in `group` (creating the group when new).
     pub fn add_host(&mut self, name: &str, group: Option<&str>, vars: VarMap) {
@@ -109,13 +133,42 @@ impl Inventory {
         &mut self.groups[name]
     }
 
-    /// Make `child` a child group of `parent` (both created when missing).
-    pub fn add_child(&mut self, parent: &str, child: &str) {
+    /// Make `child` a child group of `parent` (both created when missing). Refused when
+    /// `parent` is already below `child`: the groups would contain each other, which Ansible
+    /// refuses too ("creates a recursive dependency loop").
+    pub fn add_child(&mut self, parent: &str, child: &str) -> Result<(), GroupLoop> {
+        if let Some(mut chain) = self.path_down(child, parent) {
+            chain.push(child.to_string());
+            return Err(GroupLoop { chain });
+        }
         self.group_mut(child);
         let p = self.group_mut(parent);
         if !p.children.iter().any(|c| c == child) {
             p.children.push(child.to_string());
         }
+        Ok(())
+    }
+
+    /// The groups from `from` down through children to `to`, both included, if `to` is
+    /// `from` or below it.
+    fn path_down(&self, from: &str, to: &str) -> Option<Vec<String>> {
+        fn walk(inv: &Inventory, g: &str, to: &str, path: &mut Vec<String>) -> bool {
+            path.push(g.to_string());
+            if g == to {
+                return true;
+            }
+            if let Some(group) = inv.groups.get(g) {
+                for c in &group.children {
+                    if !path.iter().any(|p| p == c) && walk(inv, c, to, path) {
+                        return true;
+                    }
+                }
+            }
+            path.pop();
+            false
+        }
+        let mut path = Vec::new();
+        walk(self, from, to, &mut path).then_some(path)
     }
 
     /// Whether `name` is a host of this inventory or the implicit `localhost`.

@@ -8,18 +8,19 @@ pub fn expand(name: &str) -> Result<Vec<String>, InventoryError> {
     let Some(open) = name.find('[') else {
         return Ok(vec![name.to_string()]);
     };
-    let Some(close_rel) = name[open..].find(']') else {
-        return Ok(vec![name.to_string()]);
-    };
-    let close = open + close_rel;
-    let inner = &name[open + 1..close];
-    if !inner.contains(':') {
-        return Ok(vec![name.to_string()]);
-    }
     let err = |reason: &str| InventoryError::Range {
         pattern: name.to_string(),
         reason: reason.to_string(),
     };
+    // A `[` is only ever a range in a host name; Ansible refuses `h[1:` and `web[0]` too.
+    let Some(close_rel) = name[open..].find(']') else {
+        return Err(err("the `[` is never closed"));
+    };
+    let close = open + close_rel;
+    let inner = &name[open + 1..close];
+    if !inner.contains(':') {
+        return Err(err("expected `[start:end]` or `[start:end:step]`"));
+    }
     let parts: Vec<&str> = inner.split(':').collect();
     let (beg, end, step) = match parts.as_slice() {
         [b, e] => (*b, *e, 1usize),
@@ -100,12 +101,15 @@ mod tests {
             ("db-[a:c].x", &["db-a.x", "db-b.x", "db-c.x"]),
             ("n[0:6:3]", &["n0", "n3", "n6"]),
             ("r[1:2]c[a:b]", &["r1ca", "r1cb", "r2ca", "r2cb"]),
-            ("web[0]", &["web[0]"]),
         ];
         for (name, want) in cases {
             assert_eq!(expand(name).unwrap(), *want, "{name}");
         }
         assert!(expand("web[3:1]").is_err());
         assert!(expand("web[a:3]").is_err());
+        // Regression: `h[1:` became a host name; Ansible refuses it, and `web[0]`.
+        for bad in ["h[1:", "web[0]", "h[1:3"] {
+            assert!(expand(bad).is_err(), "{bad}");
+        }
     }
 }

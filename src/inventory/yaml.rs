@@ -36,13 +36,14 @@ pub fn parse(inv: &mut Inventory, path: &Path, text: &str) -> Result<(), Invento
             source,
         })?;
     for (name, group) in top.unwrap_or_default() {
-        add_group(inv, None, &name, group.unwrap_or_default())?;
+        add_group(inv, path, None, &name, group.unwrap_or_default())?;
     }
     Ok(())
 }
 
 fn add_group(
     inv: &mut Inventory,
+    path: &Path,
     parent: Option<&str>,
     name: &str,
     group: YamlGroup,
@@ -51,7 +52,11 @@ fn add_group(
     if let Some(parent) = parent
         && parent != "all"
     {
-        inv.add_child(parent, name);
+        inv.add_child(parent, name)
+            .map_err(|l| InventoryError::GroupLoop {
+                path: path.to_path_buf(),
+                message: l.to_string(),
+            })?;
     }
     if let Some(vars) = group.vars {
         crate::vars::overlay(&mut inv.group_mut(name).vars, &vars);
@@ -67,7 +72,7 @@ fn add_group(
         }
     }
     for (child, def) in group.children.unwrap_or_default() {
-        add_group(inv, Some(name), &child, def.unwrap_or_default())?;
+        add_group(inv, path, Some(name), &child, def.unwrap_or_default())?;
     }
     Ok(())
 }

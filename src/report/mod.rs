@@ -102,6 +102,9 @@ async fn run(
     let mut plain = plain::Plain::new(opts.verbose, opts.diff);
     let mut progress = opts.progress.then(progress::Progress::new);
     let mut junit = junit::Junit::default();
+    // The first error writing the JSON log (a full disk, `/dev/full`): the log stops there and
+    // the run ends with that error after its recap, instead of a cut log and exit 0.
+    let mut json_error: Option<std::io::Error> = None;
     let stdout = std::io::stdout();
     while let Some(mut ev) = rx.recv().await {
         if opts.frozen_time
@@ -146,9 +149,11 @@ async fn run(
         junit.observe(&ev);
         if let Some(w) = json.as_mut() {
             let line = serde_json::to_string(&ev).unwrap_or_default();
-            let _ = writeln!(w, "{}", redactor.apply(&line));
             // Flushed per event, so the log can be followed while a run is going.
-            let _ = w.flush();
+            if let Err(e) = writeln!(w, "{}", redactor.apply(&line)).and_then(|()| w.flush()) {
+                json_error = Some(e);
+                json = None;
+            }
         }
         let text = redactor.apply(&plain.render(&ev));
         match progress.as_mut() {
@@ -165,8 +170,12 @@ async fn run(
     if let Some(p) = progress.take() {
         p.finish();
     }
-    if let Some(mut w) = json.take() {
-        let _ = w.flush();
+    if let Some(mut w) = json.take()
+        && let Err(e) = w
+            .flush()
+            .and_then(|()| w.get_ref().sync_data().or_else(ignore_unsyncable))
+    {
+        json_error = Some(e);
     }
     let mut summary = format!("\n{}\n{}", stats.recap(), stats.timing_summary(20));
     if !stats.phases.is_empty() {
@@ -180,5 +189,20 @@ async fn run(
             source,
         })?;
     }
+    if let (Some(source), Some(path)) = (json_error, &opts.log_json) {
+        return Err(ReportError::Write {
+            path: path.clone(),
+            source,
+        });
+    }
     Ok(stats)
+}
+
+/// `fsync` on a file that cannot be synced (a pipe, a terminal, `/dev/null`) is not a lost
+/// write.
+fn ignore_unsyncable(e: std::io::Error) -> std::io::Result<()> {
+    match e.kind() {
+        std::io::ErrorKind::InvalidInput => Ok(()),
+        _ => Err(e),
+    }
 }

@@ -38,6 +38,11 @@ impl HostVarsSource for crate::inventory::Inventory {
     }
 }
 
+/// How many variables deep one template may reach through variables that template others
+/// (`a: "{{ b }}"`, `b: "{{ c }}"`, ...) before it is refused; each level costs stack, and
+/// a longer chain is a generated or broken variable set, not a real one.
+pub(crate) const MAX_VAR_DEPTH: usize = 200;
+
 /// A variable scope object (see the module doc).
 pub(crate) struct LazyVars {
     pub env: Arc<Environment<'static>>,
@@ -89,6 +94,15 @@ impl LazyVars {
                 .filter(|(t, _)| *t == me)
                 .map(|(_, n)| n.as_str())
                 .collect();
+            if mine.len() >= MAX_VAR_DEPTH {
+                let msg = format!(
+                    "variables refer to variables more than {MAX_VAR_DEPTH} levels deep: {} -> \
+                     ... -> {} -> {name}",
+                    mine[..3].join(" -> "),
+                    mine[mine.len() - 2..].join(" -> ")
+                );
+                return Some(Value::from(Error::new(ErrorKind::InvalidOperation, msg)));
+            }
             if let Some(pos) = mine.iter().position(|n| *n == name) {
                 let mut chain: Vec<&str> = mine[pos..].to_vec();
                 chain.push(name);
@@ -110,18 +124,21 @@ impl LazyVars {
                 stack.remove(pos);
             }
         }
+        // An error is kept like a value: a template may read a variable more than once, and
+        // each read re-rendering a failing chain of variables doubled the work per level
+        // (a chain of 20 ending in an undefined variable took a minute).
         let value = match result {
             Ok(v) => v,
             // The innermost variable is the one to report; outer ones only repeat it.
-            Err(e) if describe(&e).starts_with("while templating") => {
-                return Some(Value::from(e));
-            }
-            Err(e) if describe(&e).starts_with("recursive loop") => {
-                return Some(Value::from(e));
+            Err(e)
+                if describe(&e).starts_with("while templating")
+                    || describe(&e).starts_with("recursive loop") =>
+            {
+                Value::from(e)
             }
             Err(e) => {
                 let msg = format!("while templating variable `{name}`: {}", describe(&e));
-                return Some(Value::from(Error::new(e.kind(), msg)));
+                Value::from(Error::new(e.kind(), msg))
             }
         };
         self.cache

@@ -196,3 +196,317 @@ fn prepare_hypervisors_needs_no_libvirt_uri() {
         "the KVM check comes before any package step:\n{out}"
     );
 }
+
+const LOCAL: &str = "[all]\nlocalhost ansible_connection=local\n";
+
+/// A playbook whose one task includes `file`, with the given extra files.
+fn recursion_run(files: &[(&str, &str)], task: &str) -> crate::support::Ran {
+    let site = format!("- hosts: all\n  gather_facts: false\n  tasks:\n    - {task}\n");
+    let mut t = Test::new()
+        .write("hosts.ini", LOCAL)
+        .write("site.yml", &site);
+    for (path, text) in files {
+        t = t.write(path, text);
+    }
+    t.args(["playbook", "-i", "hosts.ini", "site.yml"]).run()
+}
+
+/// A task file that includes itself with nothing to stop it aborted kinit with a stack
+/// overflow (exit 134, no message); it is a task failure naming the include.
+#[test]
+fn include_tasks_of_itself_is_a_recursion_error_not_a_stack_overflow() {
+    let run = recursion_run(
+        &[(
+            "self.yml",
+            "- debug: msg=again\n- include_tasks: self.yml\n",
+        )],
+        "include_tasks: self.yml",
+    )
+    .code(2);
+    let out = run.stdout();
+    assert!(
+        out.contains(
+            "includes nest deeper than 64 levels, most likely a file or role that includes itself"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("self.yml (") && out.contains("self.yml:2"),
+        "{out}"
+    );
+    assert!(out.contains("failed=1"), "{out}");
+}
+
+/// The same with a role that `include_role`s itself.
+#[test]
+fn include_role_of_itself_is_a_recursion_error_not_a_stack_overflow() {
+    let run = recursion_run(
+        &[("roles/r/tasks/main.yml", "- include_role: {name: r}\n")],
+        "include_role: {name: r}",
+    )
+    .code(2);
+    let out = run.stdout();
+    assert!(
+        out.contains("includes nest deeper than 64 levels") && out.contains("role `r` ("),
+        "{out}"
+    );
+}
+
+/// An include's `vars` that refer to themselves (`depth: "{{ depth | int + 1 }}"`) are a
+/// cycle, reported as Ansible does, not a crash.
+#[test]
+fn include_vars_that_refer_to_themselves_are_a_recursive_loop_error() {
+    let run = recursion_run(
+        &[("inc.yml", "- debug: msg=\"{{ depth }}\"\n")],
+        "include_tasks: inc.yml\n      vars:\n        depth: \"{{ depth | int + 1 }}\"",
+    )
+    .code(2);
+    let out = run.stdout();
+    assert!(
+        out.contains("recursive loop detected in template: variable `depth` refers to itself"),
+        "{out}"
+    );
+}
+
+/// A chain of 1,400 variables each templating the next overflowed the stack while the
+/// first was rendered; past 200 levels it is refused with the ends of the chain named, and
+/// a chain of 150 still renders.
+#[test]
+fn a_chain_of_1400_variables_is_refused_not_a_stack_overflow() {
+    let chain = |n: usize| {
+        let mut vars = String::new();
+        for i in 0..n {
+            vars += &format!("    v{i}: \"{{{{ v{} }}}}\"\n", i + 1);
+        }
+        vars += &format!("    v{n}: end\n");
+        format!(
+            "- hosts: all\n  gather_facts: false\n  vars:\n{vars}  tasks:\n    - debug: msg=\"{{{{ v0 }}}}\"\n"
+        )
+    };
+    let run = Test::new()
+        .write("hosts.ini", LOCAL)
+        .write("site.yml", &chain(1400))
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .run()
+        .code(2);
+    let out = run.stdout();
+    assert!(
+        out.contains(
+            "variables refer to variables more than 200 levels deep: v0 -> v1 -> v2 -> ... ->"
+        ),
+        "{out}"
+    );
+    let fine = Test::new()
+        .write("hosts.ini", LOCAL)
+        .write("site.yml", &chain(150))
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .succeeds();
+    assert!(
+        fine.stdout().contains("ok: [localhost] => end"),
+        "{}",
+        fine.stdout()
+    );
+}
+
+/// `--log-json /dev/full` exited 0 with nothing written; a log that cannot be written is an
+/// error after the recap, naming the file and the cause.
+#[test]
+fn log_json_to_dev_full_fails_naming_the_file() {
+    let run = Test::new()
+        .write("hosts.ini", LOCAL)
+        .write(
+            "site.yml",
+            SITE.replace("hosts: web", "hosts: all").as_str(),
+        )
+        .args([
+            "playbook",
+            "-i",
+            "hosts.ini",
+            "site.yml",
+            "--log-json",
+            "/dev/full",
+        ])
+        .run();
+    assert_ne!(run.output.status.code(), Some(0), "{}", run.stdout());
+    let err = run.stderr();
+    assert!(
+        err.contains("cannot write report `/dev/full`") && err.contains("No space left on device"),
+        "{err}"
+    );
+    assert!(
+        run.stdout().contains("PLAY RECAP"),
+        "the recap is still shown"
+    );
+}
+
+/// On a full disk the JSON log was cut at 64 KiB and the run exited 0: here a 64 KiB tmpfs
+/// (in a private mount namespace) fills up during a run that logs more than that.
+#[test]
+fn log_json_on_a_full_disk_fails_instead_of_cutting_the_log() {
+    if !crate::fixtures::netns::is_root() {
+        crate::support::cannot_run("mounting a small tmpfs needs root");
+        return;
+    }
+    let t = Test::new().write("hosts.ini", LOCAL).write(
+        "site.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - debug: msg=\"{{ 'x' * 2000 }} {{ item }}\"\n      loop: \"{{ range(100) | list }}\"\n",
+    );
+    let dir = t.path().to_path_buf();
+    let small = dir.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=64k kinit-small {s} && exec {kinit} playbook -i hosts.ini site.yml --log-json {s}/events.jsonl",
+        s = small.display(),
+        kinit = env!("CARGO_BIN_EXE_kinit"),
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .current_dir(&dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("events.jsonl`") && err.contains("No space left on device"),
+        "{err}"
+    );
+}
+
+/// A variable chain ending in an undefined variable re-rendered the chain on every read,
+/// doubling the work per level: 20 levels took over a minute, 22 over four. Each variable is
+/// now rendered once per scope, its error included; 30 levels fail at once, naming the
+/// innermost variable.
+#[test]
+fn a_chain_of_variables_ending_undefined_fails_at_once() {
+    let mut vars = String::new();
+    for i in 0..30 {
+        vars += &format!("    v{i}: \"{{{{ v{} }}}}\"\n", i + 1);
+    }
+    vars += "    v30: \"{{ nope }}\"\n";
+    let site = format!(
+        "- hosts: all\n  gather_facts: false\n  vars:\n{vars}  tasks:\n    - debug: msg=\"{{{{ v0 }}}}\"\n"
+    );
+    let run = Test::new()
+        .write("hosts.ini", LOCAL)
+        .write("site.yml", &site)
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .run()
+        .code(2);
+    assert!(
+        run.stdout()
+            .contains("while templating variable `v30`: `nope` is undefined"),
+        "{}",
+        run.stdout()
+    );
+}
+
+/// Group cycles through `children` were accepted (INI and YAML); Ansible refuses them ("creates
+/// a recursive dependency loop"), and so does kinit, naming the file, line and the loop.
+#[test]
+fn group_cycles_through_children_are_refused() {
+    let ini = "[a:children]\nb\n[b:children]\na\n[b]\nh1 ansible_connection=local\n";
+    let run = Test::new()
+        .write("hosts.ini", ini)
+        .write(
+            "site.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks: []\n",
+        )
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .run();
+    assert_ne!(run.output.status.code(), Some(0));
+    let err = run.stderr();
+    assert!(
+        err.contains(
+            "hosts.ini:4: adding group `a` as a child of `b` makes a loop: `a` -> `b` -> `a`"
+        ),
+        "{err}"
+    );
+    let yaml = "all:\n  children:\n    a:\n      children:\n        b:\n          children:\n            a: {}\n";
+    let run = Test::new()
+        .write("hosts.yml", yaml)
+        .write(
+            "site.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks: []\n",
+        )
+        .args(["playbook", "-i", "hosts.yml", "site.yml"])
+        .run();
+    assert_ne!(run.output.status.code(), Some(0));
+    assert!(
+        run.stderr().contains("makes a loop: `a` -> `b` -> `a`"),
+        "{}",
+        run.stderr()
+    );
+}
+
+/// `h[1:` became a host name, and `web[0]` too; Ansible refuses both.
+#[test]
+fn unclosed_or_rangeless_brackets_in_host_names_are_refused() {
+    for (name, why) in [
+        ("h[1:", "the `[` is never closed"),
+        ("web[0]", "expected `[start:end]` or `[start:end:step]`"),
+    ] {
+        let run = Test::new()
+            .write("hosts.ini", &format!("[g]\n{name}\n"))
+            .write(
+                "site.yml",
+                "- hosts: all\n  gather_facts: false\n  tasks: []\n",
+            )
+            .args(["playbook", "-i", "hosts.ini", "site.yml"])
+            .run();
+        assert_ne!(run.output.status.code(), Some(0), "{name}");
+        assert!(
+            run.stderr()
+                .contains(&format!("invalid host range `{name}`: {why}")),
+            "{}",
+            run.stderr()
+        );
+    }
+}
+
+/// `retries: many` and `delay: soon` silently became 3 and 5; they fail the task, naming the
+/// field and the value, as in Ansible.
+#[test]
+fn retries_and_delay_that_are_not_numbers_fail_the_task() {
+    for (field, value) in [
+        ("retries", "many"),
+        ("delay", "soon"),
+        ("retries", "{{ 'x' }}"),
+    ] {
+        let site = format!(
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: 'true'\n      register: r\n      until: r is success\n      {field}: \"{value}\"\n"
+        );
+        let run = Test::new()
+            .write("hosts.ini", LOCAL)
+            .write("site.yml", &site)
+            .args(["playbook", "-i", "hosts.ini", "site.yml"])
+            .run()
+            .code(2);
+        let shown = if value.starts_with("{{") { "x" } else { value };
+        assert!(
+            run.stdout().contains(&format!(
+                "the field `{field}` has an invalid value (`{shown}`)"
+            )),
+            "{}",
+            run.stdout()
+        );
+    }
+}
+
+/// `'99999999999999999999999' | int` saturated to i64::MAX; Python's int is exact, and so
+/// is kinit's up to 128 bits (past that, an error instead of a wrong number).
+#[test]
+fn int_of_a_huge_number_is_exact_not_saturated() {
+    let site = "- hosts: all\n  gather_facts: false\n  tasks:\n    - debug: msg=\"{{ '99999999999999999999999' | int }} {{ ('99999999999999999999999' | int) + 1 }}\"\n    - debug: msg=\"{{ ('9' * 50) | int }}\"\n";
+    let run = Test::new()
+        .write("hosts.ini", LOCAL)
+        .write("site.yml", site)
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .run();
+    let out = run.stdout();
+    assert!(
+        out.contains("ok: [localhost] => 99999999999999999999999 100000000000000000000000"),
+        "{out}"
+    );
+    assert!(out.contains("does not fit a 128-bit integer"), "{out}");
+}

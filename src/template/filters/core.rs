@@ -54,20 +54,57 @@ pub fn to_int(value: Value, default: Option<Value>, kwargs: Kwargs) -> Result<Va
         return Ok(value);
     }
     if let Some(s) = value.as_str() {
-        if let Some(n) = parse_int(s, base) {
-            return Ok(Value::from(n));
+        match parse_int(s, base) {
+            Ok(n) => return Ok(int_value(n)),
+            Err(IntError::TooLarge) => return Err(too_large(s)),
+            Err(IntError::NotAnInt) => {}
         }
-        return Ok(parse_float(s).map_or(default, |f| Value::from(f.trunc() as i64)));
+        return match parse_float(s) {
+            Some(f) => float_to_int(f).ok_or_else(|| too_large(s)),
+            None => Ok(default),
+        };
     }
     if value.kind() == ValueKind::Number {
-        return Ok(f64::try_from(value).map_or(default, |f| Value::from(f.trunc() as i64)));
+        return match f64::try_from(value.clone()) {
+            Ok(f) => float_to_int(f).ok_or_else(|| too_large(&value.to_string())),
+            Err(_) => Ok(default),
+        };
     }
     Ok(default)
 }
 
+/// Python's integers have no upper bound; kinit's stop at 128 bits, and a value past that is
+/// an error rather than a silently different number (an i64 would saturate).
+fn too_large(s: &str) -> Error {
+    Error::new(
+        minijinja::ErrorKind::InvalidOperation,
+        format!("int: `{}` does not fit a 128-bit integer", s.trim()),
+    )
+}
+
+/// An integer as the smallest value kind that holds it (i64 where it fits, as before).
+fn int_value(n: i128) -> Value {
+    i64::try_from(n).map_or_else(|_| Value::from(n), Value::from)
+}
+
+/// `int(float)`: truncated toward zero; `None` for NaN, infinities and values past 128 bits
+/// (Python raises for the first two and is exact for the last).
+fn float_to_int(f: f64) -> Option<Value> {
+    let t = f.trunc();
+    if !t.is_finite() || t.abs() >= 1.7e38 {
+        return None;
+    }
+    Some(int_value(t as i128))
+}
+
+enum IntError {
+    NotAnInt,
+    TooLarge,
+}
+
 /// Python's `int(s, base)`: surrounding whitespace, a sign, `_` between digits and a
 /// `0x`/`0o`/`0b` prefix matching the base are accepted.
-fn parse_int(s: &str, base: u32) -> Option<i64> {
+fn parse_int(s: &str, base: u32) -> Result<i128, IntError> {
     let t = s.trim();
     let (neg, t) = match t.strip_prefix('-') {
         Some(r) => (true, r),
@@ -81,10 +118,14 @@ fn parse_int(s: &str, base: u32) -> Option<i64> {
         _ => &lower,
     };
     if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') {
-        return None;
+        return Err(IntError::NotAnInt);
     }
-    let n = i64::from_str_radix(&digits.replace('_', ""), base).ok()?;
-    Some(if neg { -n } else { n })
+    let clean = digits.replace('_', "");
+    if !clean.chars().all(|c| c.is_digit(base)) {
+        return Err(IntError::NotAnInt);
+    }
+    let n = i128::from_str_radix(&clean, base).map_err(|_| IntError::TooLarge)?;
+    Ok(if neg { -n } else { n })
 }
 
 /// Python's `float(s)`.
