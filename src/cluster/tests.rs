@@ -110,7 +110,7 @@ fn inventory_has_groups_connection_vars_and_jump_hosts() {
         ..SpecInputs::default()
     });
     let inv = c.to_inventory();
-    let members = |g: &str| inv.groups[g].hosts.clone();
+    let members = |g: &str| inv.groups[g].hosts.iter().cloned().collect::<Vec<_>>();
     assert_eq!(members("hypervisors"), ["hypervisor-01", "hypervisor-02"]);
     assert_eq!(members("controller_nodes"), ["controller-01"]);
     assert_eq!(members("compute_nodes"), ["compute-01", "compute-02"]);

@@ -1,6 +1,9 @@
 //! The per-cluster lock: `<state>/lock` holding the owner's PID and start time, created with
 //! O_EXCL so exactly one `kinit run` wins. A lock whose PID no longer runs is stale and is
-//! taken over (saying so); a live one is refused with its holder named, or waited for.
+//! taken over (saying so); a live one is refused with its holder named, or waited for. The
+//! file also records the kernel's start time of the holder process and the boot it ran in,
+//! so a PID that another process reused (or that a reboot handed out again) is stale too. A
+//! file that is not a lock (random bytes) is taken over after a short grace period.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -36,32 +39,55 @@ pub struct Holder {
     pub pid: u32,
     /// RFC 3339 UTC.
     pub started: String,
+    /// The process's start time in clock ticks after boot (`/proc/<pid>/stat` field 22), and
+    /// the boot's id; absent in lock files of older kinit versions.
+    pub process_start: Option<u64>,
+    pub boot_id: Option<String>,
 }
 
 impl Holder {
     fn parse(text: &str) -> Option<Self> {
         let mut pid = None;
         let mut started = None;
+        let (mut process_start, mut boot_id) = (None, None);
         for line in text.lines() {
             if let Some(v) = line.strip_prefix("pid=") {
                 pid = v.trim().parse().ok();
             } else if let Some(v) = line.strip_prefix("started=") {
                 started = Some(v.trim().to_string());
+            } else if let Some(v) = line.strip_prefix("process_start=") {
+                process_start = v.trim().parse().ok();
+            } else if let Some(v) = line.strip_prefix("boot_id=") {
+                boot_id = Some(v.trim().to_string());
             }
         }
         Some(Self {
             pid: pid?,
             started: started?,
+            process_start,
+            boot_id,
         })
     }
 
-    /// Whether the holder still runs: its process exists and is not a zombie (a holder
-    /// killed by a signal its parent has not reaped yet still has a `/proc` entry).
+    /// Whether the holder still runs: its process exists, is not a zombie (a holder killed
+    /// by a signal its parent has not reaped yet still has a `/proc` entry), and is the same
+    /// process that wrote the lock (same boot, same start time), not one that reused its PID.
     fn alive(&self) -> bool {
         let stat = Path::new("/proc").join(self.pid.to_string()).join("stat");
-        match fs::read_to_string(stat) {
-            Ok(text) => !matches!(process_state(&text), Some('Z' | 'X')),
-            Err(_) => false,
+        let Ok(text) = fs::read_to_string(stat) else {
+            return false;
+        };
+        if matches!(process_state(&text), Some('Z' | 'X')) {
+            return false;
+        }
+        if let (Some(recorded), Some(now)) = (&self.boot_id, boot_id())
+            && *recorded != now
+        {
+            return false;
+        }
+        match (self.process_start, process_start_ticks(&text)) {
+            (Some(recorded), Some(now)) => recorded == now,
+            _ => true,
         }
     }
 }
@@ -70,6 +96,43 @@ impl Holder {
 /// hold spaces and parentheses).
 fn process_state(stat: &str) -> Option<char> {
     stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Field 22 of a `/proc/<pid>/stat` line, the start time in clock ticks after boot (field 3,
+/// the state, is the first after the command name).
+fn process_start_ticks(stat: &str) -> Option<u64> {
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(22 - 3)?
+        .parse()
+        .ok()
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`).
+fn boot_id() -> Option<String> {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// The lock file's text for this process.
+fn my_lock_text() -> String {
+    let mut text = format!(
+        "pid={}\nstarted={}\n",
+        std::process::id(),
+        rfc3339(SystemTime::now())
+    );
+    if let Some(ticks) = fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| process_start_ticks(&s))
+    {
+        text += &format!("process_start={ticks}\n");
+    }
+    if let Some(id) = boot_id() {
+        text += &format!("boot_id={id}\n");
+    }
+    text
 }
 
 /// A held lock; removed when dropped.
@@ -102,11 +165,7 @@ pub fn acquire(
         path: path.to_path_buf(),
         source,
     };
-    let me = format!(
-        "pid={}\nstarted={}\n",
-        std::process::id(),
-        rfc3339(SystemTime::now())
-    );
+    let me = my_lock_text();
     let mut said_waiting = false;
     let mut unreadable = 0;
     loop {
@@ -121,8 +180,9 @@ pub fn acquire(
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(io(e)),
         }
-        let text = match fs::read_to_string(path) {
-            Ok(t) => t,
+        // Bytes, not UTF-8 text: a lock file of garbage must not block every later run.
+        let text = match fs::read(path) {
+            Ok(t) => String::from_utf8_lossy(&t).into_owned(),
             // Removed between our create and our read: try again.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(io(e)),
@@ -176,8 +236,8 @@ pub fn acquire(
 /// Remove a stale lock, but only if it still is the one we judged stale (another process may
 /// have taken it over in between).
 fn take_over(path: &Path, seen: &str) -> std::io::Result<()> {
-    match fs::read_to_string(path) {
-        Ok(now) if now == seen => match fs::remove_file(path) {
+    match fs::read(path) {
+        Ok(now) if String::from_utf8_lossy(&now) == seen => match fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         },
@@ -236,6 +296,8 @@ mod tests {
         let zombie = Holder {
             pid: child.id(),
             started: String::new(),
+            process_start: None,
+            boot_id: None,
         };
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while zombie.alive() && std::time::Instant::now() < deadline {
@@ -247,7 +309,9 @@ mod tests {
         assert!(
             Holder {
                 pid: std::process::id(),
-                started: String::new()
+                started: String::new(),
+                process_start: None,
+                boot_id: None,
             }
             .alive()
         );
@@ -271,5 +335,49 @@ mod tests {
         let _l = acquire(&p, "c", false, |n| notes.push(n)).unwrap();
         assert!(notes[0].contains("stale lock"), "{notes:?}");
         assert!(notes[0].contains("4294967"));
+    }
+
+    /// Regression: a lock file of random bytes failed every later run (not UTF-8); it is
+    /// taken over as unreadable.
+    #[test]
+    fn a_lock_file_of_random_bytes_is_taken_over() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("lock");
+        fs::write(&p, [0xff, 0xfe, 0x00, 0x9c, 0x80, 0x41]).unwrap();
+        let mut notes = Vec::new();
+        let _l = acquire(&p, "c", false, |n| notes.push(n)).unwrap();
+        assert!(notes[0].contains("unreadable lock"), "{notes:?}");
+        let text = fs::read_to_string(&p).unwrap();
+        assert!(
+            text.contains(&format!("pid={}", std::process::id())),
+            "{text}"
+        );
+    }
+
+    /// Regression: a lock whose PID now belongs to another process (reused after the holder
+    /// died, or after a reboot) blocked runs although its start time was recorded.
+    #[test]
+    fn a_reused_pid_is_a_stale_lock() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("lock");
+        let mine = my_lock_text();
+        assert!(mine.contains("process_start="), "{mine}");
+        // This process's PID, but a start time it does not have: another process's lock.
+        let holder = Holder::parse(&mine).unwrap();
+        let other = mine.replace(
+            &format!("process_start={}", holder.process_start.unwrap()),
+            &format!("process_start={}", holder.process_start.unwrap() + 1),
+        );
+        fs::write(&p, &other).unwrap();
+        let mut notes = Vec::new();
+        let _l = acquire(&p, "c", false, |n| notes.push(n)).unwrap();
+        assert!(notes[0].contains("stale lock"), "{notes:?}");
+        // The same for another boot.
+        let rebooted = Holder {
+            boot_id: Some("00000000-0000-0000-0000-000000000000".into()),
+            ..holder.clone()
+        };
+        assert!(!rebooted.alive());
+        assert!(holder.alive(), "the real holder is alive");
     }
 }

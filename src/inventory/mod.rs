@@ -44,8 +44,9 @@ pub struct Host {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Group {
     pub name: String,
-    /// Hosts directly in this group, in file order.
-    pub hosts: Vec<String>,
+    /// Hosts directly in this group, in file order (a set: inventories of tens of thousands
+    /// of hosts are checked for membership once per host).
+    pub hosts: indexmap::IndexSet<String>,
     pub children: Vec<String>,
     /// Variables from the inventory file (`[g:vars]`, `vars:`).
     pub vars: VarMap,
@@ -113,8 +114,8 @@ impl Inventory {
         crate::vars::overlay(&mut host.vars, &vars);
         if let Some(g) = group {
             let group = self.group_mut(g);
-            if !group.hosts.iter().any(|h| h == name) {
-                group.hosts.push(name.to_string());
+            if !group.hosts.contains(name) {
+                group.hosts.insert(name.to_string());
             }
         }
     }
@@ -218,7 +219,7 @@ impl Inventory {
         let mut direct: Vec<&str> = self
             .groups
             .values()
-            .filter(|g| g.name != "all" && g.hosts.iter().any(|h| h == host))
+            .filter(|g| g.name != "all" && g.hosts.contains(host))
             .map(|g| g.name.as_str())
             .collect();
         if direct.is_empty() && self.hosts.contains_key(host) {
@@ -269,24 +270,22 @@ impl Inventory {
                 .filter(|h| {
                     self.groups
                         .get("ungrouped")
-                        .is_some_and(|g| g.hosts.contains(h))
+                        .is_some_and(|g| g.hosts.contains(h.as_str()))
                         || !self
                             .groups
                             .values()
-                            .any(|g| g.name != "all" && g.hosts.contains(h))
+                            .any(|g| g.name != "all" && g.hosts.contains(h.as_str()))
                 })
                 .cloned()
                 .collect();
         }
-        let mut out: Vec<String> = Vec::new();
+        let mut out: indexmap::IndexSet<String> = indexmap::IndexSet::new();
         let mut order: Vec<&str> = vec![group];
         let mut i = 0;
         while i < order.len() {
             if let Some(g) = self.groups.get(order[i]) {
                 for h in &g.hosts {
-                    if !out.contains(h) {
-                        out.push(h.clone());
-                    }
+                    out.insert(h.clone());
                 }
                 for c in &g.children {
                     if !order.contains(&c.as_str()) {
@@ -296,7 +295,7 @@ impl Inventory {
             }
             i += 1;
         }
-        out
+        out.into_iter().collect()
     }
 
     /// The `groups` magic variable: every group name to its hosts.

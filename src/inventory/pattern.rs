@@ -52,23 +52,20 @@ impl Inventory {
         if regular.is_empty() {
             regular.push("all".into());
         }
-        let mut hosts: Vec<String> = Vec::new();
+        // Sets: an inventory of tens of thousands of hosts is matched in linear time.
+        let mut hosts: indexmap::IndexSet<String> = indexmap::IndexSet::new();
         for p in &regular {
-            for h in self.match_one(p)? {
-                if !hosts.contains(&h) {
-                    hosts.push(h);
-                }
-            }
+            hosts.extend(self.match_one(p)?);
         }
         for p in &and {
-            let that = self.match_one(p)?;
+            let that: std::collections::HashSet<String> = self.match_one(p)?.into_iter().collect();
             hosts.retain(|h| that.contains(h));
         }
         for p in &not {
-            let that = self.match_one(p)?;
+            let that: std::collections::HashSet<String> = self.match_one(p)?.into_iter().collect();
             hosts.retain(|h| !that.contains(h));
         }
-        Ok(hosts)
+        Ok(hosts.into_iter().collect())
     }
 
     /// `select(pattern)` restricted by a `--limit` pattern (`@file` reads one name per line).
@@ -94,7 +91,7 @@ impl Inventory {
                 .join(","),
             None => limit.to_string(),
         };
-        let allowed = self.select(&limit)?;
+        let allowed: std::collections::HashSet<String> = self.select(&limit)?.into_iter().collect();
         Ok(hosts.into_iter().filter(|h| allowed.contains(h)).collect())
     }
 
@@ -142,30 +139,22 @@ impl Inventory {
     /// Groups and hosts matching one pattern word (no operators, no subscript).
     fn enumerate(&self, pattern: &str) -> Result<Vec<String>, InventoryError> {
         let matcher = Matcher::new(pattern)?;
-        let mut out: Vec<String> = Vec::new();
+        let mut out: indexmap::IndexSet<String> = indexmap::IndexSet::new();
         let mut any_group = false;
         for g in self.groups.keys() {
             if matcher.is_match(g) {
                 any_group = true;
-                for h in self.hosts_of_group(g) {
-                    if !out.contains(&h) {
-                        out.push(h);
-                    }
-                }
+                out.extend(self.hosts_of_group(g));
             }
         }
         let special = pattern.starts_with('~') || pattern.contains(['.', '?', '*', '[']);
         if !any_group || special {
-            for h in self.hosts.keys() {
-                if matcher.is_match(h) && !out.contains(h) {
-                    out.push(h.clone());
-                }
-            }
+            out.extend(self.hosts.keys().filter(|h| matcher.is_match(h)).cloned());
         }
         if out.is_empty() && IMPLICIT_LOCAL.contains(&pattern) {
-            out.push(pattern.to_string());
+            out.insert(pattern.to_string());
         }
-        Ok(out)
+        Ok(out.into_iter().collect())
     }
 }
 

@@ -155,7 +155,7 @@ async fn run(
                 json = None;
             }
         }
-        let text = redactor.apply(&plain.render(&ev));
+        let text = terminal_safe(&redactor.apply(&plain.render(&ev))).into_owned();
         match progress.as_mut() {
             Some(p) => p.handle(&ev, &text),
             None => {
@@ -181,7 +181,7 @@ async fn run(
     if !stats.phases.is_empty() {
         summary = format!("{summary}\n{}", stats.phase_summary());
     }
-    print!("{}", redactor.apply(&summary));
+    print!("{}", terminal_safe(&redactor.apply(&summary)));
     if let Some(path) = &opts.junit {
         let xml = redactor.apply(&junit.render());
         std::fs::write(path, xml).map_err(|source| ReportError::Write {
@@ -204,5 +204,39 @@ fn ignore_unsyncable(e: std::io::Error) -> std::io::Result<()> {
     match e.kind() {
         std::io::ErrorKind::InvalidInput => Ok(()),
         _ => Err(e),
+    }
+}
+
+/// Text for the terminal: control characters other than newline and tab, which a managed
+/// host's output may carry (escape sequences that recolour, move the cursor, set the window
+/// title or rewrite the line with `\r`), are shown as `\xNN` instead of acted on.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\x{:02x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod terminal_tests {
+    use super::terminal_safe;
+
+    /// Regression: with `-v` a host's escape sequences reached the user's terminal as is.
+    #[test]
+    fn escape_sequences_from_a_host_are_shown_not_acted_on() {
+        assert_eq!(terminal_safe("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(
+            terminal_safe("\u{1b}]0;owned\u{7}\u{1b}[2J\rX\u{9b}"),
+            "\\x1b]0;owned\\x07\\x1b[2J\\x0dX\\x9b"
+        );
     }
 }

@@ -510,3 +510,18 @@ fn int_of_a_huge_number_is_exact_not_saturated() {
     );
     assert!(out.contains("does not fit a 128-bit integer"), "{out}");
 }
+
+/// With `-v` a managed host's terminal escape sequences (window title, clear screen) reached
+/// the user's terminal; they are shown as `\xNN` text.
+#[test]
+fn escape_sequences_from_a_host_do_not_reach_the_terminal() {
+    let site = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: printf '\\033]0;owned\\007\\033[2Jdone'\n";
+    let run = Test::new()
+        .write("hosts.ini", LOCAL)
+        .write("site.yml", site)
+        .args(["playbook", "-i", "hosts.ini", "site.yml", "-v"])
+        .succeeds();
+    let out = run.stdout();
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+    assert!(out.contains("\\x1b]0;owned\\x07\\x1b[2Jdone"), "{out}");
+}
