@@ -196,8 +196,17 @@ impl Executor {
                 ))
             }
             Ok(r) => Attempt::ok(result_value(r)),
-            Err(ModuleError::Transport(TransportError::Timeout { after, .. })) => {
-                Attempt::failed(format!("the task timed out after {after:?}"))
+            // Only the task's own `timeout` is reported as the task timing out; a transport's
+            // timeout (a WinRM HTTP read, say) keeps its own words.
+            Err(ModuleError::Transport(TransportError::Timeout { after, .. }))
+                if mctx.timeout == Some(after) =>
+            {
+                Attempt::failed(format!(
+                    "the task timed out after {after:?} (its `timeout` keyword)"
+                ))
+            }
+            Err(ModuleError::Transport(e @ TransportError::Timeout { .. })) => {
+                Attempt::failed(crate::provider::error::chain(&e))
             }
             Err(ModuleError::Transport(e)) => transport_failure(&conn, e).await,
             Err(e) => Attempt::failed(e.to_string()),
@@ -309,12 +318,14 @@ async fn transport_failure(conn: &crate::transport::Connection, e: TransportErro
             return unreachable(e);
         }
     }
-    Attempt::failed(e.to_string())
+    Attempt::failed(crate::provider::error::chain(&e))
 }
 
+/// The host is unreachable; the message carries every cause (`connection refused`, the DNS
+/// or TLS error), not only "cannot connect".
 fn unreachable(e: TransportError) -> Attempt {
     Attempt {
-        result: json!({"unreachable": true, "changed": false, "msg": e.to_string()}),
+        result: json!({"unreachable": true, "changed": false, "msg": crate::provider::error::chain(&e)}),
         unreachable: true,
         flow: super::host_task::Flow::Continue,
     }

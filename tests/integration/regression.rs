@@ -525,3 +525,72 @@ fn escape_sequences_from_a_host_do_not_reach_the_terminal() {
     assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
     assert!(out.contains("\\x1b]0;owned\\x07\\x1b[2Jdone"), "{out}");
 }
+
+/// Every connect failure said `cannot connect ... after 3 attempt(s)` without why; the cause
+/// follows now (here: a refused port and a name that does not resolve).
+#[test]
+fn connect_failures_name_their_cause() {
+    let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = refused.local_addr().unwrap().port();
+    drop(refused);
+    let inv = format!(
+        "[all]\nrefused ansible_host=127.0.0.1 ansible_port={port} ansible_connection=ssh\n\
+         nodns ansible_host=kinit-no-such-host.invalid ansible_connection=ssh\n"
+    );
+    let run = Test::new()
+        .write("hosts.ini", &inv)
+        .write(
+            "site.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - ping:\n",
+        )
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .run()
+        .code(4);
+    let out = run.stdout();
+    assert!(
+        out.contains(&format!(
+            "fatal: [refused]: UNREACHABLE! => cannot connect to `refused` (root@127.0.0.1:{port}) after 3 attempt(s): Connection refused"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("fatal: [nodns]: UNREACHABLE! => cannot connect to `nodns`")
+            && out.contains("failed to lookup address information"),
+        "{out}"
+    );
+}
+
+/// A server that accepts the connection and never speaks SSH took three connect timeouts
+/// (30 s) and said only "timed out"; one timeout is waited, and the message says what was
+/// seen and which variable sets the wait.
+#[test]
+fn a_silent_server_is_given_up_after_one_timeout_and_described() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        for c in silent.incoming().take(3) {
+            conns.push(c);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(5));
+    });
+    let inv = format!(
+        "[all]\nsilent ansible_host=127.0.0.1 ansible_port={port} ansible_connection=ssh ansible_timeout=2\n"
+    );
+    let run = Test::new()
+        .write("hosts.ini", &inv)
+        .write(
+            "site.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - ping:\n",
+        )
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .run()
+        .code(4);
+    let out = run.stdout();
+    assert!(
+        out.contains("after 1 attempt(s): the connection was accepted but no SSH handshake completed within 2s")
+            && out.contains("`ansible_timeout` sets the wait"),
+        "{out}"
+    );
+    drop(held);
+}

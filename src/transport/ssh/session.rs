@@ -180,6 +180,9 @@ fn jump_key_files<'a>(
 /// Why one attempt at a hop failed, and whether trying again can help.
 enum AttemptError {
     Retry(Box<dyn std::error::Error + Send + Sync>),
+    /// The attempt used up the whole connect timeout: another would only wait as long again
+    /// (a silent server took three timeouts, 30 s, to be reported).
+    GaveUp(Box<dyn std::error::Error + Send + Sync>),
     Fatal(TransportError),
 }
 
@@ -197,7 +200,7 @@ pub(crate) async fn connect(target: &HostTarget) -> Result<Connected, TransportE
     let mut jumps: Vec<Handle<Client>> = Vec::new();
     for (i, hop) in hops.iter().enumerate() {
         let is_target = i + 1 == hops.len();
-        let attempts = target.connect_attempts.max(1);
+        let mut attempts = target.connect_attempts.max(1);
         let mut last: Option<Box<dyn std::error::Error + Send + Sync>> = None;
         let mut handle = None;
         for attempt in 1..=attempts {
@@ -214,6 +217,11 @@ pub(crate) async fn connect(target: &HostTarget) -> Result<Connected, TransportE
                 }
                 Err(AttemptError::Fatal(e)) => return Err(e),
                 Err(AttemptError::Retry(e)) => last = Some(e),
+                Err(AttemptError::GaveUp(e)) => {
+                    last = Some(e);
+                    attempts = attempt;
+                    break;
+                }
             }
         }
         let Some(mut handle) = handle else {
@@ -278,6 +286,9 @@ async fn try_hop(
     config: &Arc<client::Config>,
 ) -> Result<Handle<Client>, AttemptError> {
     let refusal = Arc::new(Mutex::new(None));
+    // Whether the TCP connection (or the tunnel) was made, to tell a silent server from one
+    // that does not answer at all.
+    let reached = std::sync::atomic::AtomicBool::new(false);
     let handler = Client {
         host: hop.address.clone(),
         port: hop.port,
@@ -290,6 +301,7 @@ async fn try_hop(
                 let tcp = tokio::net::TcpStream::connect((hop.address.as_str(), hop.port))
                     .await
                     .map_err(|e| AttemptError::Retry(Box::new(e)))?;
+                reached.store(true, std::sync::atomic::Ordering::Relaxed);
                 let _ = tcp.set_nodelay(true);
                 // Quick ACKs matter only where a jump host forwards inner packets to us.
                 let tcp = QuickAck::new(tcp, carries_tunnels);
@@ -300,6 +312,7 @@ async fn try_hop(
                     .channel_open_direct_tcpip(hop.address.clone(), hop.port.into(), "127.0.0.1", 0)
                     .await
                     .map_err(|e| AttemptError::Retry(Box::new(e)))?;
+                reached.store(true, std::sync::atomic::Ordering::Relaxed);
                 client::connect_stream(config.clone(), coalesce(ch.into_stream()), handler).await
             }
         }
@@ -313,8 +326,21 @@ async fn try_hop(
     };
     match tokio::time::timeout(target.connect_timeout, attempt).await {
         Ok(r) => r,
-        Err(_) => Err(AttemptError::Retry(
-            format!("timed out after {:?}", target.connect_timeout).into(),
+        Err(_) if reached.load(std::sync::atomic::Ordering::Relaxed) => Err(AttemptError::GaveUp(
+            format!(
+                "the connection was accepted but no SSH handshake completed within {:?} \
+                 (not an SSH server, or one too busy to answer; `ansible_timeout` sets the wait)",
+                target.connect_timeout
+            )
+            .into(),
+        )),
+        Err(_) => Err(AttemptError::GaveUp(
+            format!(
+                "no answer to the connection within {:?} (a firewall dropping it, or the host \
+                 is down; `ansible_timeout` sets the wait)",
+                target.connect_timeout
+            )
+            .into(),
         )),
     }
 }

@@ -123,7 +123,7 @@ impl HttpSession {
         if o.auth == WinRmAuth::Basic && !https && !o.allow_basic_over_http {
             return Err(HttpError::Config(
                 "Basic auth over plain HTTP would send the password and every command in \
-                 clear text; use HTTPS, NTLM (sealed), or set allow_basic_over_http"
+                 clear text; use HTTPS, NTLM (sealed), or set `kinit_winrm_allow_basic_over_http: true` on the host"
                     .into(),
             ));
         }
