@@ -594,3 +594,55 @@ fn a_silent_server_is_given_up_after_one_timeout_and_described() {
     );
     drop(held);
 }
+
+/// A password with a backslash, a quote, an accent or a tab leaked through `to_json` (once
+/// or twice, into stdout and `--log-json`) and through base64; every spelling is masked.
+#[test]
+fn secrets_escaped_twice_or_encoded_do_not_leak() {
+    let site = "- hosts: all\n  gather_facts: false\n  tasks:\n    \
+        - command: echo {{ ansible_password | to_json }}\n      register: o\n    \
+        - debug: var=o.stdout\n    \
+        - debug: msg=\"{{ ansible_password | to_json | to_json }}\"\n    \
+        - debug: msg=\"{{ ansible_password | to_json | to_json | to_json }}\"\n    \
+        - debug: msg=\"{{ ansible_password | b64encode }}\"\n    \
+        - debug: msg=\"x{{ ansible_password | b64encode }}\"\n";
+    for (inventory_value, password) in [
+        ("'Pw8\\back$slash'", "Pw8\\back$slash"),
+        ("'Pw\"quote'", "Pw\"quote"),
+        ("'Pwé-accent'", "Pwé-accent"),
+    ] {
+        let inv = format!(
+            "[all]\nlocalhost ansible_connection=local ansible_password={inventory_value}\n"
+        );
+        let run = Test::new()
+            .write("hosts.ini", &inv)
+            .write("site.yml", site)
+            .args([
+                "playbook",
+                "-i",
+                "hosts.ini",
+                "site.yml",
+                "--log-json",
+                "log.jsonl",
+            ])
+            .succeeds();
+        let log = std::fs::read_to_string(run.dir.join("log.jsonl")).unwrap();
+        let once = serde_json::to_string(password).unwrap();
+        let b64 = {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.encode(password)
+        };
+        for text in [run.stdout(), log] {
+            for form in [
+                password.to_string(),
+                once[1..once.len() - 1].to_string(),
+                b64[..b64.len() - 4].to_string(),
+            ] {
+                assert!(
+                    !text.contains(&form),
+                    "{password:?} as {form:?} in:\n{text}"
+                );
+            }
+        }
+    }
+}
