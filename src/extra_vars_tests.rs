@@ -100,3 +100,18 @@ fn truthiness_follows_ansible() {
     }
     assert!(!is_truthy(None));
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(384))]
+    /// No `-e` argument makes the parser panic: `key=value` forms, inline JSON/YAML and
+    /// `@file` names built from the notation's pieces, and arbitrary text.
+    #[test]
+    fn extra_vars_parser_never_panics(
+        arg in proptest::prop_oneof![
+            proptest::prelude::any::<String>(),
+            "([a-z_]{0,6}=[\"'a-z0-9 {}\\[\\]:,\\\\]{0,10} ?){0,3}|[{\\[][\"'a-z0-9:, {}\\[\\]]{0,20}|@[a-z./]{0,10}"
+        ]
+    ) {
+        let _ = parse(&[arg.as_str()]);
+    }
+}

@@ -357,4 +357,6 @@ impl Inventory {
 }
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;

@@ -22,6 +22,8 @@ mod task;
 pub mod yaml;
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;
 
 use std::path::PathBuf;

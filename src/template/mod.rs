@@ -27,6 +27,8 @@ mod undefined;
 #[cfg(test)]
 mod cases;
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
