@@ -9,6 +9,12 @@
 //! temporary file while hashing and compare with the remote `sha256sum` (run concurrently).
 //! Only inline uploads hold the file in memory, and those are small.
 //!
+//! Transfers are timed by progress, not per request: on a slow link (256 kbit/s, 200 ms
+//! delay) one SFTP write can wait far longer than any fixed request timeout behind the others
+//! in flight, which failed uploads over 64 KiB while the connection was fine. A transfer
+//! fails only when no byte has moved for `STALL` (the cause then says so); the library's own
+//! per-request limit is set well above that.
+//!
 //! The finishing command also lists the destination's other temporary files owned by the SSH
 //! user; those `upload_temp` finds stale (left by an upload whose connection was cut) are
 //! removed by one more command, run only when there are any.
@@ -29,6 +35,10 @@ const CHUNK: usize = 256 * 1024;
 /// Uploads up to this size go inline through one command instead of SFTP. The bytes travel
 /// base64-encoded inside the command text, so this also bounds that text.
 const INLINE_MAX: u64 = 64 * 1024;
+/// A transfer with no byte moved for this long has stalled.
+const STALL: std::time::Duration = std::time::Duration::from_secs(60);
+/// russh-sftp's limit for one request (10 s by default): only a backstop behind `STALL`.
+const REQUEST_LIMIT_SECS: u64 = 600;
 /// Exit status of the finishing command when the checksum does not match.
 const MISMATCH: i32 = 97;
 
@@ -62,6 +72,7 @@ impl SftpCell {
                     let s = SftpSession::new(ch.into_stream())
                         .await
                         .map_err(|e| sftp_err(&c.name, "starting SFTP", e))?;
+                    s.set_timeout(REQUEST_LIMIT_SECS);
                     Ok::<_, TransportError>((s, permit))
                 })
                 .await?;
@@ -178,6 +189,7 @@ async fn put_via(
 ) -> Result<Vec<String>, TransportError> {
     let tmp = tmp.to_string();
     let what = format!("uploading `{dest}`");
+    let moved = std::sync::atomic::AtomicU64::new(0);
     let sent = async {
         let mut file = sftp
             .create(tmp.clone())
@@ -186,22 +198,24 @@ async fn put_via(
         let mut hasher = Sha256::new();
         match src {
             Source::Bytes(b) => {
-                hasher.update(b);
-                file.write_all(b).await.map_err(|e| io(&c.name, &what, e))?;
+                let mut bytes: &[u8] = b;
+                copy_hashed(&mut bytes, &mut file, &mut hasher, &moved)
+                    .await
+                    .map_err(|e| io(&c.name, &what, e))?;
             }
             Source::File(p) => {
                 let mut local = tokio::fs::File::open(p)
                     .await
                     .map_err(|e| io(&c.name, &format!("reading local `{}`", p.display()), e))?;
-                copy_hashed(&mut local, &mut file, &mut hasher)
+                copy_hashed(&mut local, &mut file, &mut hasher, &moved)
                     .await
                     .map_err(|e| io(&c.name, &what, e))?;
             }
         }
         file.shutdown().await.map_err(|e| io(&c.name, &what, e))?;
         Ok::<_, TransportError>(hex::encode(hasher.finalize()))
-    }
-    .await;
+    };
+    let sent = until_stalled(&c.name, &what, &moved, sent).await;
     let expected = match sent {
         Ok(h) => h,
         Err(e) => {
@@ -253,6 +267,7 @@ pub(super) async fn get(c: &SshConnection, src: &str, dest: &Path) -> Result<(),
     let sftp = c.sftp.get(c).await?;
     let what = format!("downloading `{src}`");
     let tmp = temp_sibling(dest);
+    let moved = std::sync::atomic::AtomicU64::new(0);
     let download = async {
         let mut remote = sftp
             .open(src.to_string())
@@ -262,12 +277,13 @@ pub(super) async fn get(c: &SshConnection, src: &str, dest: &Path) -> Result<(),
             .await
             .map_err(|e| io(&c.name, &format!("writing `{}`", tmp.display()), e))?;
         let mut hasher = Sha256::new();
-        copy_hashed(&mut remote, &mut local, &mut hasher)
+        copy_hashed(&mut remote, &mut local, &mut hasher, &moved)
             .await
             .map_err(|e| io(&c.name, &what, e))?;
         local.flush().await.map_err(|e| io(&c.name, &what, e))?;
         Ok::<_, TransportError>(hex::encode(hasher.finalize()))
     };
+    let download = until_stalled(&c.name, &what, &moved, download);
     let sum_req = ExecRequest::new(format!("sha256sum {} | cut -c1-64", quote::sh(src)));
     let remote_sum = c.exec(&sum_req);
     let (got, remote_sum) = tokio::join!(download, remote_sum);
@@ -290,11 +306,19 @@ pub(super) async fn get(c: &SshConnection, src: &str, dest: &Path) -> Result<(),
 
 /// Copy `from` into `to` in `CHUNK`s, feeding every byte to `hasher` on the way: both
 /// directions check the bytes that crossed the wire against the remote `sha256sum`.
-async fn copy_hashed<R, W>(from: &mut R, to: &mut W, hasher: &mut Sha256) -> std::io::Result<()>
+/// Copy while hashing, counting the bytes written in `moved` (read by `until_stalled`). Writes
+/// go in pieces of `PIECE` so progress shows on a slow link too.
+async fn copy_hashed<R, W>(
+    from: &mut R,
+    to: &mut W,
+    hasher: &mut Sha256,
+    moved: &std::sync::atomic::AtomicU64,
+) -> std::io::Result<()>
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
+    const PIECE: usize = 32 * 1024;
     let mut buf = vec![0u8; CHUNK];
     loop {
         let n = from.read(&mut buf).await?;
@@ -302,7 +326,39 @@ where
             return Ok(());
         }
         hasher.update(&buf[..n]);
-        to.write_all(&buf[..n]).await?;
+        for piece in buf[..n].chunks(PIECE) {
+            to.write_all(piece).await?;
+            moved.fetch_add(piece.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs `work` until it ends, or fails it once `moved` has not grown for `STALL`.
+async fn until_stalled<T>(
+    host: &str,
+    what: &str,
+    moved: &std::sync::atomic::AtomicU64,
+    work: impl std::future::Future<Output = Result<T, TransportError>>,
+) -> Result<T, TransportError> {
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    let (mut seen, mut since) = (0u64, tokio::time::Instant::now());
+    loop {
+        tokio::select! {
+            r = &mut work => return r,
+            _ = tick.tick() => {
+                let now = moved.load(std::sync::atomic::Ordering::Relaxed);
+                if now != seen {
+                    (seen, since) = (now, tokio::time::Instant::now());
+                } else if since.elapsed() >= STALL {
+                    return Err(TransportError::Timeout {
+                        host: host.to_string(),
+                        what: format!("{what} (no byte moved; {seen} bytes sent before the link stalled)"),
+                        after: STALL,
+                    });
+                }
+            }
+        }
     }
 }
 

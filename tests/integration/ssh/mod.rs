@@ -8,5 +8,6 @@ mod jump;
 mod playbook;
 mod scale;
 mod shell;
+mod slow_link;
 mod speed;
 mod trust;
