@@ -34,15 +34,18 @@ impl ConnPool {
         self.conns.lock().unwrap().remove(host);
     }
 
-    /// Close every connection (SSH disconnects, WinRM shells deleted).
-    pub async fn close_all(&self) {
+    /// Close every connection (SSH disconnects, WinRM shells deleted); returns the warnings
+    /// of those that left something behind.
+    pub async fn close_all(&self) -> Vec<String> {
         let cells: Vec<_> = self.conns.lock().unwrap().drain().map(|(_, c)| c).collect();
+        let mut warnings = Vec::new();
         for cell in cells {
             if let Some(conn) = Arc::try_unwrap(cell).ok().and_then(|c| c.into_inner())
                 && let Ok(conn) = Arc::try_unwrap(conn)
             {
-                conn.close().await;
+                warnings.extend(conn.close().await);
             }
         }
+        warnings
     }
 }

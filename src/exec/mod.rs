@@ -195,7 +195,9 @@ impl Executor {
             }
             self.run_play(play).await;
         }
-        self.conns.close_all().await;
+        for message in self.conns.close_all().await {
+            self.emit(Event::Warning { message });
+        }
         let interrupted = self.cancel.is_cancelled();
         self.emit(Event::RunEnd { interrupted });
         interrupted

@@ -194,10 +194,15 @@ impl Connection {
     }
 
     /// Release the connection (SSH disconnect, WinRM shells deleted).
-    pub async fn close(self) {
+    /// Close the connection; a warning for the user when something of it stays behind (a
+    /// WinRM shell the host would not delete).
+    pub async fn close(self) -> Option<String> {
         match self {
-            Connection::Local(_) => {}
-            Connection::Ssh(c) => c.close().await,
+            Connection::Local(_) => None,
+            Connection::Ssh(c) => {
+                c.close().await;
+                None
+            }
             Connection::WinRm(c) => c.close().await,
         }
     }

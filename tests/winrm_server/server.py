@@ -93,6 +93,8 @@ FAULT_QUOTA = ("w:InternalError", 2150859174,
                "maximum number of {} concurrent shells, which has been exceeded. Close existing "
                "shells or raise the quota for this user. ")
 FAULT_PARAM = ("w:InvalidParameter", 2150858882, "The parameter is incorrect. ")
+FAULT_BUSY = ("w:InternalError", 2150859193,
+              "The WS-Management service cannot process the request because it is busy. ")
 FAULT_URI = ("w:DestinationUnreachable", 2150858770,
              "The WS-Management service cannot process the request because the resource URI "
              "is not supported. ")
@@ -104,7 +106,7 @@ class Stats:
     def __init__(self):
         self.lock = threading.Lock()
         self.c = {k: 0 for k in (
-            "requests", "shells_created", "shells_deleted", "commands", "ntlm_handshakes",
+            "requests", "shells_created", "shells_deleted", "deletes_failed", "commands", "ntlm_handshakes",
             "basic_auths", "auth_failures", "sealed_requests", "plaintext_requests",
             "tls_requests", "rejected_plaintext", "rejected_frames", "timeouts", "signals",
             "sends", "injected_500", "quota_faults", "operations", "dropped_responses",
@@ -543,6 +545,13 @@ class Handler(BaseHTTPRequestHandler):
             if shell is None:
                 raise Fault(FAULT_SELECTORS, shell_id)
             if action == ACT_DELETE:
+                with self.server.lock:
+                    failing = self.server.opts.fail_deletes > 0
+                    if failing:
+                        self.server.opts.fail_deletes -= 1
+                if failing:
+                    self.server.stats.inc("deletes_failed")
+                    raise Fault(FAULT_BUSY)
                 return 200, self.op_delete(mid, shell)
             if action == ACT_SHELL + "Command":
                 return 200, self.op_command(mid, shell, bdy)
@@ -715,6 +724,9 @@ def main():
     p.add_argument("--windows-root", help="act out kinit's Windows module scripts on a fake "
                    "C: drive in this folder, recording each action (windows_standin.py)")
     p.add_argument("--reboot-down-ms", type=int, default=2000)
+    p.add_argument("--fail-deletes", type=int, default=0,
+                   help="answer the first N shell Deletes with an internal-error fault (HTTP 500), "
+                   "as a busy WinRM service does")
     opts = p.parse_args()
     opts.auth = opts.auth.split(",")
     if not opts.user:

@@ -82,7 +82,8 @@ struct Job {
 
 enum Msg {
     Job(Job),
-    Close(oneshot::Sender<()>),
+    /// Answered with the error of a failed shell deletion.
+    Close(oneshot::Sender<Option<String>>),
 }
 
 pub struct WinRmConnection {
@@ -109,24 +110,49 @@ impl WinRmConnection {
         let o = &target.winrm;
         let mut shell = Shell::new(http, o.operation_timeout, o.idle_timeout);
         let attempts = target.connect_attempts.max(1);
-        for attempt in 1..=attempts {
-            match shell.open().await {
-                Ok(_) => break,
-                Err(ShellError::Http(HttpError::Connect(_))) if attempt < attempts => {
-                    tokio::time::sleep(Duration::from_millis(250 << attempt.min(5))).await;
-                }
-                Err(e) => {
-                    return Err(map_shell(
-                        &target.name,
-                        &user,
-                        &address,
-                        "connect",
-                        e,
-                        attempt,
-                    ));
+        // The shell is created in a task of its own: a caller dropped mid-request (Ctrl-C in
+        // the first moments of a run) would otherwise leave a shell the server made but whose
+        // id nobody read. The task hands the shell over, or deletes it when nobody waits.
+        let (handoff, opened) = oneshot::channel();
+        tokio::spawn(async move {
+            let mut outcome = Ok(());
+            for attempt in 1..=attempts {
+                match shell.open().await {
+                    Ok(_) => {
+                        outcome = Ok(());
+                        break;
+                    }
+                    Err(ShellError::Http(HttpError::Connect(_))) if attempt < attempts => {
+                        tokio::time::sleep(Duration::from_millis(250 << attempt.min(5))).await;
+                    }
+                    Err(e) => {
+                        outcome = Err((e, attempt));
+                        break;
+                    }
                 }
             }
-        }
+            if let Err(Ok(mut shell)) = handoff.send(outcome.map(|()| shell)) {
+                let _ = shell.delete().await;
+            }
+        });
+        let shell = match opened.await {
+            Ok(Ok(shell)) => shell,
+            Ok(Err((e, attempt))) => {
+                return Err(map_shell(
+                    &target.name,
+                    &user,
+                    &address,
+                    "connect",
+                    e,
+                    attempt,
+                ));
+            }
+            Err(_) => {
+                return Err(TransportError::Cancelled {
+                    host: target.name.clone(),
+                });
+            }
+        };
         let (tx, rx) = mpsc::channel(8);
         tokio::spawn(actor(shell, rx));
         Ok(WinRmConnection {
@@ -198,12 +224,20 @@ impl WinRmConnection {
             .map(drop)
     }
 
-    /// Delete the shell and stop the actor.
-    pub async fn close(self) {
+    /// Delete the shell and stop the actor. Returns a warning when the shell could not be
+    /// deleted (it then stays open on the host until WinRM's idle timeout).
+    pub async fn close(self) -> Option<String> {
         let (ack, done) = oneshot::channel();
         if self.tx.send(Msg::Close(ack)).await.is_ok() {
-            let _ = done.await;
+            return done.await.ok().flatten().map(|e| {
+                format!(
+                    "{}: the WinRM shell could not be deleted ({e}); it stays open until the \
+                     host's idle timeout, and Windows allows 30 shells per user",
+                    self.name
+                )
+            });
         }
+        None
     }
 
     fn map_transfer(&self, what: &str, e: TransferError) -> TransportError {
@@ -269,8 +303,8 @@ async fn actor(mut shell: Shell, mut rx: mpsc::Receiver<Msg>) {
                 }
             }
             Msg::Close(ack) => {
-                let _ = shell.delete().await;
-                let _ = ack.send(());
+                let failed = shell.delete().await.err().map(|e| e.to_string());
+                let _ = ack.send(failed);
                 return;
             }
         }

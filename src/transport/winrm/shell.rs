@@ -149,16 +149,25 @@ impl Shell {
             .await;
     }
 
-    /// Delete the shell, if open; best effort (the server's idle timeout is the backstop).
+    /// Delete the shell, if open, trying three times (a busy WinRM service answers 500 at
+    /// times). An error after that means the shell stays until the server's idle timeout:
+    /// Windows allows 30 shells per user, so the caller says so.
     pub async fn delete(&mut self) -> Result<(), ShellError> {
         self.terminate().await;
         let Some(shell) = self.shell_id.take() else {
             return Ok(());
         };
-        match self.http.call(&self.env.delete(&shell)).await {
-            Ok(_) => Ok(()),
-            Err(HttpError::Fault(f)) if f.is_unknown_shell() => Ok(()),
-            Err(e) => Err(e.into()),
+        let mut last = None;
+        for attempt in 0..3u32 {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(300 << attempt)).await;
+            }
+            match self.http.call(&self.env.delete(&shell)).await {
+                Ok(_) => return Ok(()),
+                Err(HttpError::Fault(f)) if f.is_unknown_shell() => return Ok(()),
+                Err(e) => last = Some(e),
+            }
         }
+        Err(last.expect("three attempts").into())
     }
 }
