@@ -92,8 +92,12 @@ async fn one_mib_upload_and_download_over_a_slow_link_succeed() {
     .unwrap();
     target.known_hosts_file = Some(kh.path().to_path_buf());
     let c = SshConnection::connect(&target).await.unwrap();
+    // A folder of its own: the fixture hosts share one home with tests that check it has no
+    // upload temp files, and this upload takes half a minute.
     let home = c
-        .exec(&ExecRequest::new("printf %s \"$HOME\""))
+        .exec(&ExecRequest::new(
+            "mkdir -p \"$HOME/slow-link\" && printf %s \"$HOME/slow-link\"",
+        ))
         .await
         .unwrap()
         .stdout_str();
