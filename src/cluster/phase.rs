@@ -158,16 +158,22 @@ impl PhaseWindow {
         Ok(Self { first, last })
     }
 
-    /// The phases in order. A window that ends at `cleanup-hypervisors` is a teardown and
-    /// leaves out `prepare-hypervisors`: removing a cluster must not install packages or start
-    /// daemons, and must work on a machine where preparing failed (cleanup treats a libvirt
-    /// that is not installed as nothing to remove).
+    /// The phases in order. `gather-facts` always comes first, whatever `--start-at` says: it
+    /// only reads the hypervisors, and every later phase uses its facts (as KubeInit's
+    /// playbook gathers facts on every run, whichever tasks its tags select). A window that
+    /// ends at `cleanup-hypervisors` is a teardown and leaves out `prepare-hypervisors`:
+    /// removing a cluster must not install packages or start daemons, and must work on a
+    /// machine where preparing failed (cleanup treats a libvirt that is not installed as
+    /// nothing to remove).
     pub fn phases(self) -> impl Iterator<Item = Phase> {
         let teardown = self.is_teardown();
-        Phase::ALL[self.first.index()..=self.last.index()]
-            .iter()
-            .copied()
-            .filter(move |p| !(teardown && *p == Phase::PrepareHypervisors))
+        let facts = (self.first != Phase::GatherFacts).then_some(Phase::GatherFacts);
+        facts.into_iter().chain(
+            Phase::ALL[self.first.index()..=self.last.index()]
+                .iter()
+                .copied()
+                .filter(move |p| !(teardown && *p == Phase::PrepareHypervisors)),
+        )
     }
 
     /// `--stop-after cleanup-hypervisors` (or `--stop-before run-validations`).
@@ -249,6 +255,7 @@ mod tests {
         assert_eq!(
             names,
             [
+                "gather-facts",
                 "create-network",
                 "create-services",
                 "prepare-cluster",

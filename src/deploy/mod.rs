@@ -3,7 +3,8 @@
 //! `kinit run` validates its inputs exactly as `kinit plan` does, takes the cluster lock
 //! (`lock`), prepares the state folder (`state`), finds the bundled playbooks (`locate`) and
 //! runs the phase plays of `site.yml` one phase at a time (`phases`), each selected by its
-//! tag, with one reporter for the whole run so the recap lists every phase with its duration.
+//! tag, through one session for the whole run (connections, facts and reporter), so the
+//! recap lists every phase with its duration.
 
 mod atomic;
 mod locate;

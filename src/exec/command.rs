@@ -1,20 +1,23 @@
 //! `kinit playbook`: load the inventory and playbooks, then syntax-check, list, or run them
 //! with the reporter attached, and map the result onto ansible-playbook's exit codes.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::session::{ReportFiles, Session};
 use super::{Executor, RunOptions, TagFilter};
 use crate::cli::PlaybookArgs;
 use crate::inventory::Inventory;
 use crate::playbook::{Loader, LoaderOptions, Playbook, list};
-use crate::report::{self, EventSender, ReportOptions};
+use crate::report::{EventSender, Redactor};
 use crate::{Error, Outcome};
 
 pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
+    if args.exec.forks == 0 {
+        return Err(Error::Forks);
+    }
     let loader = Arc::new(Loader::new(LoaderOptions {
         roles_path: roles_path(),
     }));
@@ -50,11 +53,7 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
         host_key_checking: args.exec.host_key_checking,
         winrm_ca_file: args.exec.winrm_ca_file.clone(),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(crate::exec::WORKER_STACK)
-        .build()
-        .map_err(|source| Error::Runtime { source })?;
+    let runtime = super::session::runtime()?;
     runtime.block_on(run(args, loader, books, inventory, opts))
 }
 
@@ -65,9 +64,14 @@ async fn run(
     inventory: Inventory,
     opts: RunOptions,
 ) -> Result<Outcome, Error> {
-    let cancel = CancellationToken::new();
     if args.list_hosts {
-        let exec = Executor::new(loader, inventory, opts, EventSender::discard(), cancel);
+        let exec = Executor::new(
+            loader,
+            inventory,
+            opts,
+            EventSender::discard(),
+            CancellationToken::new(),
+        );
         for b in &books {
             print!(
                 "{}",
@@ -76,37 +80,17 @@ async fn run(
         }
         return Ok(Outcome::Success);
     }
-    let ropts = ReportOptions {
-        verbose: args.exec.verbose,
-        diff: args.exec.diff,
+    let files = ReportFiles {
         log_json: args.exec.log_json.clone(),
         junit: args.exec.junit.clone(),
-        progress: std::io::stdout().is_terminal()
-            && std::env::var("TERM").map(|t| t != "dumb").unwrap_or(false),
-        frozen_time: std::env::var_os("KINIT_FROZEN_TIME").is_some(),
     };
-    let (events, reporter) = report::start(ropts, Default::default())?;
-    let ctrl_c = crate::interrupt::watch(cancel.clone());
-    let exec = Executor::new(loader, inventory, opts, events, cancel.clone());
+    let session = Session::start(loader, inventory, opts, files, Redactor::default())?;
     for b in &books {
-        if exec.run(b).await {
+        if session.executor().run(b).await {
             break;
         }
     }
-    drop(exec);
-    ctrl_c.abort();
-    let stats = reporter.await.map_err(|e| Error::Runtime {
-        source: std::io::Error::other(e),
-    })??;
-    Ok(if cancel.is_cancelled() {
-        Outcome::Interrupted
-    } else if stats.any_failed() {
-        Outcome::HostFailed
-    } else if stats.any_unreachable() {
-        Outcome::HostUnreachable
-    } else {
-        Outcome::Success
-    })
+    session.finish(false).await
 }
 
 /// Role folders from `KINIT_ROLES_PATH` (or `ANSIBLE_ROLES_PATH`), colon-separated.

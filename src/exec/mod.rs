@@ -21,6 +21,7 @@ mod loops;
 mod reboot;
 mod remote;
 mod retry;
+pub mod session;
 mod state;
 mod state_actions;
 pub mod tags;
@@ -98,6 +99,9 @@ pub struct Executor {
     started: AtomicBool,
     /// Folder of the playbook being run (relative files resolve against it).
     playbook_dir: Mutex<PathBuf>,
+    /// The tag selection of the plays being run: `--tags`/`--skip-tags`, or one phase's tag
+    /// when `kinit run` runs the phases one after another through the same executor.
+    tags: RwLock<TagFilter>,
 }
 
 /// One play's run over one batch of hosts.
@@ -151,6 +155,7 @@ impl Executor {
             hosts: hosts.clone(),
             extra_vars: opts.extra_vars.clone(),
         };
+        let tags = RwLock::new(opts.tags.clone());
         Self {
             templar: Templar::new().with_hostvars(Arc::new(source)),
             forks: Semaphore::new(opts.forks.max(1)),
@@ -164,6 +169,7 @@ impl Executor {
             cancel,
             task_ids: AtomicUsize::new(0),
             playbook_dir,
+            tags,
         }
     }
 
@@ -180,7 +186,28 @@ impl Executor {
         f(map.entry(host.to_string()).or_default())
     }
 
-    /// Run every play of `pb`. Returns whether the run was interrupted.
+    /// Select the tasks of the next `run`s by `tags` (the initial selection is
+    /// `RunOptions::tags`).
+    pub fn set_tags(&self, tags: TagFilter) {
+        *self.tags.write().unwrap() = tags;
+    }
+
+    pub(crate) fn tags(&self) -> std::sync::RwLockReadGuard<'_, TagFilter> {
+        self.tags.read().unwrap()
+    }
+
+    /// Whether some host failed or became unreachable so far in this run.
+    pub fn any_host_failed(&self) -> bool {
+        self.hosts
+            .lock()
+            .unwrap()
+            .values()
+            .any(|s| s.failed || s.unreachable)
+    }
+
+    /// Run every play of `pb`. Connections, facts and host state stay for the next playbook
+    /// run through this executor; `end_run` closes the connections. Returns whether the run
+    /// was interrupted.
     pub async fn run(&self, pb: &Playbook) -> bool {
         *self.playbook_dir.lock().unwrap() = match pb.path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -195,12 +222,18 @@ impl Executor {
             }
             self.run_play(play).await;
         }
+        self.cancel.is_cancelled()
+    }
+
+    /// End the run: close every connection (warning about any that left something behind,
+    /// such as a WinRM shell that could not be deleted) and report the end.
+    pub async fn end_run(&self) {
         for message in self.conns.close_all().await {
             self.emit(Event::Warning { message });
         }
-        let interrupted = self.cancel.is_cancelled();
-        self.emit(Event::RunEnd { interrupted });
-        interrupted
+        self.emit(Event::RunEnd {
+            interrupted: self.cancel.is_cancelled(),
+        });
     }
 
     /// The hosts a play targets, after `--limit`.

@@ -70,7 +70,7 @@ impl Executor {
             ("ansible_diff_mode", json!(self.opts.diff)),
             ("ansible_verbosity", json!(self.opts.verbose)),
             ("ansible_run_tags", json!(self.run_tags())),
-            ("ansible_skip_tags", json!(self.opts.tags.skip)),
+            ("ansible_skip_tags", json!(self.tags().skip)),
         ];
         for (k, v) in magic {
             m.insert(k.to_string(), v);
@@ -120,10 +120,11 @@ impl Executor {
     }
 
     fn run_tags(&self) -> Vec<String> {
-        if self.opts.tags.only.is_empty() {
+        let tags = self.tags();
+        if tags.only.is_empty() {
             vec!["all".into()]
         } else {
-            self.opts.tags.only.clone()
+            tags.only.clone()
         }
     }
 

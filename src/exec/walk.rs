@@ -197,7 +197,7 @@ impl Executor {
         }
         let mut tags = inh.tags.clone();
         tags.extend(task.kw.tags.iter().cloned());
-        self.opts.tags.selects(&tags)
+        self.tags().selects(&tags)
     }
 
     /// Run one non-block task on every active host (once with `run_once`).

@@ -28,6 +28,7 @@ mod playbook_diff;
 mod readme;
 mod regression;
 mod secrets_scan;
+mod session;
 mod ssh;
 mod support;
 mod winrm;

@@ -164,6 +164,8 @@ fn ovn_network_over_two_hypervisors_is_built_in_order_rerun_without_changes_and_
         vars["ansible_user"] = json!("root");
         vars["ansible_ssh_private_key_file"] = json!(lab.client_key.display().to_string());
         vars["kinit_ovn_encap_ip"] = json!(ip);
+        // What the gather-facts phase sets before create-network runs.
+        vars["hypervisor_family"] = json!("Debian");
         vars["libvirt_uri"] = json!(uri);
         hvs[name] = vars;
     }
