@@ -66,12 +66,17 @@ fn installed(host: &Host) -> Vec<String> {
 /// `kinit run` up to prepare-hypervisors with this host as the only hypervisor and `packages`
 /// as its Debian package list.
 fn prepare(home: &Path, host: &Host, packages: &[&str], check: bool) -> Test {
+    prepare_with(home, host, packages, &[], check)
+}
+
+/// `prepare` with a RedHat package list too.
+fn prepare_with(home: &Path, host: &Host, debian: &[&str], redhat: &[&str], check: bool) -> Test {
     let vars = serde_json::json!({
         "kinit_hosted_deployment": true,
         "capacity_headroom": 0,
         "vcpus_per_core": 64,
         "hypervisor_libvirt_uri": "test:///default",
-        "hypervisor_packages": {"Debian": packages, "RedHat": []},
+        "hypervisor_packages": {"Debian": debian, "RedHat": redhat},
     });
     let mut t = Test::new()
         .args(["run", "--spec", "k8s-libvirt-1-1-1", "--stop-after"])
@@ -187,4 +192,56 @@ fn prepare_hypervisors_keeps_a_newer_installed_package_and_installs_without_reco
         .output()
         .unwrap();
     assert!(!here.status.success(), "the package leaked out of the host");
+}
+
+/// A RedHat-family hypervisor gets `dnf`, never `apt`: the package family comes from the
+/// gather-facts phase of the same run (no default, no second look in prepare-hypervisors).
+/// The host is a namespace host whose `/etc/os-release` says Rocky Linux; `rpm` and `dnf` are
+/// recording stand-ins (this Debian machine has neither), and so is `apt-get`, so a call to it
+/// would show.
+#[test]
+fn redhat_family_hypervisor_gets_dnf_not_apt() {
+    let Some(lab) = Lab::start_packaging(&["hypervisor-01"]) else {
+        crate::support::cannot_run("namespace hosts need root (mount namespaces and overlays)");
+        return;
+    };
+    let host = lab.host("hypervisor-01");
+    host_sh(
+        host,
+        &format!(
+            "set -e\n\
+             printf 'NAME=\"Rocky Linux\"\\nID=\"rocky\"\\nID_LIKE=\"rhel centos fedora\"\\n' > /etc/os-release\n\
+             for t in dnf apt-get; do printf '#!/bin/sh\\necho \"%s $*\" >> /root/pkg-calls\\n' $t > /usr/local/bin/$t; done\n\
+             printf '#!/bin/sh\\nexit 1\\n' > /usr/local/bin/rpm\n\
+             chmod 0755 /usr/local/bin/dnf /usr/local/bin/apt-get /usr/local/bin/rpm\n\
+             {DAEMON_STANDINS}"
+        ),
+    );
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::copy(&lab.client_key, home.join(".ssh/id_ed25519")).unwrap();
+    std::fs::copy(&lab.known_hosts, home.join(".ssh/known_hosts")).unwrap();
+    let run = prepare_with(
+        &home,
+        host,
+        &["should-not-be-asked"],
+        &["qemu-kvm", "libvirt"],
+        false,
+    )
+    .succeeds();
+    let out = run.stdout();
+    assert!(
+        out.contains("TASK [Virtualization packages (dnf)]\nchanged: [hypervisor-01]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("TASK [Virtualization packages (apt)]\nskipping: [hypervisor-01]"),
+        "{out}"
+    );
+    let calls = host_sh(host, "cat /root/pkg-calls");
+    assert_eq!(
+        calls, "dnf install -y --setopt=install_weak_deps=false qemu-kvm libvirt\n",
+        "{out}"
+    );
 }
