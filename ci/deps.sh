@@ -166,6 +166,19 @@ if [ "$simulate" = 1 ]; then
   exit 0
 fi
 
+# The packages are installed for the tests, which start the daemons they need themselves (an
+# OVN test refuses to touch an Open vSwitch that already runs). Without systemd, maintainer
+# scripts start daemons through invoke-rc.d, which first asks /usr/sbin/policy-rc.d
+# (invoke-rc.d(8); exit 101: action forbidden). Container images ship one; on a machine
+# without it, one is in place for this install only.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# ci/deps.sh: no daemon starts while it installs test packages\nexit 101\n' \
+    | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 0755 "$policy"
+  trap '$SUDO rm -f "$policy"' EXIT
+fi
+
 if ! run_apt "${install_args[@]}" "${missing[@]}"; then
   # A failure after dpkg started leaves packages unpacked but not configured: finish them
   # (or report why not) so the package database is consistent again.

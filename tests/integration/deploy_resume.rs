@@ -172,9 +172,12 @@ fn ctrl_c_in_a_phase_then_a_plain_rerun_converges() {
         // Keys, password, inventory: the same files, none half-written beside them.
         assert_eq!(state_files(&s.state()), before);
         if out.status.code() == Some(130) {
+            // Interrupted in a phase, or (on a loaded machine) after the last one ended, while
+            // the run was closing: then every phase of the window is complete.
             let ran = s.last_phases();
+            let complete = names(&ran) == TO_NETWORK && ran.iter().all(|p| p.1 == "ok");
             assert!(
-                ran.is_empty() || ran.last().unwrap().1 == "interrupted",
+                ran.is_empty() || ran.last().unwrap().1 == "interrupted" || complete,
                 "{ran:?}"
             );
         }

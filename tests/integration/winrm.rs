@@ -228,14 +228,22 @@ async fn lost_responses_never_run_a_command_twice() {
                 ),
                 "{mode:?} drop {nth}: {err:?}"
             );
+            // The shell runs the command on its own schedule: wait for its line (bounded),
+            // then check that nothing ran it a second time by the end of the next exec.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while std::fs::read_to_string(&log).unwrap().is_empty()
+                && std::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            assert_eq!(
+                exec(&conn, "echo recovered").await.stdout_str(),
+                "recovered\n"
+            );
             assert_eq!(
                 std::fs::read_to_string(&log).unwrap(),
                 "once\n",
                 "{mode:?}: the command ran once with response {nth} lost"
-            );
-            assert_eq!(
-                exec(&conn, "echo recovered").await.stdout_str(),
-                "recovered\n"
             );
         }
         let deleted = srv.stat("shells_deleted").await;
