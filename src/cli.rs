@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::transport::HostKeyChecking;
+
 /// kinit: Ansible-style playbooks over SSH and WinRM, and one-command Kubernetes clusters with
 /// Windows workers on libvirt guests.
 #[derive(Debug, Parser)]
@@ -128,6 +130,19 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Table)]
     pub format: PlanFormat,
+    /// Folder holding the cluster playbooks whose phases and tasks the plan lists (as for
+    /// `kinit run`).
+    #[arg(long, value_name = "DIR")]
+    pub playbook_dir: Option<PathBuf>,
+}
+
+/// `kinit ci run --job-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CiJobType {
+    /// A scheduled run.
+    Periodic,
+    /// A run triggered by a pull request label.
+    Pr,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -158,23 +173,23 @@ pub struct ExecArgs {
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// SSH host key checking.
-    #[arg(long, value_enum, default_value_t = HostKeyChecking::Strict)]
+    #[arg(long, default_value = "strict", value_parser = host_key_checking())]
     pub host_key_checking: HostKeyChecking,
     /// CA bundle (PEM) that WinRM HTTPS certificates are checked against.
     #[arg(long, value_name = "FILE")]
     pub winrm_ca_file: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HostKeyChecking {
-    /// Refuse hosts whose key is unknown or changed.
-    #[default]
-    Strict,
-    /// Record unknown hosts, refuse changed keys.
-    AcceptNew,
-    /// Accept any key (not recommended).
-    Off,
+/// `--host-key-checking`'s values, with their help, parsed into the transport's type (the
+/// transport layer knows nothing of clap).
+fn host_key_checking() -> impl clap::builder::TypedValueParser<Value = HostKeyChecking> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new([
+        PossibleValue::new("strict").help("Refuse hosts whose key is unknown or changed"),
+        PossibleValue::new("accept-new").help("Record unknown hosts, refuse changed keys"),
+        PossibleValue::new("off").help("Accept any key (not recommended)"),
+    ])
+    .map(|s| s.parse().expect("clap checked the value"))
 }
 
 #[derive(Debug, Args)]
@@ -298,7 +313,7 @@ pub enum CiCommand {
         dry_run: bool,
         /// `periodic` (scheduled) or `pr` (triggered by a pull request label).
         #[arg(long, value_enum, default_value = "periodic")]
-        job_type: crate::ci::JobType,
+        job_type: CiJobType,
         /// Pipeline id for the run name (default: CI_PIPELINE_ID, GITHUB_RUN_ID, then `pid`).
         #[arg(long, value_name = "ID")]
         pipeline_id: Option<String>,

@@ -3,7 +3,8 @@
 //!
 //! # Layout
 //!
-//! - `cli`: the command line (clap); `config`: validated settings built from it.
+//! - `cli`: the command line (clap); `config`: validated settings built from it;
+//!   `commands/`: the `kinit playbook` handler.
 //! - `spec/`: cluster spec string and the `*_spec` inputs → `ClusterSpec`.
 //! - `deploy/`: `kinit run` (lock, state folder, phases), `kinit ssh`, `kinit state`.
 //! - `cluster/`: pure expansion of a `ClusterSpec` into nodes, addresses and phases; `kinit plan`.
@@ -23,6 +24,7 @@
 pub mod ci;
 pub mod cli;
 pub mod cluster;
+pub mod commands;
 pub mod config;
 pub mod deploy;
 pub mod error;
@@ -42,7 +44,6 @@ pub mod vars;
 
 pub use error::Error;
 
-use std::path::Path;
 use std::process::ExitCode;
 
 /// How a command ended, mapped onto the exit codes ansible-playbook uses.
@@ -99,17 +100,8 @@ pub fn run(cli: cli::Cli) -> Result<Outcome, Error> {
     use cli::Command;
     match cli.command {
         Command::Run(args) => deploy::run(args),
-        Command::Plan(args) => {
-            let cfg = config::PlanConfig::from_args(&args, Path::new("."))?;
-            let cluster = &cfg.cluster.cluster;
-            let text = match cfg.format {
-                cli::PlanFormat::Table => cluster::plan::render_table(cluster),
-                cli::PlanFormat::Json => cluster::plan::render_json(cluster),
-            };
-            print!("{text}");
-            Ok(Outcome::Success)
-        }
-        Command::Playbook(args) => exec::command::playbook(args),
+        Command::Plan(args) => deploy::plan(args),
+        Command::Playbook(args) => commands::playbook::playbook(args),
         Command::Ssh(args) => deploy::ssh(args),
         Command::State(args) => deploy::state(args),
         Command::Ci(args) => ci::command(args),

@@ -7,6 +7,7 @@ use std::fmt::Write;
 use super::name::human;
 use super::summary::{RunSummary, StepStatus};
 use super::svg::{esc, timing_chart};
+use crate::report::PhaseStatus;
 
 pub const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}\
@@ -74,7 +75,7 @@ pub fn run_page(s: &RunSummary) -> String {
             p.duration,
             step = esc(&p.step),
             ph = esc(&p.phase),
-            st = esc(&p.status)
+            st = p.status.word()
         );
     }
     o.push_str("</table>\n");
@@ -85,7 +86,7 @@ pub fn run_page(s: &RunSummary) -> String {
             (
                 format!("{}: {}", p.step, p.phase),
                 p.duration,
-                p.status == "ok",
+                p.status == PhaseStatus::Ok,
             )
         })
         .collect();

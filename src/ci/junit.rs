@@ -3,6 +3,7 @@
 //! writer as `kinit playbook --junit` (`report::junit`).
 
 use super::summary::{RunSummary, StepStatus};
+use crate::report::PhaseStatus;
 use crate::report::junit::{Case, CaseOutcome, Suite, write_xml};
 
 pub fn render(s: &RunSummary) -> String {
@@ -36,9 +37,9 @@ pub fn render(s: &RunSummary) -> String {
                 classname: class.clone(),
                 name: p.phase.clone(),
                 secs: p.duration,
-                outcome: match p.status.as_str() {
-                    "ok" => CaseOutcome::Passed,
-                    "interrupted" => CaseOutcome::Error {
+                outcome: match p.status {
+                    PhaseStatus::Ok => CaseOutcome::Passed,
+                    PhaseStatus::Interrupted => CaseOutcome::Error {
                         text: message.clone(),
                         message,
                     },

@@ -119,7 +119,7 @@ pub fn command(args: CiArgs) -> Result<Outcome, crate::Error> {
             let opts = RunOptions {
                 out,
                 dry_run,
-                job_type,
+                job_type: job_type.into(),
                 pipeline_id: pid,
                 exe,
                 stop_after,

@@ -8,11 +8,20 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::jobs::Job;
 
 /// `periodic` for scheduled jobs, `pr` for label-triggered pull request jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobType {
     Periodic,
     Pr,
+}
+
+impl From<crate::cli::CiJobType> for JobType {
+    fn from(t: crate::cli::CiJobType) -> Self {
+        match t {
+            crate::cli::CiJobType::Periodic => JobType::Periodic,
+            crate::cli::CiJobType::Pr => JobType::Pr,
+        }
+    }
 }
 
 impl JobType {

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::report::{Event, PhaseStatus, Status};
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunSummary {
     pub name: String,
@@ -62,7 +64,7 @@ pub struct StepResult {
 pub struct PhaseResult {
     pub step: String,
     pub phase: String,
-    pub status: String,
+    pub status: PhaseStatus,
     pub duration: f64,
 }
 
@@ -84,7 +86,7 @@ pub struct LogFacts {
     pub failed_tasks: Vec<FailedTask>,
 }
 
-/// Read a `--log-json` event log (one JSON object per line). Lines that are not JSON are
+/// Read a `--log-json` event log (one `Event` per line). Lines that are not events are
 /// skipped: a child killed mid-write may leave half a line.
 pub fn read_log(step: &str, text: &str) -> LogFacts {
     let mut facts = LogFacts::default();
@@ -95,38 +97,43 @@ pub fn read_log(step: &str, text: &str) -> LogFacts {
         }
     };
     for line in text.lines() {
-        let Ok(ev) = serde_json::from_str::<Value>(line) else {
+        let Ok(ev) = serde_json::from_str::<Event>(line) else {
             continue;
         };
-        let s = |k: &str| ev.get(k).and_then(Value::as_str).unwrap_or_default();
-        match s("event") {
-            "phase_start" => phase = s("phase").to_string(),
-            "phase_end" => facts.phases.push(PhaseResult {
+        match ev {
+            Event::PhaseStart { phase: p } => phase = p,
+            Event::PhaseEnd {
+                phase,
+                status,
+                duration,
+            } => facts.phases.push(PhaseResult {
                 step: step.to_string(),
-                phase: s("phase").to_string(),
-                status: s("status").to_string(),
-                duration: ev.get("duration").and_then(Value::as_f64).unwrap_or(0.0),
+                phase,
+                status,
+                duration: duration.as_secs_f64(),
             }),
-            "play_start" => {
-                for h in ev
-                    .get("hosts")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    add_host(&mut facts.hosts, h.as_str().unwrap_or_default());
+            Event::PlayStart { hosts, .. } => {
+                for h in &hosts {
+                    add_host(&mut facts.hosts, h);
                 }
             }
-            "task_result" => {
-                add_host(&mut facts.hosts, s("host"));
-                if matches!(s("status"), "failed" | "unreachable") {
+            Event::TaskResult {
+                host,
+                task,
+                location,
+                status,
+                result,
+                ..
+            } => {
+                add_host(&mut facts.hosts, &host);
+                if matches!(status, Status::Failed | Status::Unreachable) {
                     facts.failed_tasks.push(FailedTask {
                         step: step.to_string(),
                         phase: phase.clone(),
-                        host: s("host").to_string(),
-                        task: s("task").to_string(),
-                        location: s("location").to_string(),
-                        output: task_output(ev.get("result")),
+                        host,
+                        task,
+                        location,
+                        output: task_output(Some(&result)),
                     });
                 }
             }

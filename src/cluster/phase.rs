@@ -52,25 +52,6 @@ impl Phase {
         }
     }
 
-    /// What the phase does, one line (shown by `kinit plan`).
-    pub fn summary(self) -> &'static str {
-        match self {
-            Phase::GatherFacts => "expand the spec, reach the hypervisors, collect their facts",
-            Phase::PrepareHypervisors => "install libvirt and tools, keys, nested virtualisation",
-            Phase::PrepareEnvironment => "groups, cluster keys and ssh config, service names",
-            Phase::CleanupHypervisors => "remove this cluster's guests, networks and volumes",
-            Phase::RunValidations => "free disk, RAM and CPU on each hypervisor",
-            Phase::CreateNetwork => "the cluster network and its gateway",
-            Phase::CreateServices => "service node: DNS, DHCP, load balancer, registry",
-            Phase::PrepareCluster => "provisioning tools on the service node",
-            Phase::DownloadImages => "guest images and ISOs onto the hypervisors",
-            Phase::DeployCluster => {
-                "guests (all built in parallel), kubeadm init, CNI, join Linux and Windows"
-            }
-            Phase::PostDeployment => "validation workloads on both operating systems",
-        }
-    }
-
     /// 0-based position in the run.
     pub fn index(self) -> usize {
         self as usize

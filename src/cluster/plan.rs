@@ -1,12 +1,13 @@
-//! `kinit plan`: the expanded cluster and the ordered phases, as a table for people or as
-//! JSON for scripts (everything a deployer needs: network, gateway, DNS, every node's
-//! hypervisor, OS, address and size). Rendering only; nothing is touched.
+//! `kinit plan`: the expanded cluster, as a table for people or as JSON for scripts
+//! (everything a deployer needs: network, gateway, DNS, every node's hypervisor, OS, address
+//! and size). The phases and their tasks come from the playbooks (`deploy::catalog`); the
+//! JSON form carries them as the caller passes them. Rendering only; nothing is touched.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{Cluster, Connection, Hypervisor, Network, Phase};
+use super::{Cluster, Connection, Hypervisor, Network};
 use crate::spec::{Distro, NodeType, Os};
 
 /// The plan as a table.
@@ -78,17 +79,6 @@ pub fn render_table(c: &Cluster) -> String {
     table(&mut out, &rows);
     out.push('\n');
 
-    let _ = writeln!(out, "PHASES");
-    let width = Phase::ALL.iter().map(|p| p.name().len()).max().unwrap_or(0);
-    for p in Phase::ALL {
-        let _ = writeln!(
-            out,
-            "{:>3}  {:<width$}  {}",
-            p.index() + 1,
-            p.name(),
-            p.summary()
-        );
-    }
     out
 }
 
@@ -113,14 +103,15 @@ fn table(out: &mut String, rows: &[Vec<String>]) {
 }
 
 #[derive(Serialize)]
-struct PlanJson<'a> {
+struct PlanJson<'a, P: Serialize> {
     spec: &'a str,
     distro: Distro,
     cluster: ClusterJson<'a>,
     network: &'a Network,
     hypervisors: &'a [Hypervisor],
     nodes: Vec<NodeJson<'a>>,
-    phases: Vec<PhaseJson>,
+    /// The phases with their plays and tasks, as the caller read them from the playbooks.
+    phases: &'a P,
 }
 
 #[derive(Serialize)]
@@ -149,14 +140,9 @@ struct NodeJson<'a> {
     disk_kib: Option<u64>,
 }
 
-#[derive(Serialize)]
-struct PhaseJson {
-    name: &'static str,
-    summary: &'static str,
-}
-
-/// The plan as pretty-printed JSON (with a trailing newline).
-pub fn render_json(c: &Cluster) -> String {
+/// The plan as pretty-printed JSON (with a trailing newline); `phases` is what the caller
+/// read from the deployment's playbooks.
+pub fn render_json<P: Serialize>(c: &Cluster, phases: &P) -> String {
     let plan = PlanJson {
         spec: &c.spec,
         distro: c.distro,
@@ -187,13 +173,7 @@ pub fn render_json(c: &Cluster) -> String {
                 disk_kib: n.resources.map(|r| r.disk.kib()),
             })
             .collect(),
-        phases: Phase::ALL
-            .iter()
-            .map(|p| PhaseJson {
-                name: p.name(),
-                summary: p.summary(),
-            })
-            .collect(),
+        phases,
     };
     let mut s = serde_json::to_string_pretty(&plan).expect("plan serializes");
     s.push('\n');

@@ -7,6 +7,7 @@
 //! recap lists every phase with its duration.
 
 mod atomic;
+pub mod catalog;
 mod locate;
 mod lock;
 mod phases;
@@ -18,13 +19,15 @@ pub use lock::{LockError, rfc3339};
 pub use state::{StateDir, StateError};
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::cli::{RunArgs, StateArgs, StateCommand};
+use crate::cli::{PlanArgs, PlanFormat, RunArgs, StateArgs, StateCommand};
 use crate::cluster::Cluster;
-use crate::config::{ClusterConfig, RunConfig};
+use crate::config::{ClusterConfig, PlanConfig, RunConfig};
 use crate::inventory::Inventory;
+use crate::playbook::{Loader, LoaderOptions, Playbook};
 use crate::{Error, Outcome};
 
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +38,8 @@ pub enum DeployError {
     State(#[from] StateError),
     #[error(transparent)]
     PlaybookDir(#[from] PlaybookDirNotFound),
+    #[error(transparent)]
+    Catalog(#[from] catalog::CatalogError),
     #[error("node `{name}` is not in cluster `{cluster}`; its nodes are: {known}")]
     UnknownNode {
         name: String,
@@ -70,8 +75,8 @@ fn state_of(cluster: &Cluster) -> Result<StateDir, Error> {
 /// `kinit run`.
 pub fn run(args: RunArgs) -> Result<Outcome, Error> {
     let cfg = RunConfig::from_args(&args, &cwd())?;
-    let playbook_dir =
-        locate::playbook_dir(args.playbook_dir.as_deref()).map_err(DeployError::from)?;
+    // The playbooks are loaded and checked before anything on disk changes.
+    let (loader, book) = load_site(args.playbook_dir.as_deref())?;
     let cluster = &cfg.cluster.cluster;
     let state = state_of(cluster)?;
     state.create().map_err(DeployError::from)?;
@@ -101,7 +106,8 @@ pub fn run(args: RunArgs) -> Result<Outcome, Error> {
     // The user's -e wins over kinit's own values, as any extra var does.
     crate::vars::overlay(&mut extra_vars, &cfg.cluster.extra_vars);
     let job = phases::Job {
-        playbook_dir,
+        loader,
+        book,
         inventory,
         extra_vars,
         run_dir: run_dir.clone(),
@@ -162,6 +168,37 @@ fn cluster_inventory(cluster: &Cluster, state: &StateDir) -> Inventory {
         }
     }
     inv
+}
+
+/// `kinit plan`: the expanded cluster, then each phase with the plays and tasks the bundled
+/// playbooks give it. Reads only.
+pub fn plan(args: PlanArgs) -> Result<Outcome, Error> {
+    let cfg = PlanConfig::from_args(&args, Path::new("."))?;
+    let cluster = &cfg.cluster.cluster;
+    let (_, book) = load_site(args.playbook_dir.as_deref())?;
+    let phases = catalog::listing(&book).map_err(DeployError::from)?;
+    let text = match cfg.format {
+        PlanFormat::Table => format!(
+            "{}{}",
+            crate::cluster::plan::render_table(cluster),
+            catalog::render(&phases)
+        ),
+        PlanFormat::Json => crate::cluster::plan::render_json(cluster, &phases),
+    };
+    print!("{text}");
+    Ok(Outcome::Success)
+}
+
+/// `site.yml` of the playbook folder `flag` names (or the default one), loaded, with every
+/// play in exactly one phase, and the loader that loaded it (its roles and files).
+fn load_site(flag: Option<&Path>) -> Result<(Arc<Loader>, Playbook), Error> {
+    let dir = locate::playbook_dir(flag).map_err(DeployError::from)?;
+    let loader = Arc::new(Loader::new(LoaderOptions {
+        roles_path: locate::roles_path(&dir),
+    }));
+    let book = loader.load_playbook(&dir.join(locate::ENTRY))?;
+    catalog::check(&book).map_err(DeployError::from)?;
+    Ok((loader, book))
 }
 
 /// `kinit ssh`.

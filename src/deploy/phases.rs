@@ -12,8 +12,8 @@ use crate::config::RunConfig;
 use crate::exec::session::{ReportFiles, Session};
 use crate::exec::{RunOptions, TagFilter};
 use crate::inventory::Inventory;
-use crate::playbook::{Loader, LoaderOptions, Playbook};
-use crate::report::{Event, Redactor};
+use crate::playbook::{Loader, Playbook};
+use crate::report::{Event, PhaseStatus, Redactor};
 use crate::secret::Secret;
 use crate::vars::VarMap;
 use crate::{Error, Outcome};
@@ -23,7 +23,10 @@ pub const JUNIT: &str = "junit.xml";
 
 /// Everything one run needs besides the validated configuration.
 pub struct Job {
-    pub playbook_dir: PathBuf,
+    /// The loader of `book` (its roles and files).
+    pub loader: Arc<Loader>,
+    /// `site.yml`, loaded and checked (`catalog::check`).
+    pub book: Playbook,
     pub inventory: Inventory,
     pub extra_vars: VarMap,
     pub run_dir: PathBuf,
@@ -32,19 +35,10 @@ pub struct Job {
 }
 
 pub fn run(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
-    let loader = Arc::new(Loader::new(LoaderOptions {
-        roles_path: super::locate::roles_path(&job.playbook_dir),
-    }));
-    let book = loader.load_playbook(&job.playbook_dir.join(super::locate::ENTRY))?;
-    crate::exec::session::runtime()?.block_on(run_phases(cfg, job, loader, book))
+    crate::exec::session::runtime()?.block_on(run_phases(cfg, job))
 }
 
-async fn run_phases(
-    cfg: &RunConfig,
-    job: Job,
-    loader: Arc<Loader>,
-    book: Playbook,
-) -> Result<Outcome, Error> {
+async fn run_phases(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
     let redactor = Redactor::default();
     // Registered before any event exists, so no sink can ever see the generated password.
     if let Some(password) = &job.password {
@@ -66,13 +60,13 @@ async fn run_phases(
         log_json: Some(job.run_dir.join(EVENTS)),
         junit: Some(job.run_dir.join(JUNIT)),
     };
-    let session = Session::start(loader, job.inventory, opts, files, redactor)?;
+    let session = Session::start(job.loader, job.inventory, opts, files, redactor)?;
     let mut failed = false;
     for phase in cfg.window.phases() {
         if session.is_cancelled() {
             break;
         }
-        failed = run_phase(cfg, &session, &book, phase).await;
+        failed = run_phase(cfg, &session, &job.book, phase).await;
         if failed {
             break;
         }
@@ -93,30 +87,21 @@ async fn run_phase(cfg: &RunConfig, session: &Session, book: &Playbook, phase: P
     // Only this phase's plays: the others would print empty play headers.
     let book = Playbook {
         path: book.path.clone(),
-        plays: phase_plays(book, phase),
+        plays: super::catalog::plays_of(book, phase),
     };
     let interrupted = exec.run(&book).await;
     let failed = exec.any_host_failed();
     let status = if interrupted {
-        "interrupted"
+        PhaseStatus::Interrupted
     } else if failed {
-        "failed"
+        PhaseStatus::Failed
     } else {
-        "ok"
+        PhaseStatus::Ok
     };
     exec.emit(Event::PhaseEnd {
         phase: phase.name().to_string(),
-        status: status.to_string(),
+        status,
         duration: started.elapsed(),
     });
     failed
-}
-
-/// The plays of `book` that belong to `phase` (tagged with its name), in order.
-pub fn phase_plays(book: &Playbook, phase: Phase) -> Vec<crate::playbook::Play> {
-    book.plays
-        .iter()
-        .filter(|p| p.kw.tags.iter().any(|t| t == phase.name()))
-        .cloned()
-        .collect()
 }

@@ -7,82 +7,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::host_task::{Attempt, Flow};
-use super::walk::Inherit;
+use super::inherit::Inherit;
 use super::{Executor, PlayRun};
 use crate::playbook::{Keywords, Task};
 use crate::vars::VarMap;
-
-/// Every executor action, by short name.
-pub const ACTIONS: &[&str] = &[
-    "debug",
-    "assert",
-    "fail",
-    "set_fact",
-    "add_host",
-    "group_by",
-    "meta",
-    "pause",
-    "include_vars",
-    "wait_for_connection",
-];
-
-const META: &[&str] = &[
-    "flush_handlers",
-    "end_play",
-    "end_host",
-    "end_batch",
-    "noop",
-    "clear_host_errors",
-    "refresh_inventory",
-    "reset_connection",
-    "clear_facts",
-];
-
-pub fn is_action(name: &str) -> bool {
-    ACTIONS.contains(&name)
-}
-
-/// Load-time argument check of an executor action.
-pub fn validate(name: &str, args: &Value) -> Result<(), String> {
-    let allowed: &[&str] = match name {
-        "debug" => &["msg", "var", "verbosity"],
-        "assert" => &["that", "msg", "fail_msg", "success_msg", "quiet"],
-        "fail" => &["msg"],
-        "group_by" => &["key", "parents"],
-        "meta" => &["_raw_params"],
-        "pause" => &["seconds", "minutes", "prompt", "echo"],
-        "include_vars" => &["_raw_params", "file", "name"],
-        "wait_for_connection" => &["timeout", "delay", "sleep", "connect_timeout"],
-        _ => return Ok(()),
-    };
-    let Some(map) = args.as_object() else {
-        return Ok(());
-    };
-    for k in map.keys() {
-        if !allowed.contains(&k.as_str()) {
-            let hint = crate::playbook::did_you_mean(k, allowed.iter().copied())
-                .map(|s| format!(" (did you mean `{s}`?)"))
-                .unwrap_or_default();
-            return Err(format!(
-                "unknown argument `{k}`{hint}; expected one of {}",
-                allowed.join(", ")
-            ));
-        }
-    }
-    if name == "meta" {
-        let m = map.get("_raw_params").and_then(Value::as_str).unwrap_or("");
-        if !META.contains(&m) {
-            let hint = crate::playbook::did_you_mean(m, META.iter().copied())
-                .map(|s| format!(" (did you mean `{s}`?)"))
-                .unwrap_or_default();
-            return Err(format!("unknown meta action `{m}`{hint}"));
-        }
-    }
-    if name == "assert" && map.get("that").is_none() {
-        return Err("`assert` needs `that`".into());
-    }
-    Ok(())
-}
 
 pub(crate) fn ok(extra: Value) -> Attempt {
     let mut m = Map::new();

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::include::IncludeReq;
-use super::walk::Inherit;
+use super::inherit::Inherit;
 use super::{Executor, PlayRun};
 use crate::playbook::{Action, Keywords, Task};
 use crate::report::{Event, Status};
@@ -300,7 +300,7 @@ impl Executor {
     ) -> Attempt {
         match &task.action {
             Action::Module { name, args } => {
-                if super::actions::is_action(name) {
+                if crate::playbook::actions::is_action(name) {
                     self.run_action(pr, task, kw, inh, host, name, args, ctx)
                         .await
                 } else {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::walk::Inherit;
+use super::inherit::Inherit;
 
 /// How deep dynamic includes may nest. A file or role that includes itself without a `when`
 /// that ends it would otherwise recurse until the stack overflows; Ansible stops such a

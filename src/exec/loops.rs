@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::host_task::{Flow, censor, flag, item_status, skipped};
-use super::walk::Inherit;
+use super::inherit::Inherit;
 use super::{Executor, PlayRun};
 use crate::playbook::{Keywords, LoopKind, Task};
 use crate::report::Event;

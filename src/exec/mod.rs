@@ -12,11 +12,11 @@
 //! < role and include params < extra vars (`-e`).
 
 pub mod actions;
-pub mod command;
 mod conn;
 mod host_task;
 mod hostvars;
 mod include;
+mod inherit;
 mod loops;
 mod reboot;
 mod remote;
@@ -24,7 +24,6 @@ mod retry;
 pub mod session;
 mod state;
 mod state_actions;
-pub mod tags;
 mod vars;
 mod walk;
 
@@ -36,15 +35,15 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::HostKeyChecking;
 use crate::inventory::Inventory;
 use crate::playbook::{Loader, Play, Playbook, Serial, Strategy, Task};
 use crate::report::{Event, EventSender};
 use crate::template::Templar;
+use crate::transport::HostKeyChecking;
 use crate::vars::VarMap;
 
+pub use crate::playbook::TagFilter;
 pub use state::HostState;
-pub use tags::TagFilter;
 
 /// Stack of the runtime's worker threads. Nested includes and templates that reach variables
 /// through variables recurse; their depth is capped ([`include::MAX_INCLUDE_DEPTH`],
@@ -317,7 +316,7 @@ impl Executor {
     }
 
     async fn run_sections(&self, pr: &PlayRun<'_>, hosts: &[String]) {
-        let inh = walk::Inherit::from_play(pr.play);
+        let inh = inherit::Inherit::from_play(pr.play);
         for section in [&pr.play.pre_tasks, &pr.play.tasks, &pr.play.post_tasks] {
             if pr.is_ended() || self.cancel.is_cancelled() {
                 break;
@@ -343,7 +342,7 @@ impl Executor {
             loc: pr.play.loc.clone(),
             role: None,
         };
-        let mut inh = walk::Inherit::from_play(pr.play);
+        let mut inh = inherit::Inherit::from_play(pr.play);
         inh.tags = vec!["always".into()];
         // Facts are gathered once per host per run; later plays reuse them.
         let hosts: Vec<String> = pr
@@ -364,7 +363,7 @@ impl Executor {
             return;
         }
         for h in &pr.batch {
-            let inh = walk::Inherit::from_play(pr.play);
+            let inh = inherit::Inherit::from_play(pr.play);
             let ctx = match self.task_vars(pr, h, &inh, &VarMap::new()) {
                 Ok(c) => c,
                 Err(_) => continue,

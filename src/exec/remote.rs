@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::Executor;
 use super::host_task::Attempt;
-use super::walk::Inherit;
+use super::inherit::Inherit;
 use crate::inventory::{ConnectionDefaults, ResolvedHost, resolve_target};
 use crate::modules::{ModuleCtx, ModuleError, ModuleResult, ProgressSink, Render};
 use crate::playbook::{Keywords, Task};

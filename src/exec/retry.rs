@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::host_task::{Attempt, flag};
-use super::walk::Inherit;
+use super::inherit::Inherit;
 use super::{Executor, PlayRun};
 use crate::playbook::{Keywords, Task};
 use crate::report::Event;

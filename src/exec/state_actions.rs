@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::Executor;
 use super::actions::ok;
 use super::host_task::Attempt;
-use super::walk::Inherit;
+use super::inherit::Inherit;
 use crate::playbook::Task;
 use crate::vars::VarMap;
 

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::walk::Inherit;
+use super::inherit::Inherit;
 use super::{Executor, PlayRun};
 use crate::template::TemplateError;
 use crate::vars::{VarMap, overlay};

@@ -2,93 +2,17 @@
 //! blocks (with `rescue`/`always`), running dynamic includes, and flushing handlers.
 //! Keywords of plays, blocks and roles reach the tasks inside through `Inherit`.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use futures_util::future::join_all;
 use serde_json::Value;
 
 use super::host_task::{Flow, HostOutcome};
+use super::inherit::{Inherit, effective};
 use super::{Executor, PlayRun};
 use crate::modules::BoxFuture;
-use crate::playbook::{Action, Keywords, Play, RoleCtx, Task};
+use crate::playbook::{Action, Keywords, Task};
 use crate::report::{Event, Status};
-use crate::vars::VarMap;
-
-/// What enclosing plays, blocks, roles and includes hand down to a task.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Inherit {
-    pub when: Vec<String>,
-    pub tags: Vec<String>,
-    pub vars: VarMap,
-    /// Role and include parameters (above `set_fact` in precedence).
-    pub params: VarMap,
-    pub roles: Vec<Arc<RoleCtx>>,
-    pub environment: Vec<Value>,
-    /// Scalar keywords (`become`, `ignore_errors`, ...): the innermost setting wins.
-    pub kw: Keywords,
-    pub handler: bool,
-    /// The dynamic includes this context is inside, outermost first (`file:line` of each
-    /// `include_tasks`/`include_role`), for the nesting limit.
-    pub includes: Vec<String>,
-}
-
-impl Inherit {
-    pub fn from_play(play: &Play) -> Self {
-        let mut i = Self {
-            tags: play.kw.tags.clone(),
-            kw: play.kw.clone(),
-            ..Self::default()
-        };
-        if let Some(e) = &play.kw.environment {
-            i.environment.push(e.clone());
-        }
-        if play.any_errors_fatal {
-            i.kw.any_errors_fatal = Some(true);
-        }
-        i
-    }
-
-    /// The context inside block (or role wrapper) `t`.
-    pub fn enter(&self, t: &Task) -> Self {
-        let mut i = self.clone();
-        i.when.extend(t.kw.when.iter().cloned());
-        i.tags.extend(t.kw.tags.iter().cloned());
-        crate::vars::overlay(&mut i.vars, &t.kw.vars);
-        if let Some(e) = &t.kw.environment {
-            i.environment.push(e.clone());
-        }
-        if let Some(r) = &t.role {
-            crate::vars::overlay(&mut i.params, &r.params);
-            i.roles.push(r.clone());
-        }
-        i.kw = effective(&t.kw, &self.kw);
-        i
-    }
-}
-
-/// `task`'s keywords with every unset inheritable one taken from `parent`.
-pub(crate) fn effective(task: &Keywords, parent: &Keywords) -> Keywords {
-    let mut k = task.clone();
-    macro_rules! inherit {
-        ($($f:ident),*) => { $( if k.$f.is_none() { k.$f = parent.$f.clone(); } )* };
-    }
-    inherit!(
-        ignore_errors,
-        ignore_unreachable,
-        delegate_to,
-        delegate_facts,
-        run_once,
-        become_,
-        become_user,
-        no_log,
-        check_mode,
-        diff,
-        timeout,
-        any_errors_fatal
-    );
-    k
-}
 
 impl Executor {
     pub(crate) fn active(&self, hosts: &[String]) -> Vec<String> {

@@ -8,9 +8,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::InventoryError;
-use super::jump::{jumps_from_ssh_args, parse_jump};
-use crate::cli::HostKeyChecking;
+use super::jump::{expand_home, jumps_from_ssh_args, parse_jump};
 use crate::secret::Secret;
+use crate::transport::HostKeyChecking;
 use crate::transport::target::{WinRmAuth, WinRmScheme};
 use crate::transport::{ConnectionKind, HostTarget};
 use crate::vars::VarMap;
@@ -188,16 +188,6 @@ fn resolve_winrm(
         w.allow_basic_over_http = b;
     }
     Ok(())
-}
-
-pub(super) fn expand_home(p: &str) -> PathBuf {
-    match p.strip_prefix("~/") {
-        Some(rest) => match std::env::var_os("HOME") {
-            Some(home) => PathBuf::from(home).join(rest),
-            None => PathBuf::from(p),
-        },
-        None => PathBuf::from(p),
-    }
 }
 
 fn value_text(v: &Value) -> String {

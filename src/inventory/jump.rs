@@ -1,7 +1,8 @@
 //! Jump hosts from OpenSSH options as Ansible users write them in `ansible_ssh_common_args`:
 //! `-J hop`, `-o ProxyJump=hop1,hop2` and `-o ProxyCommand="ssh -W %h:%p ... hop"`.
 
-use super::connection::expand_home;
+use std::path::PathBuf;
+
 use super::ini::shell_words;
 use crate::transport::JumpHost;
 
@@ -109,4 +110,15 @@ pub(super) fn parse_jump(spec: &str) -> Result<JumpHost, &'static str> {
         user,
         private_key_file: None,
     })
+}
+
+/// `~/x` as `$HOME/x` (key files named in SSH options and inventory variables).
+pub(super) fn expand_home(p: &str) -> PathBuf {
+    match p.strip_prefix("~/") {
+        Some(rest) => match std::env::var_os("HOME") {
+            Some(home) => PathBuf::from(home).join(rest),
+            None => PathBuf::from(p),
+        },
+        None => PathBuf::from(p),
+    }
 }

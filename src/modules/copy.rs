@@ -16,7 +16,7 @@ use super::command::yes;
 use super::filewrite::{self, Before, Content, Write};
 use super::local_tree::{LocalTree, remote_path};
 use super::mode::{Mode, opt_mode};
-use super::posix::{self, Algo, Attrs, Kind, StatReq};
+use super::posix::{self, Algo, Attrs, Kind, StatReq, join, parent_of};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Copy, "copy", Params, run);
@@ -259,19 +259,4 @@ fn local_mode(p: &PathBuf) -> u32 {
     std::fs::metadata(p)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o644)
-}
-
-/// `dir` + `/` + `name` without doubling the slash.
-pub fn join(dir: &str, name: &str) -> String {
-    format!("{}/{name}", dir.trim_end_matches('/'))
-}
-
-/// The folder a remote path lives in (`.` for a bare name).
-pub fn parent_of(path: &str) -> String {
-    let t = path.trim_end_matches('/');
-    match t.rfind('/') {
-        Some(0) => "/".into(),
-        Some(i) => t[..i].into(),
-        None => ".".into(),
-    }
 }

@@ -4,8 +4,7 @@
 
 use crate::transport::quote::sh;
 
-use super::copy::{join, parent_of};
-use super::posix::{self, Algo, Attrs, Kind, RemoteStat, StatReq};
+use super::posix::{self, Algo, Attrs, Kind, RemoteStat, StatReq, join, parent_of};
 use super::{ModuleCtx, ModuleError, ModuleResult};
 
 fn req(path: &str, checksum: Option<Algo>) -> StatReq<'_> {

@@ -280,6 +280,21 @@ pub fn mode_str(mode: u32) -> String {
     format!("{mode:04o}")
 }
 
+/// `dir` + `/` + `name` without doubling the slash.
+pub fn join(dir: &str, name: &str) -> String {
+    format!("{}/{name}", dir.trim_end_matches('/'))
+}
+
+/// The folder a remote path lives in (`.` for a bare name).
+pub fn parent_of(path: &str) -> String {
+    let t = path.trim_end_matches('/');
+    match t.rfind('/') {
+        Some(0) => "/".into(),
+        Some(i) => t[..i].into(),
+        None => ".".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

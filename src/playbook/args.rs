@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::LoadError;
-use super::task::invalid;
+use super::error::invalid;
 use super::yaml::Node;
 
 /// Modules whose free-form text is a command line, not `k=v` pairs.

@@ -2,6 +2,10 @@
 
 use std::path::PathBuf;
 
+use serde_json::Value;
+
+use super::yaml::Node;
+
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("cannot read `{}`", path.display())]
@@ -93,6 +97,26 @@ fn distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// A load error at `node`'s file and line.
+pub fn invalid(node: &Node<'_>, detail: impl Into<String>) -> LoadError {
+    LoadError::Invalid {
+        file: node.file.to_path_buf(),
+        line: node.line(),
+        detail: detail.into(),
+    }
+}
+
+/// `n` as text: strings, numbers and booleans; null is empty.
+pub fn scalar_string(n: &Node<'_>) -> Result<String, LoadError> {
+    match n.value {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(x) => Ok(x.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        Value::Null => Ok(String::new()),
+        _ => Err(invalid(n, "expected a string")),
+    }
 }
 
 #[cfg(test)]

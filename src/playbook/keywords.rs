@@ -3,10 +3,47 @@
 
 use serde_json::Value;
 
-use super::task::{TASK_KEYWORDS, invalid, scalar_string};
+use super::error::{invalid, scalar_string};
 use super::yaml::Node;
 use super::{Keywords, LoadError, LoopControl, LoopKind, LoopSpec, did_you_mean};
 use crate::vars::VarMap;
+
+/// Keywords a task may carry (besides its action).
+pub const TASK_KEYWORDS: &[&str] = &[
+    "name",
+    "when",
+    "loop",
+    "loop_control",
+    "register",
+    "until",
+    "retries",
+    "delay",
+    "changed_when",
+    "failed_when",
+    "ignore_errors",
+    "ignore_unreachable",
+    "notify",
+    "listen",
+    "tags",
+    "delegate_to",
+    "delegate_facts",
+    "run_once",
+    "become",
+    "become_user",
+    "become_method",
+    "environment",
+    "no_log",
+    "vars",
+    "check_mode",
+    "diff",
+    "timeout",
+    "any_errors_fatal",
+    "args",
+    "action",
+    "local_action",
+    "collections",
+    "throttle",
+];
 
 const LOOP_FORMS: &[(&str, LoopKind)] = &[
     ("with_items", LoopKind::Items),

@@ -2,15 +2,32 @@
 
 use std::fmt::Write;
 
+use super::TagFilter;
 use super::{Action, Play, Playbook, Task};
-use crate::exec::TagFilter;
 
 fn tags_str(tags: &[String]) -> String {
     format!("[{}]", tags.join(", "))
 }
 
-/// Every task a run would consider, by play, with their effective tags (static imports
-/// expanded; dynamic includes listed as themselves).
+/// One line of `--list-tasks`: the task as ansible-playbook names it (`role : name`) and its
+/// effective tags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedTask {
+    pub name: String,
+    pub tags: Vec<String>,
+}
+
+/// Every task a run of `play` would consider under `filter` (static imports expanded;
+/// dynamic includes listed as themselves).
+pub fn play_tasks(play: &Play, filter: &TagFilter) -> Vec<ListedTask> {
+    let mut out = Vec::new();
+    for section in [&play.pre_tasks, &play.tasks, &play.post_tasks] {
+        walk(section, &play.kw.tags, None, filter, &mut out);
+    }
+    out
+}
+
+/// Every task a run would consider, by play, with their effective tags.
 pub fn list_tasks(pb: &Playbook, filter: &TagFilter) -> String {
     let mut out = format!("\nplaybook: {}\n", pb.path.display());
     for (i, play) in pb.plays.iter().enumerate() {
@@ -23,8 +40,8 @@ pub fn list_tasks(pb: &Playbook, filter: &TagFilter) -> String {
             tags_str(&play.kw.tags)
         );
         out.push_str("    tasks:\n");
-        for section in [&play.pre_tasks, &play.tasks, &play.post_tasks] {
-            walk(section, &play.kw.tags, None, filter, &mut out);
+        for t in play_tasks(play, filter) {
+            let _ = writeln!(out, "      {}\tTAGS: {}", t.name, tags_str(&t.tags));
         }
     }
     out
@@ -35,7 +52,7 @@ fn walk(
     inherited: &[String],
     role: Option<&str>,
     filter: &TagFilter,
-    out: &mut String,
+    out: &mut Vec<ListedTask>,
 ) {
     for t in tasks {
         let mut tags = inherited.to_vec();
@@ -63,7 +80,7 @@ fn walk(
                     Some(r) => format!("{r} : {}", t.display_name()),
                     None => t.display_name(),
                 };
-                let _ = writeln!(out, "      {name}\tTAGS: {}", tags_str(&tags));
+                out.push(ListedTask { name, tags });
             }
         }
     }

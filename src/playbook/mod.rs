@@ -11,6 +11,7 @@
 //! imported task); `include_tasks` and `include_role` are dynamic (loaded by the executor when a
 //! host reaches them, with `when`/`loop` applying to the include itself), as in Ansible.
 
+pub mod actions;
 mod args;
 mod error;
 mod keywords;
@@ -18,6 +19,7 @@ pub mod list;
 mod load;
 mod play;
 mod role;
+mod tags;
 mod task;
 pub mod yaml;
 
@@ -34,6 +36,7 @@ use serde_json::Value;
 pub use args::contains_template as task_contains_template;
 pub use error::{LoadError, did_you_mean};
 pub use load::{Loader, LoaderOptions};
+pub use tags::TagFilter;
 
 use crate::vars::VarMap;
 

@@ -12,44 +12,8 @@ use super::{Action, Keywords, LoadError, Location, RoleCtx, Task, did_you_mean};
 use crate::vars::VarMap;
 
 pub(crate) use super::args::{build_args, contains_template, raw_param, split_action_value};
-pub(crate) use super::keywords::{parse_bool, parse_keywords, var_map};
-
-/// Keywords a task may carry (besides its action).
-pub const TASK_KEYWORDS: &[&str] = &[
-    "name",
-    "when",
-    "loop",
-    "loop_control",
-    "register",
-    "until",
-    "retries",
-    "delay",
-    "changed_when",
-    "failed_when",
-    "ignore_errors",
-    "ignore_unreachable",
-    "notify",
-    "listen",
-    "tags",
-    "delegate_to",
-    "delegate_facts",
-    "run_once",
-    "become",
-    "become_user",
-    "become_method",
-    "environment",
-    "no_log",
-    "vars",
-    "check_mode",
-    "diff",
-    "timeout",
-    "any_errors_fatal",
-    "args",
-    "action",
-    "local_action",
-    "collections",
-    "throttle",
-];
+pub(crate) use super::error::{invalid, scalar_string};
+pub(crate) use super::keywords::{TASK_KEYWORDS, parse_bool, parse_keywords, var_map};
 
 /// What parsing tasks needs to know about where they are.
 pub struct TaskCtx<'a> {
@@ -67,7 +31,7 @@ pub struct TaskCtx<'a> {
 /// The short name `name` resolves to, if it is a module or an executor action.
 pub fn resolve_action(name: &str) -> Option<String> {
     let short = crate::modules::short_name(name);
-    if crate::exec::actions::is_action(short)
+    if super::actions::is_action(short)
         || matches!(
             short,
             "include_tasks" | "import_tasks" | "include_role" | "import_role" | "include"
@@ -81,7 +45,7 @@ pub fn resolve_action(name: &str) -> Option<String> {
 
 fn all_action_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = crate::modules::names().collect();
-    v.extend(crate::exec::actions::ACTIONS);
+    v.extend(super::actions::ACTIONS);
     v.extend([
         "include_tasks",
         "import_tasks",
@@ -89,14 +53,6 @@ fn all_action_names() -> Vec<&'static str> {
         "import_role",
     ]);
     v
-}
-
-pub fn invalid(node: &Node<'_>, detail: impl Into<String>) -> LoadError {
-    LoadError::Invalid {
-        file: node.file.to_path_buf(),
-        line: node.line(),
-        detail: detail.into(),
-    }
 }
 
 pub fn loc(node: &Node<'_>) -> Location {
@@ -315,13 +271,11 @@ fn finish_module(
                     detail: e.to_string(),
                 });
             }
-            crate::exec::actions::validate(&short, &args).map_err(|detail| {
-                LoadError::ModuleArgs {
-                    file: task_loc.file.to_path_buf(),
-                    line: task_loc.line,
-                    module: short.clone(),
-                    detail,
-                }
+            super::actions::validate(&short, &args).map_err(|e| LoadError::ModuleArgs {
+                file: task_loc.file.to_path_buf(),
+                line: task_loc.line,
+                module: short.clone(),
+                detail: e.to_string(),
             })?;
             Ok(Task {
                 name,
@@ -351,14 +305,4 @@ pub fn resolve_rel(dir: &Path, role: Option<&RoleCtx>, file: &str) -> PathBuf {
         }
     }
     here
-}
-
-pub fn scalar_string(n: &Node<'_>) -> Result<String, LoadError> {
-    match n.value {
-        Value::String(s) => Ok(s.clone()),
-        Value::Number(x) => Ok(x.to_string()),
-        Value::Bool(b) => Ok(b.to_string()),
-        Value::Null => Ok(String::new()),
-        _ => Err(invalid(n, "expected a string")),
-    }
 }

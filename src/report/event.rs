@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// How one task ended on one host (or one loop item).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Ok,
@@ -33,7 +33,34 @@ impl Status {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// How a deployment phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseStatus {
+    Ok,
+    Failed,
+    Interrupted,
+}
+
+impl PhaseStatus {
+    pub fn word(self) -> &'static str {
+        match self {
+            PhaseStatus::Ok => "ok",
+            PhaseStatus::Failed => "failed",
+            PhaseStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for PhaseStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+/// One event. The JSON event log (`--log-json`) is these, one per line, and readers of the
+/// log (`kinit ci`) parse it back into this type, so a renamed field is a compile error there.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     PlaybookStart {
@@ -82,7 +109,7 @@ pub enum Event {
         delegated_to: Option<String>,
         /// True when the task looped (its items were reported one by one).
         looped: bool,
-        #[serde(serialize_with = "secs")]
+        #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
         duration: Duration,
         result: Value,
     },
@@ -92,7 +119,7 @@ pub enum Event {
         host: String,
         task: String,
         status: String,
-        #[serde(serialize_with = "secs")]
+        #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
         elapsed: Duration,
         /// The module's own figures behind `status`.
         detail: Value,
@@ -113,17 +140,23 @@ pub enum Event {
     PhaseStart {
         phase: String,
     },
-    /// A deployment phase ended (`status`: `ok`, `failed` or `interrupted`).
+    /// A deployment phase ended.
     PhaseEnd {
         phase: String,
-        status: String,
-        #[serde(serialize_with = "secs")]
+        status: PhaseStatus,
+        #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
         duration: Duration,
     },
 }
 
+/// Durations are seconds with millisecond precision in the log.
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64((d.as_secs_f64() * 1000.0).round() / 1000.0)
+}
+
+fn from_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let secs = f64::deserialize(d)?;
+    Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
 }
 
 /// `14m02s`, `1h03m07s`: the elapsed time on progress lines.

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-pub use event::{Event, Status};
+pub use event::{Event, PhaseStatus, Status};
 pub use recap::{HostStats, RunStats};
 pub use redact::Redactor;
 
@@ -143,7 +143,7 @@ async fn run(
                 phase,
                 status,
                 duration,
-            } => stats.phase(phase, status, *duration),
+            } => stats.phase(phase, *status, *duration),
             _ => {}
         }
         junit.observe(&ev);

@@ -59,8 +59,9 @@ impl RunStats {
         *self.timings.entry(task.to_string()).or_default() += d;
     }
 
-    pub fn phase(&mut self, name: &str, status: &str, d: Duration) {
-        self.phases.push((name.to_string(), status.to_string(), d));
+    pub fn phase(&mut self, name: &str, status: super::PhaseStatus, d: Duration) {
+        self.phases
+            .push((name.to_string(), status.word().to_string(), d));
     }
 
     pub fn any_failed(&self) -> bool {

@@ -15,7 +15,9 @@ pub mod winrm;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use target::{BecomeOptions, ConnectionKind, HostTarget, JumpHost, WinRmOptions};
+pub use target::{
+    BecomeOptions, ConnectionKind, HostKeyChecking, HostTarget, JumpHost, WinRmOptions,
+};
 
 /// The language a host's commands are written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

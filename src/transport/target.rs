@@ -4,8 +4,37 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::HostKeyChecking;
 use crate::secret::Secret;
+
+/// How SSH host keys are checked (`--host-key-checking`, `ansible_host_key_checking`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostKeyChecking {
+    /// Refuse hosts whose key is unknown or changed.
+    #[default]
+    Strict,
+    /// Record unknown hosts, refuse changed keys.
+    AcceptNew,
+    /// Accept any key (not recommended).
+    Off,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown host key checking `{0}`; expected strict, accept-new or off")]
+pub struct UnknownHostKeyChecking(pub String);
+
+impl std::str::FromStr for HostKeyChecking {
+    type Err = UnknownHostKeyChecking;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "strict" => Ok(Self::Strict),
+            "accept-new" => Ok(Self::AcceptNew),
+            "off" => Ok(Self::Off),
+            other => Err(UnknownHostKeyChecking(other.to_string())),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ConnectionKind {

@@ -19,6 +19,7 @@ mod get_url_resume;
 mod hypervisor;
 mod interrupt;
 mod junit_schema;
+mod layers;
 mod libvirt;
 mod libvirt_e2e;
 mod modules;

@@ -260,3 +260,69 @@ fn snapshot_plans() {
         insta::assert_json_snapshot!(format!("plan_json_{name}"), json);
     }
 }
+
+/// `kinit plan` lists each phase's plays and tasks as the bundled playbooks define them: every
+/// phase of the run has a play, and its tasks are exactly what `kinit playbook --list-tasks
+/// --tags <phase>` finds in `site.yml`, so the plan cannot drift from what `kinit run` runs.
+#[test]
+fn plan_lists_each_phases_tasks_from_the_playbooks() {
+    let plan = plan_json(&["--spec", "k8s-libvirt-1-1-1"]);
+    let phases = plan["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, kinit::cluster::Phase::ALL.map(|p| p.name()));
+    let site = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/site.yml");
+    for phase in phases {
+        let name = phase["name"].as_str().unwrap();
+        let plays = phase["plays"].as_array().unwrap();
+        assert!(!plays.is_empty(), "phase `{name}` has no play");
+        let planned: Vec<&str> = plays
+            .iter()
+            .flat_map(|p| p["tasks"].as_array().unwrap())
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        assert!(!planned.is_empty(), "phase `{name}` has no task");
+        let listed = Test::new()
+            .args(["playbook", "--list-tasks", "--tags", name, site])
+            .env(
+                "KINIT_ROLES_PATH",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/roles"),
+            )
+            .succeeds()
+            .stdout();
+        let listed: Vec<&str> = listed
+            .lines()
+            .filter(|l| l.starts_with("      "))
+            .map(|l| l.trim_start().split('\t').next().unwrap())
+            .collect();
+        assert_eq!(planned, listed, "phase `{name}`");
+    }
+    let table = Test::new()
+        .args(["plan", "--spec", "k8s-libvirt-1-1-1"])
+        .succeeds()
+        .stdout();
+    assert!(
+        table.contains("  1  gather-facts\n       play: gather-facts (hypervisors)\n"),
+        "{table}"
+    );
+}
+
+/// A play of the cluster playbooks that belongs to no phase would never run: `kinit plan` and
+/// `kinit run` refuse it, naming the file and line.
+#[test]
+fn a_play_without_a_phase_is_refused() {
+    let site = "- name: gather-facts\n  hosts: all\n  tags: [gather-facts]\n  tasks: []\n\
+                - name: stray\n  hosts: all\n  tasks: []\n";
+    for sub in ["plan", "run"] {
+        let t = Test::new().write("pb/site.yml", site);
+        let dir = t.path().join("pb").display().to_string();
+        let ran = t
+            .args([sub, "--spec", "k8s-libvirt-1-1-1", "--playbook-dir", &dir])
+            .fails_with(1);
+        assert!(
+            ran.stderr()
+                .contains("site.yml:5: play `stray` has no phase tag, so no phase would run it"),
+            "{sub}: {}",
+            ran.stderr()
+        );
+    }
+}

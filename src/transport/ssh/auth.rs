@@ -10,7 +10,7 @@ use russh::keys::agent::AgentIdentity;
 use russh::keys::agent::client::AgentClient;
 use russh::keys::{PrivateKey, PrivateKeyWithHashAlg, PublicKey};
 
-use super::session::Client;
+use super::client::Client;
 use crate::secret::Secret;
 use crate::transport::TransportError;
 

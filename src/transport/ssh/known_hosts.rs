@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use russh::keys::known_hosts::{known_host_keys_path, learn_known_hosts_path};
 use russh::keys::{HashAlg, PublicKey};
 
-use crate::cli::HostKeyChecking;
+use crate::transport::HostKeyChecking;
 
 /// Where keys are looked up and (under accept-new) written.
 #[derive(Debug, Clone)]

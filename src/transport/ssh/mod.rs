@@ -15,6 +15,7 @@
 //! - `forward`: a remote Unix socket (libvirt's) reachable through a local one.
 
 mod auth;
+mod client;
 pub mod config;
 mod exec;
 mod forward;

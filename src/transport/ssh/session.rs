@@ -8,48 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use russh::client::{self, Handle};
-use russh::keys::PublicKeyOrCertificate;
 
 use super::auth::{self, Credentials};
+use super::client::Client;
 use super::config::SshConfig;
-use super::known_hosts::{KnownHosts, Verdict};
+use super::known_hosts::KnownHosts;
 use super::stream::{QuickAck, coalesce};
 use crate::transport::{HostTarget, TransportError};
-
-/// The russh handler: checks the server's host key; remembers why a key was refused so the
-/// error can say so instead of russh's generic "unknown key".
-pub(crate) struct Client {
-    host: String,
-    port: u16,
-    known: Arc<KnownHosts>,
-    refusal: Arc<Mutex<Option<String>>>,
-}
-
-impl client::Handler for Client {
-    type Error = russh::Error;
-
-    async fn check_server_key(
-        &mut self,
-        offered: &PublicKeyOrCertificate,
-    ) -> Result<bool, Self::Error> {
-        let key = match offered {
-            PublicKeyOrCertificate::PublicKey { key, .. } => key.clone(),
-            PublicKeyOrCertificate::Certificate(cert) => cert.public_key().clone().into(),
-        };
-        let (known, host, port) = (self.known.clone(), self.host.clone(), self.port);
-        // known_hosts is a small file, but reading (and appending to) it is blocking I/O.
-        let verdict = tokio::task::spawn_blocking(move || known.check(&host, port, &key))
-            .await
-            .unwrap_or_else(|e| Verdict::Rejected(e.to_string()));
-        match verdict {
-            Verdict::Rejected(reason) => {
-                *self.refusal.lock().expect("not poisoned") = Some(reason);
-                Ok(false)
-            }
-            Verdict::Trusted | Verdict::Learned(_) | Verdict::Unchecked => Ok(true),
-        }
-    }
-}
 
 /// One hop of the chain, fully resolved.
 #[derive(Debug, Clone)]

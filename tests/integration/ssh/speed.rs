@@ -58,7 +58,7 @@ async fn slow_link(lab: &SshLab, rtt: Duration) -> (SshConnection, SshConnection
     // The proxy is a different address; the host key is still the host's.
     t.address = proxy.addr.ip().to_string();
     t.port = Some(proxy.addr.port());
-    t.host_key_checking = kinit::cli::HostKeyChecking::Off;
+    t.host_key_checking = kinit::transport::HostKeyChecking::Off;
     let slow = SshConnection::connect(&t).await.unwrap();
     (direct, slow, proxy)
 }

@@ -2,8 +2,8 @@
 
 use std::process::Command;
 
-use kinit::cli::HostKeyChecking;
 use kinit::secret::Secret;
+use kinit::transport::HostKeyChecking;
 use kinit::transport::ssh::SshConnection;
 use kinit::transport::{ExecRequest, TransportError};
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::session::{ReportFiles, Session};
-use super::{Executor, RunOptions, TagFilter};
 use crate::cli::PlaybookArgs;
+use crate::exec::session::{ReportFiles, Session};
+use crate::exec::{Executor, RunOptions, TagFilter};
 use crate::inventory::Inventory;
 use crate::playbook::{Loader, LoaderOptions, Playbook, list};
 use crate::report::{EventSender, Redactor};
@@ -53,7 +53,7 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
         host_key_checking: args.exec.host_key_checking,
         winrm_ca_file: args.exec.winrm_ca_file.clone(),
     };
-    let runtime = super::session::runtime()?;
+    let runtime = crate::exec::session::runtime()?;
     runtime.block_on(run(args, loader, books, inventory, opts))
 }
 
