@@ -203,8 +203,9 @@ pub struct PlaybookArgs {
     /// Extra variables, `key=value` (JSON values allowed) or `@file.yml`; repeatable.
     #[arg(short = 'e', long = "extra-vars", value_name = "VARS")]
     pub extra_vars: Vec<String>,
-    /// Limit to hosts matching this pattern (`web*:!web3`, `group`, `@file`).
-    #[arg(short = 'l', long, value_name = "PATTERN")]
+    /// Limit to hosts matching this pattern (`web*:!web3`, `group`, `@file`); given twice,
+    /// the last wins (as in ansible-playbook).
+    #[arg(short = 'l', long, value_name = "PATTERN", overrides_with = "limit")]
     pub limit: Option<String>,
     /// Only run tasks and plays with these tags (comma-separated, repeatable).
     #[arg(short = 't', long, value_name = "TAGS")]
@@ -224,8 +225,45 @@ pub struct PlaybookArgs {
     /// List the hosts each play targets and exit.
     #[arg(long)]
     pub list_hosts: bool,
+    /// List each play's task tags and exit.
+    #[arg(long)]
+    pub list_tags: bool,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Accepted for ansible-playbook compatibility: kinit keeps no fact cache, so there is
+    /// nothing to flush.
+    #[arg(long)]
+    pub flush_cache: bool,
     #[command(flatten)]
     pub exec: ExecArgs,
+}
+
+/// How hosts are reached when neither the inventory nor the play says, named as in
+/// ansible-playbook. These are the lowest-precedence settings: play and task keywords
+/// (`remote_user`, `connection`, `become`...) and host variables (`ansible_user`...) win.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConnectArgs {
+    /// Connect as this user.
+    #[arg(short = 'u', long = "user", value_name = "REMOTE_USER")]
+    pub remote_user: Option<String>,
+    /// Connection type: `ssh`, `local` or `winrm`.
+    #[arg(short = 'c', long, value_name = "CONNECTION")]
+    pub connection: Option<String>,
+    /// SSH private key file.
+    #[arg(long = "private-key", visible_alias = "key-file", value_name = "FILE")]
+    pub private_key: Option<PathBuf>,
+    /// Connection timeout in seconds.
+    #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+    /// Run tasks with become (sudo).
+    #[arg(short = 'b', long = "become")]
+    pub become_: bool,
+    /// The user to become.
+    #[arg(long, value_name = "USER")]
+    pub become_user: Option<String>,
+    /// The become method; kinit has `sudo`.
+    #[arg(long, value_name = "METHOD", value_parser = ["sudo"])]
+    pub become_method: Option<String>,
 }
 
 #[derive(Debug, Args)]

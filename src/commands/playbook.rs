@@ -25,9 +25,18 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
     for p in &args.playbooks {
         books.push(loader.load_playbook(p)?);
     }
+    for w in loader.take_warnings() {
+        eprintln!("[WARNING]: {w}");
+    }
     if args.syntax_check {
         for b in &books {
             println!("\nplaybook: {}", b.path.display());
+        }
+        return Ok(Outcome::Success);
+    }
+    if args.list_tags {
+        for b in &books {
+            print!("{}", list::list_tags(b));
         }
         return Ok(Outcome::Success);
     }
@@ -50,6 +59,14 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
         start_at_task: args.start_at_task.clone(),
         extra_vars,
         limit: args.limit.clone(),
+        connect: crate::exec::ConnectDefaults {
+            remote_user: args.connect.remote_user.clone(),
+            connection: args.connect.connection.clone(),
+            private_key: args.connect.private_key.clone(),
+            timeout: args.connect.timeout.map(std::time::Duration::from_secs),
+            become_: args.connect.become_,
+            become_user: args.connect.become_user.clone(),
+        },
         host_key_checking: args.exec.host_key_checking,
         winrm_ca_file: args.exec.winrm_ca_file.clone(),
     };

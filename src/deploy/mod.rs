@@ -197,6 +197,9 @@ fn load_site(flag: Option<&Path>) -> Result<(Arc<Loader>, Playbook), Error> {
         roles_path: locate::roles_path(&dir),
     }));
     let book = loader.load_playbook(&dir.join(locate::ENTRY))?;
+    for w in loader.take_warnings() {
+        eprintln!("[WARNING]: {w}");
+    }
     catalog::check(&book).map_err(DeployError::from)?;
     Ok((loader, book))
 }

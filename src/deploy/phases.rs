@@ -55,6 +55,7 @@ async fn run_phases(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
         limit: None,
         host_key_checking: cfg.exec.host_key_checking,
         winrm_ca_file: cfg.exec.winrm_ca_file.clone(),
+        connect: Default::default(),
     };
     let files = ReportFiles {
         log_json: Some(job.run_dir.join(EVENTS)),

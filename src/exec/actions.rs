@@ -64,7 +64,7 @@ impl Executor {
             "meta" => meta(&s("_raw_params").unwrap_or_default()),
             "pause" => self.pause(&args).await,
             "include_vars" => self.include_vars(&args, task, inh, host),
-            "wait_for_connection" => self.wait_for_connection(&args, host, ctx).await,
+            "wait_for_connection" => self.wait_for_connection(&args, host, kw, ctx).await,
             other => Attempt::failed(format!("unknown action `{other}`")),
         }
     }

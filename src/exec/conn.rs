@@ -1,5 +1,7 @@
 //! Connections: one per host for the whole run, opened lazily the first time a task needs
-//! it and reused by every later task (and by tasks delegated to that host).
+//! it and reused by every later task (and by tasks delegated to that host). A task that
+//! reaches the same host differently (`remote_user`, `port` or `connection` of its play or
+//! task) gets a connection of its own, kept as long as the first.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -8,9 +10,21 @@ use tokio::sync::OnceCell;
 
 use crate::transport::{Connection, HostTarget, TransportError};
 
+/// A connection, opened by the first task that needs it.
+type Slot = Arc<OnceCell<Arc<Connection>>>;
+
 #[derive(Default)]
 pub struct ConnPool {
-    conns: Mutex<HashMap<String, Arc<OnceCell<Arc<Connection>>>>>,
+    /// By host name, then by how it is reached (`way`).
+    conns: Mutex<HashMap<String, HashMap<String, Slot>>>,
+}
+
+/// What tells two connections to one host apart: the kind, address, port and user.
+fn way(target: &HostTarget) -> String {
+    format!(
+        "{:?} {}:{:?} {:?}",
+        target.connection, target.address, target.port, target.user
+    )
 }
 
 impl ConnPool {
@@ -22,6 +36,8 @@ impl ConnPool {
             .lock()
             .unwrap()
             .entry(target.name.clone())
+            .or_default()
+            .entry(way(target))
             .or_default()
             .clone();
         cell.get_or_try_init(|| async { Connection::open(target).await.map(Arc::new) })
@@ -37,7 +53,13 @@ impl ConnPool {
     /// Close every connection (SSH disconnects, WinRM shells deleted); returns the warnings
     /// of those that left something behind.
     pub async fn close_all(&self) -> Vec<String> {
-        let cells: Vec<_> = self.conns.lock().unwrap().drain().map(|(_, c)| c).collect();
+        let cells: Vec<_> = self
+            .conns
+            .lock()
+            .unwrap()
+            .drain()
+            .flat_map(|(_, ways)| ways.into_values())
+            .collect();
         let mut warnings = Vec::new();
         for cell in cells {
             if let Some(conn) = Arc::try_unwrap(cell).ok().and_then(|c| c.into_inner())

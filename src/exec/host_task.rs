@@ -318,6 +318,10 @@ impl Executor {
                 }
             }
             Action::Block { .. } => Attempt::failed("a block is not a single task"),
+            Action::Unimplemented { module } => Attempt::failed(format!(
+                "module `{module}` is not implemented by kinit, so this task cannot run here \
+                 (kinit warned about it when loading the playbook)"
+            )),
         }
     }
 

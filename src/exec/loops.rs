@@ -32,7 +32,7 @@ impl Executor {
             }
             other => other,
         };
-        Ok(match spec.kind {
+        Ok(match &spec.kind {
             LoopKind::Loop | LoopKind::List => match v {
                 Value::Array(a) => a,
                 Value::Null => Vec::new(),
@@ -73,6 +73,23 @@ impl Executor {
                 }
             },
             LoopKind::Sequence => sequence(&v)?,
+            LoopKind::Lookup(name) => {
+                // Ansible hands a `with_<lookup>` value to the lookup as its terms: a list is
+                // the terms, anything else one term.
+                let terms = match v {
+                    Value::Array(a) => a,
+                    other => vec![other],
+                };
+                let mut scope = ctx.clone();
+                scope.insert("__kinit_with_terms".into(), Value::Array(terms));
+                let call = format!("{{{{ query('{name}', *__kinit_with_terms) }}}}");
+                match self.templar.render_value(&Value::String(call), &scope) {
+                    Ok(Value::Array(items)) => items,
+                    Ok(Value::Null) => Vec::new(),
+                    Ok(other) => vec![other],
+                    Err(e) => return Err(format!("error in `with_{name}`: {e}")),
+                }
+            }
         })
     }
 

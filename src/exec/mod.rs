@@ -64,6 +64,20 @@ pub struct RunOptions {
     pub host_key_checking: HostKeyChecking,
     /// `--winrm-ca-file`: the CA bundle WinRM HTTPS certificates are checked against.
     pub winrm_ca_file: Option<std::path::PathBuf>,
+    /// `-u`, `-c`, `--private-key`, `-T`, `-b`, `--become-user`: the lowest-precedence way
+    /// to reach hosts.
+    pub connect: ConnectDefaults,
+}
+
+/// ansible-playbook's connection and become options, below keywords and host variables.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectDefaults {
+    pub remote_user: Option<String>,
+    pub connection: Option<String>,
+    pub private_key: Option<std::path::PathBuf>,
+    pub timeout: Option<std::time::Duration>,
+    pub become_: bool,
+    pub become_user: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -79,6 +93,7 @@ impl Default for RunOptions {
             limit: None,
             host_key_checking: HostKeyChecking::Strict,
             winrm_ca_file: None,
+            connect: ConnectDefaults::default(),
         }
     }
 }
@@ -101,6 +116,8 @@ pub struct Executor {
     /// The tag selection of the plays being run: `--tags`/`--skip-tags`, or one phase's tag
     /// when `kinit run` runs the phases one after another through the same executor.
     tags: RwLock<TagFilter>,
+    /// Warnings already given (`warn_once`).
+    warned: Mutex<std::collections::HashSet<String>>,
 }
 
 /// One play's run over one batch of hosts.
@@ -169,6 +186,14 @@ impl Executor {
             task_ids: AtomicUsize::new(0),
             playbook_dir,
             tags,
+            warned: Mutex::default(),
+        }
+    }
+
+    /// Report `message` as a warning unless it was reported already in this run.
+    pub(crate) fn warn_once(&self, message: String) {
+        if self.warned.lock().unwrap().insert(message.clone()) {
+            self.emit(Event::Warning { message });
         }
     }
 

@@ -75,6 +75,7 @@ impl Executor {
         &self,
         name: &str,
         host: &str,
+        kw: &Keywords,
         ctx: &VarMap,
     ) -> Result<ResolvedHost, crate::inventory::InventoryError> {
         let vars = if name == host {
@@ -102,12 +103,48 @@ impl Executor {
                 _ => raw,
             }
         };
+        let mut vars = vars;
+        // The `remote_user`/`connection`/`port` keywords fill in what the host's variables
+        // leave open (Ansible's precedence: variables, then keywords).
+        let cli = &self.opts.connect;
+        for (value, names) in [
+            (&kw.remote_user, ["ansible_user", "ansible_ssh_user"]),
+            (&kw.connection, ["ansible_connection", "ansible_connection"]),
+            (&kw.port, ["ansible_port", "ansible_ssh_port"]),
+            // `-c`, below the keywords.
+            (
+                &cli.connection,
+                ["ansible_connection", "ansible_connection"],
+            ),
+        ] {
+            if let Some(v) = value
+                && !names.iter().any(|n| vars.contains_key(*n))
+            {
+                let v = self
+                    .templar
+                    .render_str(v, ctx)
+                    .unwrap_or_else(|_| v.clone());
+                let v = v.parse::<u64>().map(Value::from).unwrap_or(Value::from(v));
+                vars.insert(names[0].to_string(), v);
+            }
+        }
         let defaults = ConnectionDefaults {
             host_key_checking: self.opts.host_key_checking,
             winrm_ca_file: self.opts.winrm_ca_file.clone(),
+            user: cli.remote_user.clone(),
+            private_key_files: cli.private_key.iter().cloned().collect(),
+            connect_timeout: cli.timeout,
             ..ConnectionDefaults::default()
         };
-        resolve_target(name, &vars, &defaults)
+        let resolved = resolve_target(name, &vars, &defaults)?;
+        if !resolved.ignored_ssh_options.is_empty() {
+            self.warn_once(format!(
+                "{name}: kinit's SSH client ignores these options of ansible_ssh_common_args/\
+                 ansible_ssh_extra_args: {}",
+                resolved.ignored_ssh_options.join(", ")
+            ));
+        }
+        Ok(resolved)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -141,7 +178,7 @@ impl Executor {
             },
             None => host.to_string(),
         };
-        let resolved = match self.target_for(&delegate, host, ctx) {
+        let resolved = match self.target_for(&delegate, host, kw, ctx) {
             Ok(r) => r,
             Err(e) => return Attempt::ok(self.error_result(task, e.to_string())),
         };
@@ -227,7 +264,11 @@ impl Executor {
         host: &ResolvedHost,
         ctx: &VarMap,
     ) -> Option<BecomeOptions> {
-        if !kw.become_.or(host.become_.enabled).unwrap_or(false) {
+        if !kw
+            .become_
+            .or(host.become_.enabled)
+            .unwrap_or(self.opts.connect.become_)
+        {
             return None;
         }
         let user = kw
@@ -238,7 +279,8 @@ impl Executor {
                     .render_str(u, ctx)
                     .unwrap_or_else(|_| u.clone())
             })
-            .or_else(|| host.become_.user.clone());
+            .or_else(|| host.become_.user.clone())
+            .or_else(|| self.opts.connect.become_user.clone());
         Some(BecomeOptions {
             user,
             password: host.become_.password.clone(),

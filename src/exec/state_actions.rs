@@ -10,7 +10,7 @@ use super::Executor;
 use super::actions::ok;
 use super::host_task::Attempt;
 use super::inherit::Inherit;
-use crate::playbook::Task;
+use crate::playbook::{Keywords, Task};
 use crate::vars::VarMap;
 
 impl Executor {
@@ -130,6 +130,7 @@ impl Executor {
         &self,
         args: &Value,
         host: &str,
+        kw: &Keywords,
         ctx: &VarMap,
     ) -> Attempt {
         let num = |k: &str, d: f64| -> f64 {
@@ -142,7 +143,7 @@ impl Executor {
         let (timeout, delay, sleep) = (num("timeout", 600.0), num("delay", 0.0), num("sleep", 1.0));
         let start = Instant::now();
         self.sleep(Duration::from_secs_f64(delay)).await;
-        let target = match self.target_for(host, host, ctx) {
+        let target = match self.target_for(host, host, kw, ctx) {
             Ok(r) => r.target,
             Err(e) => return Attempt::failed(e.to_string()),
         };

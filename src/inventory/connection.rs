@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::InventoryError;
-use super::jump::{expand_home, jumps_from_ssh_args, parse_jump};
+use super::jump::{expand_home, jumps_from_ssh_args, options_from_ssh_args, parse_jump};
 use crate::secret::Secret;
 use crate::transport::HostKeyChecking;
 use crate::transport::target::{WinRmAuth, WinRmScheme};
@@ -41,6 +41,9 @@ pub struct HostBecome {
 pub struct ResolvedHost {
     pub target: HostTarget,
     pub become_: HostBecome,
+    /// Options of `ansible_ssh_common_args`/`_extra_args` kinit's SSH client does not
+    /// honour, for one warning.
+    pub ignored_ssh_options: Vec<String>,
 }
 
 /// Build the connection of host `name` from its (already templated) variables.
@@ -104,10 +107,13 @@ pub fn resolve_target(
     if let Some(secs) = r.seconds("ansible_timeout")? {
         t.connect_timeout = secs;
     }
+    let mut ignored = Vec::new();
     for var in ["ansible_ssh_common_args", "ansible_ssh_extra_args"] {
         if let Some(args) = r.string(var)? {
             t.jump
                 .extend(jumps_from_ssh_args(&args).map_err(|why| r.bad(var, &args, why))?);
+            let options = options_from_ssh_args(&args).map_err(|why| r.bad(var, &args, why))?;
+            apply_ssh_options(&mut t, &r, &options, &mut ignored)?;
         }
     }
     if let Some(j) = r.value("kinit_jump_host") {
@@ -135,7 +141,84 @@ pub fn resolve_target(
             .map(Secret::new),
         flags: r.string("ansible_become_flags")?,
     };
-    Ok(ResolvedHost { target: t, become_ })
+    Ok(ResolvedHost {
+        target: t,
+        become_,
+        ignored_ssh_options: ignored,
+    })
+}
+
+/// What `ansible_ssh_common_args`/`_extra_args` say, as OpenSSH would take it after the
+/// options Ansible itself passes first (first value wins in OpenSSH): host key checking and
+/// the known_hosts file always; the user, port, key and connect timeout only where no
+/// `ansible_*` variable set them. Options kinit's client has no use for are collected in
+/// `ignored`.
+fn apply_ssh_options(
+    t: &mut HostTarget,
+    r: &Reader<'_>,
+    options: &[(String, String)],
+    ignored: &mut Vec<String>,
+) -> Result<(), InventoryError> {
+    let set = |vars: &[&str]| vars.iter().any(|v| r.value(v).is_some());
+    for (name, value) in options {
+        match name.to_ascii_lowercase().as_str() {
+            "stricthostkeychecking" => {
+                t.host_key_checking = match value.to_ascii_lowercase().as_str() {
+                    "no" | "off" => HostKeyChecking::Off,
+                    "accept-new" => HostKeyChecking::AcceptNew,
+                    "yes" | "ask" => HostKeyChecking::Strict,
+                    _ => {
+                        return Err(r.bad(
+                            "ansible_ssh_common_args",
+                            value,
+                            "StrictHostKeyChecking yes, no, off, ask or accept-new",
+                        ));
+                    }
+                }
+            }
+            "userknownhostsfile" => {
+                if let Some(first) = value.split_whitespace().next() {
+                    t.known_hosts_file = Some(expand_home(first));
+                }
+            }
+            "identityfile"
+                if !set(&["ansible_ssh_private_key_file", "ansible_private_key_file"]) =>
+            {
+                t.private_key_files.push(expand_home(value));
+            }
+            "user" if !set(&["ansible_user", "ansible_ssh_user"]) => {
+                t.user = Some(value.clone());
+            }
+            "port" if !set(&["ansible_port", "ansible_ssh_port"]) => {
+                t.port = Some(value.parse().map_err(|_| {
+                    r.bad("ansible_ssh_common_args", value, "a port number for `Port`")
+                })?);
+            }
+            "connecttimeout" if !set(&["ansible_timeout"]) => {
+                let secs: u64 = value.parse().map_err(|_| {
+                    r.bad(
+                        "ansible_ssh_common_args",
+                        value,
+                        "seconds for `ConnectTimeout`",
+                    )
+                })?;
+                t.connect_timeout = Duration::from_secs(secs);
+            }
+            // Jump hosts are `jumps_from_ssh_args`'; the rest were set by a variable.
+            "proxyjump" | "proxycommand" | "identityfile" | "user" | "port" | "connecttimeout" => {}
+            _ => {
+                let shown = if value.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{name}={value}")
+                };
+                if !ignored.contains(&shown) {
+                    ignored.push(shown);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn resolve_winrm(

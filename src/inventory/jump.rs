@@ -1,5 +1,6 @@
-//! Jump hosts from OpenSSH options as Ansible users write them in `ansible_ssh_common_args`:
-//! `-J hop`, `-o ProxyJump=hop1,hop2` and `-o ProxyCommand="ssh -W %h:%p ... hop"`.
+//! OpenSSH options as Ansible users write them in `ansible_ssh_common_args`: jump hosts
+//! (`-J hop`, `-o ProxyJump=hop1,hop2`, `-o ProxyCommand="ssh -W %h:%p ... hop"`) and the
+//! other options kinit's SSH client honours (`options_from_ssh_args`).
 
 use std::path::PathBuf;
 
@@ -42,6 +43,45 @@ pub(super) fn jumps_from_ssh_args(args: &str) -> Result<Vec<JumpHost>, &'static 
             }
             "proxycommand" => out.push(jump_from_proxy_command(value)?),
             _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// Every option of an OpenSSH argument string as `(name, value)`: `-o Name=value` (or
+/// `-o "Name value"`) with the name as written, `-i`, `-p`, `-l` and `-F` as `IdentityFile`,
+/// `Port`, `User` and `F`, and a bare flag (`-C`, `-A`) as itself with an empty value.
+pub(super) fn options_from_ssh_args(args: &str) -> Result<Vec<(String, String)>, &'static str> {
+    let words = shell_words(args).map_err(|_| "unbalanced quotes")?;
+    let mut out = Vec::new();
+    let mut it = words.iter();
+    while let Some(w) = it.next() {
+        let (flag, attached) = match w.strip_prefix('-') {
+            Some(rest) if !rest.is_empty() => rest.split_at(1),
+            _ => continue,
+        };
+        let mut value = || -> Result<String, &'static str> {
+            if attached.is_empty() {
+                it.next().cloned().ok_or("an option without its value")
+            } else {
+                Ok(attached.to_string())
+            }
+        };
+        match flag {
+            "o" => {
+                let opt = value()?;
+                let (k, v) = opt
+                    .split_once('=')
+                    .or_else(|| opt.split_once(' '))
+                    .ok_or("an `-o` option without a value")?;
+                out.push((k.trim().to_string(), v.trim().to_string()));
+            }
+            "i" => out.push(("IdentityFile".into(), value()?)),
+            "p" => out.push(("Port".into(), value()?)),
+            "l" => out.push(("User".into(), value()?)),
+            "J" => out.push(("ProxyJump".into(), value()?)),
+            "F" => out.push(("F".into(), value()?)),
+            _ => out.push((w.clone(), String::new())),
         }
     }
     Ok(out)

@@ -32,6 +32,10 @@ use crate::vars::VarMap;
 /// does not define.
 pub const LOCALHOST: &str = "localhost";
 
+/// Names that mean this machine when the inventory does not list them (Ansible's
+/// `C.LOCALHOST`): the implicit local host, reached without SSH.
+pub const IMPLICIT_LOCAL: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Host {
     pub name: String,
@@ -174,7 +178,7 @@ impl Inventory {
 
     /// Whether `name` is a host of this inventory or the implicit `localhost`.
     pub fn has_host(&self, name: &str) -> bool {
-        self.hosts.contains_key(name) || name == LOCALHOST
+        self.hosts.contains_key(name) || IMPLICIT_LOCAL.contains(&name)
     }
 
     /// Direct parents of a group; groups nobody lists as a child hang off `all`.
@@ -331,7 +335,7 @@ impl Inventory {
                 crate::vars::overlay(&mut out, &h.vars);
                 crate::vars::overlay(&mut out, &h.dir_vars);
             }
-            None if host == LOCALHOST => {
+            None if IMPLICIT_LOCAL.contains(&host) => {
                 out.insert("ansible_connection".into(), Value::from("local"));
             }
             None => {}

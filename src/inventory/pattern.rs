@@ -6,10 +6,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{Inventory, InventoryError};
-
-/// Names Ansible resolves to the controller when the inventory does not define them.
-const IMPLICIT_LOCAL: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+use super::{IMPLICIT_LOCAL, Inventory, InventoryError};
 
 static SUBSCRIPT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(.+)\[(?:(-?[0-9]+)|([0-9]+)[:-]([0-9]*))\]$").unwrap());

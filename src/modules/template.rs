@@ -34,9 +34,23 @@ pub struct Params {
     force: bool,
     /// Line ending of the rendered file: `\n` (default), `\r\n` or `\r`.
     newline_sequence: Option<String>,
+    /// Remove the first newline after a block tag (`{% ... %}`). Ansible's default, and the
+    /// only mode kinit renders with.
+    #[serde(default = "yes", deserialize_with = "boolish")]
+    trim_blocks: bool,
+    /// Strip spaces before a block tag on its line. kinit renders without it (Ansible's
+    /// default).
+    #[serde(default, deserialize_with = "boolish")]
+    lstrip_blocks: bool,
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    if !p.trim_blocks || p.lstrip_blocks {
+        return Ok(ModuleResult::failed(
+            "kinit renders templates as Ansible does by default (`trim_blocks: true`, \
+             `lstrip_blocks: false`); other whitespace modes are not supported",
+        ));
+    }
     let local = ctx.find_local(&p.src)?;
     let source = tokio::fs::read_to_string(&local)
         .await

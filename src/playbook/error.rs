@@ -79,7 +79,14 @@ pub fn did_you_mean<'a>(
     candidates
         .into_iter()
         .map(|c| (distance(&word_l, &c.to_lowercase()), c))
-        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(2))
+        // Short words get short distances: `npm` is not a misspelt `name`, nor `git` `apt`.
+        .filter(|(d, _)| {
+            *d <= match word.chars().count() {
+                0..=4 => 1,
+                5..=8 => 2,
+                _ => 3,
+            }
+        })
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c.to_string())
 }

@@ -26,6 +26,9 @@ pub const TASK_KEYWORDS: &[&str] = &[
     "listen",
     "tags",
     "delegate_to",
+    "remote_user",
+    "connection",
+    "port",
     "delegate_facts",
     "run_once",
     "become",
@@ -144,16 +147,29 @@ pub fn parse_keywords(
                 })
             }
             k if k.starts_with("with_") => {
+                let lookup = &k["with_".len()..];
                 let kind = LOOP_FORMS
                     .iter()
                     .find(|(f, _)| *f == k)
                     .map(|(_, kind)| kind.clone())
-                    .ok_or_else(|| LoadError::UnknownKeyword {
-                        file: n.file.to_path_buf(),
-                        line: n.line(),
-                        what,
-                        key: k.to_string(),
-                        suggestion: did_you_mean(k, LOOP_FORMS.iter().map(|(f, _)| *f)),
+                    .or_else(|| {
+                        crate::template::LOOKUPS
+                            .contains(&lookup)
+                            .then(|| LoopKind::Lookup(lookup.to_string()))
+                    })
+                    .ok_or_else(|| {
+                        let forms: Vec<String> = crate::template::LOOKUPS
+                            .iter()
+                            .map(|l| format!("with_{l}"))
+                            .chain(LOOP_FORMS.iter().map(|(f, _)| f.to_string()))
+                            .collect();
+                        LoadError::UnknownKeyword {
+                            file: n.file.to_path_buf(),
+                            line: n.line(),
+                            what,
+                            key: k.to_string(),
+                            suggestion: did_you_mean(k, forms.iter().map(String::as_str)),
+                        }
                     })?;
                 if kw.loop_.is_some() {
                     return Err(invalid(n, "only one of `loop`/`with_*` per task"));
@@ -176,6 +192,9 @@ pub fn parse_keywords(
             "listen" => kw.listen = string_list(n)?,
             "tags" => kw.tags = string_list(n)?,
             "delegate_to" => kw.delegate_to = Some(scalar_string(n)?),
+            "remote_user" => kw.remote_user = Some(scalar_string(n)?),
+            "connection" => kw.connection = Some(scalar_string(n)?),
+            "port" => kw.port = Some(scalar_string(n)?),
             "delegate_facts" => kw.delegate_facts = Some(parse_bool(n, key)?),
             "run_once" => kw.run_once = Some(parse_bool(n, key)?),
             "become" => kw.become_ = Some(parse_bool(n, key)?),

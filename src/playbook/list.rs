@@ -86,6 +86,31 @@ fn walk(
     }
 }
 
+/// `--list-tags`: each play with the tags its tasks carry (their own and inherited ones),
+/// sorted, as ansible-playbook lists them.
+pub fn list_tags(pb: &Playbook) -> String {
+    let mut out = format!("\nplaybook: {}\n", pb.path.display());
+    let all = TagFilter::default();
+    for (i, play) in pb.plays.iter().enumerate() {
+        let mut tags: Vec<String> = play_tasks(play, &all)
+            .into_iter()
+            .flat_map(|t| t.tags)
+            .collect();
+        tags.sort();
+        tags.dedup();
+        let _ = writeln!(
+            out,
+            "\n  play #{} ({}): {}\tTAGS: {}\n      TASK TAGS: {}",
+            i + 1,
+            play.hosts,
+            play.name,
+            tags_str(&play.kw.tags),
+            tags_str(&tags)
+        );
+    }
+    out
+}
+
 /// `--list-hosts`: each play's pattern and the hosts it selects.
 pub fn list_hosts(pb: &Playbook, hosts_of: impl Fn(&Play) -> Vec<String>) -> String {
     let mut out = format!("\nplaybook: {}\n", pb.path.display());

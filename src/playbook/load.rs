@@ -31,6 +31,8 @@ pub struct Loader {
     /// Folder of the playbook being loaded (set by `load_playbook`).
     base: Mutex<PathBuf>,
     docs: Mutex<HashMap<PathBuf, Arc<Doc>>>,
+    /// What loading found worth saying that is not an error (`take_warnings`).
+    warnings: Mutex<Vec<String>>,
 }
 
 impl Loader {
@@ -39,7 +41,21 @@ impl Loader {
             opts,
             base: Mutex::new(PathBuf::from(".")),
             docs: Mutex::new(HashMap::new()),
+            warnings: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Note a load-time warning (each text once).
+    pub(crate) fn warn(&self, message: String) {
+        let mut w = self.warnings.lock().unwrap();
+        if !w.contains(&message) {
+            w.push(message);
+        }
+    }
+
+    /// The warnings of everything loaded so far, oldest first; they are handed out once.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap())
     }
 
     pub fn base_dir(&self) -> PathBuf {
@@ -90,7 +106,10 @@ impl Loader {
         };
         let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         for item in items {
-            if let Some(imp) = item.get("import_playbook") {
+            if let Some(imp) = item
+                .get("import_playbook")
+                .or_else(|| item.get("ansible.builtin.import_playbook"))
+            {
                 let file = super::task::scalar_string(&imp)?;
                 let target = dir.join(&file);
                 if stack.contains(&target) {

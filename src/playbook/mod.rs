@@ -12,6 +12,7 @@
 //! host reaches them, with `when`/`loop` applying to the include itself), as in Ansible.
 
 pub mod actions;
+mod ansible_modules;
 mod args;
 mod error;
 mod keywords;
@@ -115,6 +116,8 @@ pub enum LoopKind {
     Dict,
     IndexedItems,
     Sequence,
+    /// `with_<lookup>`: the items `query('<lookup>', *terms)` returns.
+    Lookup(String),
 }
 
 #[derive(Debug, Clone)]
@@ -151,6 +154,12 @@ pub struct Keywords {
     pub tags: Vec<String>,
     pub delegate_to: Option<String>,
     pub delegate_facts: Option<bool>,
+    /// `remote_user`, `connection`, `port`: the connection of the play, block or task, used
+    /// where the host's variables (`ansible_user`, `ansible_connection`, `ansible_port`) do
+    /// not say otherwise (Ansible: variables beat keywords). May be templates.
+    pub remote_user: Option<String>,
+    pub connection: Option<String>,
+    pub port: Option<String>,
     pub run_once: Option<bool>,
     pub become_: Option<bool>,
     pub become_user: Option<String>,
@@ -176,6 +185,9 @@ pub enum Action {
     IncludeTasks { file: Value, args: Value },
     /// `include_role` (dynamic).
     IncludeRole { args: Value },
+    /// A module Ansible knows and kinit does not implement: loads with a warning, fails on a
+    /// host that reaches it.
+    Unimplemented { module: String },
 }
 
 #[derive(Debug, Clone)]
@@ -202,6 +214,7 @@ impl Task {
             },
             Action::IncludeTasks { .. } => "include_tasks".into(),
             Action::IncludeRole { .. } => "include_role".into(),
+            Action::Unimplemented { module } => module.clone(),
         }
     }
 

@@ -40,6 +40,12 @@ const PLAY_KEYWORDS: &[&str] = &[
     "ignore_unreachable",
     "collections",
     "timeout",
+    "remote_user",
+    "connection",
+    "port",
+    "gather_subset",
+    "gather_timeout",
+    "fact_path",
 ];
 
 pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result<Play, LoadError> {
@@ -70,6 +76,9 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
                 | "ignore_errors"
                 | "ignore_unreachable"
                 | "timeout"
+                | "remote_user"
+                | "connection"
+                | "port"
         ) {
             inherit.push((k, v));
         }

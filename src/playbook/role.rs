@@ -23,6 +23,38 @@ fn main_file(dir: &Path, stem: &str) -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
+/// The files of a role's `defaults/` or `vars/`: `main.yml` (`.yaml`, or `main` without
+/// extension), else every `.yml`, `.yaml`, `.json` or extensionless file under a `main/`
+/// folder, depth first in name order, later files overriding earlier ones (Ansible's
+/// `find_vars_files` with `allow_dir`).
+fn main_vars_files(dir: &Path) -> Vec<PathBuf> {
+    if let Some(f) = main_file(dir, "main") {
+        return vec![f];
+    }
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.is_file()
+                && matches!(
+                    p.extension().and_then(|x| x.to_str()),
+                    None | Some("yml" | "yaml" | "json")
+                )
+            {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&dir.join("main"), &mut out);
+    out
+}
+
 impl Loader {
     /// Load role `name` and return the block that runs it (dependencies first).
     pub(crate) fn role_block(
@@ -56,10 +88,11 @@ impl Loader {
             });
         }
         let load_vars = |sub: &str| -> Result<VarMap, LoadError> {
-            match main_file(&path.join(sub), "main") {
-                Some(f) => self.vars_file(&f),
-                None => Ok(VarMap::new()),
+            let mut vars = VarMap::new();
+            for f in main_vars_files(&path.join(sub)) {
+                crate::vars::overlay(&mut vars, &self.vars_file(&f)?);
             }
+            Ok(vars)
         };
         let role_name = path
             .file_name()

@@ -82,6 +82,8 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
     let entries = node.entries();
     let is_block = entries.iter().any(|(k, _)| *k == "block");
     let mut action_key: Option<(String, String, Node<'_>)> = None;
+    // A module Ansible knows and kinit does not implement (`ansible_modules`).
+    let mut unimplemented: Option<(String, Node<'_>)> = None;
     let mut kw_entries = Vec::new();
     for (key, val) in &entries {
         if TASK_KEYWORDS.contains(key) || key.starts_with("with_") {
@@ -99,6 +101,14 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                 ));
             }
             action_key = Some((key.to_string(), short, *val));
+        } else if !is_block
+            && action_key.is_none()
+            && super::ansible_modules::is_known(key)
+            && !entries
+                .iter()
+                .any(|(k, _)| *k != *key && resolve_action(k).is_some())
+        {
+            unimplemented = Some((key.to_string(), *val));
         } else {
             let mut cands: Vec<&str> = TASK_KEYWORDS.to_vec();
             cands.extend(all_action_names());
@@ -173,6 +183,27 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
         .any(|(k, _)| matches!(*k, "rescue" | "always"))
     {
         return Err(invalid(node, "`rescue`/`always` need a `block`"));
+    }
+    if let Some((module, val)) = unimplemented {
+        if action_key.is_some() {
+            return Err(invalid(
+                &val,
+                format!("`{module}` next to another action in one task"),
+            ));
+        }
+        ctx.loader.warn(format!(
+            "{}:{}: module `{module}` is not implemented by kinit; the task fails on any host \
+             that reaches it",
+            val.file.display(),
+            node.line()
+        ));
+        return Ok(Task {
+            name,
+            action: Action::Unimplemented { module },
+            kw,
+            loc: task_loc,
+            role: None,
+        });
     }
     let Some((_, short, val)) = action_key else {
         return Err(invalid(node, "task has no module (and is not a block)"));

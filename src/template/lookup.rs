@@ -231,15 +231,124 @@ fn run(
                 candidates.join(", ")
             )))
         }
+        "nested" | "cartesian" => {
+            // Every combination, the first list varying slowest: [[a,b],[1,2]] gives
+            // [a,1], [a,2], [b,1], [b,2].
+            let mut combos: Vec<Vec<Value>> = vec![Vec::new()];
+            for t in terms {
+                let items: Vec<Value> = if t.kind() == ValueKind::Seq {
+                    t.try_iter()?.collect()
+                } else {
+                    vec![t.clone()]
+                };
+                combos = combos
+                    .into_iter()
+                    .flat_map(|c| {
+                        items.iter().map(move |i| {
+                            let mut c = c.clone();
+                            c.push(i.clone());
+                            c
+                        })
+                    })
+                    .collect();
+            }
+            if terms.is_empty() {
+                return Err(invalid("`nested` needs at least one list".into()));
+            }
+            Ok(combos.into_iter().map(Value::from).collect())
+        }
+        "together" => {
+            // Zipped, the shorter lists padded with None.
+            let lists: Vec<Vec<Value>> = terms
+                .iter()
+                .map(|t| t.try_iter().map(Iterator::collect))
+                .collect::<Result<_, _>>()?;
+            let n = lists.iter().map(Vec::len).max().unwrap_or(0);
+            Ok((0..n)
+                .map(|i| {
+                    Value::from(
+                        lists
+                            .iter()
+                            .map(|l| l.get(i).cloned().unwrap_or(Value::from(())))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .collect())
+        }
+        "subelements" => subelements(terms),
         "unvault" | "password" => Err(invalid(format!(
             "the `{name}` lookup is not supported by kinit"
         ))),
         other => Err(invalid(format!(
-            "unknown lookup `{other}`, expected env, file, template, pipe, vars, fileglob, \
-             first_found, lines, items, list or dict"
+            "unknown lookup `{other}`, expected one of {}",
+            NAMES.join(", ")
         ))),
     }
 }
+
+/// `subelements`: `[list_of_dicts, 'key']` (optionally `{'skip_missing': true}`) gives
+/// `[element, subelement]` for every subelement of every element.
+fn subelements(terms: &[Value]) -> Result<Vec<Value>, Error> {
+    let (Some(list), Some(key)) = (terms.first(), terms.get(1).and_then(Value::as_str)) else {
+        return Err(invalid(
+            "`subelements` needs a list and the name of a key of its elements".into(),
+        ));
+    };
+    let skip_missing = terms
+        .get(2)
+        .map(|f| f.get_attr("skip_missing").map(|v| v.is_true()))
+        .transpose()?
+        .unwrap_or(false);
+    let mut out = Vec::new();
+    for element in list.try_iter()? {
+        let mut sub = element.clone();
+        let mut missing = false;
+        for part in key.split('.') {
+            sub = sub.get_attr(part)?;
+            if sub.is_undefined() || sub.is_none() {
+                missing = true;
+                break;
+            }
+        }
+        if missing {
+            if skip_missing {
+                continue;
+            }
+            return Err(invalid(format!(
+                "`subelements`: an element has no key `{key}`"
+            )));
+        }
+        if sub.kind() != ValueKind::Seq {
+            return Err(invalid(format!(
+                "`subelements`: the value of `{key}` should be a list"
+            )));
+        }
+        for s in sub.try_iter()? {
+            out.push(Value::from(vec![element.clone(), s]));
+        }
+    }
+    Ok(out)
+}
+
+/// The lookups kinit has (`lookup()`, `query()` and the `with_<name>` loops).
+pub const NAMES: &[&str] = &[
+    "env",
+    "file",
+    "template",
+    "pipe",
+    "lines",
+    "vars",
+    "items",
+    "list",
+    "flattened",
+    "dict",
+    "fileglob",
+    "first_found",
+    "nested",
+    "cartesian",
+    "together",
+    "subelements",
+];
 
 /// The folders relative paths are searched in.
 fn search_path(state: &State<'_, '_>) -> Vec<PathBuf> {

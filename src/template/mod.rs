@@ -36,6 +36,7 @@ use std::sync::Arc;
 use minijinja::{ErrorKind, UndefinedBehavior};
 use serde_json::Value;
 
+pub use lookup::NAMES as LOOKUPS;
 pub use scope::HostVarsSource;
 
 use crate::vars::VarMap;
@@ -93,6 +94,11 @@ impl Templar {
         // an undefined base failed (`a.b.c | default(..)`, `a.b is defined`).
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_keep_trailing_newline(true);
+        // Ansible's templating environment removes the first newline after a block tag
+        // (`trim_blocks=True` in its Jinja environment; the `template` module's default and
+        // the `template` lookup's only mode, ansible/ansible#75962), so a `{% for %}` line
+        // leaves no blank line behind.
+        env.set_trim_blocks(true);
         env.set_formatter(render::python_formatter);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_global("omit", OMIT);

@@ -1,0 +1,279 @@
+//! Ansible content as people write it, run unchanged: modules kinit lacks in branches that do
+//! not run, the `remote_user`/`port`/`connection` keywords, `import_playbook` by its full
+//! name, `gather_subset`, and load errors that suggest only close names. (The behaviours that
+//! ansible-playbook can be compared with directly are in `tests/playbooks/diff/`, run by
+//! `playbook_diff`.)
+
+use crate::fixtures::sshd::SshLab;
+use crate::support::Test;
+
+/// A module Ansible knows and kinit does not implement loads with a warning, is skipped where
+/// its `when` is false, and fails (saying why) on a host that reaches it. A name nobody knows
+/// is still refused at load time, naming file and line.
+#[test]
+fn ansible_modules_kinit_lacks_fail_only_where_they_run() {
+    let site = "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+                \x20   - name: only on RedHat\n      community.general.npm:\n        name: left-pad\n      when: false\n\
+                \x20   - name: reached\n      rpm_key:\n        key: /nonexistent\n";
+    let syntax = Test::new()
+        .write("site.yml", site)
+        .args(["playbook", "--syntax-check", "site.yml"])
+        .succeeds();
+    assert!(
+        syntax.stderr().contains(
+            "[WARNING]: site.yml:8: module `rpm_key` is not implemented by kinit; the task \
+             fails on any host that reaches it"
+        ),
+        "{}",
+        syntax.stderr()
+    );
+    let ran = Test::new()
+        .write("site.yml", site)
+        .args(["playbook", "site.yml"])
+        .fails_with(2);
+    let out = ran.stdout();
+    assert!(
+        out.contains("TASK [only on RedHat]\nskipping: [localhost]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("module `rpm_key` is not implemented by kinit, so this task cannot run here"),
+        "{out}"
+    );
+
+    let typo = Test::new()
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  tasks:\n    - rpm_kee:\n        key: x\n",
+        )
+        .args(["playbook", "--syntax-check", "site.yml"])
+        .fails_with(4);
+    assert!(
+        typo.stderr().contains("site.yml:3") && typo.stderr().contains("rpm_kee"),
+        "{}",
+        typo.stderr()
+    );
+}
+
+/// "Did you mean" offers only close names: a short unknown word gets no far-fetched match.
+#[test]
+fn suggestions_are_close_names_only() {
+    let ran = Test::new()
+        .write("site.yml", "- hosts: localhost\n  tasks:\n    - npn: {}\n")
+        .args(["playbook", "--syntax-check", "site.yml"])
+        .fails_with(4);
+    assert!(!ran.stderr().contains("did you mean"), "{}", ran.stderr());
+    let ran = Test::new()
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  tasks:\n    - shel: echo hi\n",
+        )
+        .args(["playbook", "--syntax-check", "site.yml"])
+        .fails_with(4);
+    assert!(
+        ran.stderr().contains("did you mean `shell`"),
+        "{}",
+        ran.stderr()
+    );
+}
+
+/// `remote_user` and `port` on a play reach a host whose inventory entry names neither (the
+/// lab's sshd listens on a high port, for a user other than root); `connection: local` on a
+/// task runs it on this machine although the host's address answers nothing.
+#[test]
+fn remote_user_port_and_connection_keywords() {
+    let lab = SshLab::new(1);
+    let h = &lab.hosts[0];
+    let inventory = format!(
+        "lab ansible_host={} ansible_ssh_private_key_file={}\nghost ansible_host=192.0.2.1\n",
+        h.address,
+        lab.client_key.display()
+    );
+    let site = format!(
+        "- hosts: lab\n  gather_facts: false\n  remote_user: {user}\n  port: {port}\n  tasks:\n\
+         \x20   - command: id -un\n      register: who\n\
+         \x20   - assert:\n        that: who.stdout == '{user}'\n\
+         - hosts: ghost\n  gather_facts: false\n  tasks:\n\
+         \x20   - command: echo local\n      connection: local\n      register: here\n\
+         \x20   - assert:\n        that: here.stdout == 'local'\n",
+        user = lab.user,
+        port = h.port
+    );
+    let test = Test::new()
+        .write("hosts.ini", &inventory)
+        .write("site.yml", &site)
+        .write(
+            ".home/.ssh/known_hosts",
+            &std::fs::read_to_string(&lab.known_hosts).unwrap(),
+        );
+    let home = test.path().join(".home").display().to_string();
+    let ran = test
+        .env("HOME", &home)
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .run();
+    assert_eq!(
+        ran.output.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        ran.stdout(),
+        ran.stderr()
+    );
+    assert_eq!(h.accepted_logins(), 1, "{}", h.log());
+}
+
+/// `ansible.builtin.import_playbook` imports like `import_playbook`; `gather_subset` (and
+/// the other fact-gathering play keywords) load.
+#[test]
+fn import_playbook_by_full_name_and_gather_subset() {
+    Test::new()
+        .write(
+            "site.yml",
+            "- ansible.builtin.import_playbook: inner.yml\n",
+        )
+        .write(
+            "inner.yml",
+            "- hosts: localhost\n  gather_facts: true\n  gather_subset: [min]\n  gather_timeout: 10\n  tasks:\n    - debug: msg=inner-ran\n",
+        )
+        .args(["playbook", "site.yml"])
+        .succeeds()
+        .stdout_has("inner-ran");
+}
+
+/// ansible-playbook's connection flags: `-u` and `--private-key` reach a host whose inventory
+/// names neither; `-c local` runs a host whose address answers nothing on this machine; `-l`
+/// given twice keeps the last pattern; `--flush-cache` is accepted.
+#[test]
+fn connection_flags_as_in_ansible_playbook() {
+    let lab = SshLab::new(1);
+    let h = &lab.hosts[0];
+    let test = Test::new()
+        .write(
+            "hosts.ini",
+            &format!(
+                "lab ansible_host={} ansible_port={}\nghost ansible_host=192.0.2.1\n",
+                h.address, h.port
+            ),
+        )
+        .write(
+            "site.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: id -un\n      register: who\n    - debug: msg=\"user={{ who.stdout }}\"\n",
+        )
+        .write(
+            ".home/.ssh/known_hosts",
+            &std::fs::read_to_string(&lab.known_hosts).unwrap(),
+        );
+    let home = test.path().join(".home").display().to_string();
+    let key = lab.client_key.display().to_string();
+    let ran = test
+        .env("HOME", &home)
+        .env("SSH_AUTH_SOCK", "")
+        .args(["playbook", "-i", "hosts.ini", "site.yml", "-u", &lab.user])
+        .args([
+            "--private-key",
+            &key,
+            "-l",
+            "ghost",
+            "-l",
+            "lab",
+            "--flush-cache",
+        ])
+        .run();
+    let out = ran.stdout();
+    assert_eq!(ran.output.status.code(), Some(0), "{out}\n{}", ran.stderr());
+    assert!(out.contains(&format!("user={}", lab.user)), "{out}");
+    assert!(!out.contains("ghost"), "-l lab replaced -l ghost:\n{out}");
+
+    let local = Test::new()
+        .write("hosts.ini", "ghost ansible_host=192.0.2.1\n")
+        .write(
+            "site.yml",
+            "- hosts: ghost\n  gather_facts: false\n  tasks:\n    - command: echo here\n",
+        )
+        .args([
+            "playbook",
+            "-i",
+            "hosts.ini",
+            "site.yml",
+            "-c",
+            "local",
+            "-T",
+            "5",
+        ])
+        .run();
+    assert_eq!(
+        local.output.status.code(),
+        Some(0),
+        "{}\n{}",
+        local.stdout(),
+        local.stderr()
+    );
+}
+
+/// `--list-tags` prints each play's task tags as ansible-playbook does.
+#[test]
+fn list_tags_like_ansible_playbook() {
+    let ran = Test::new()
+        .write(
+            "t.yml",
+            "- hosts: localhost\n  gather_facts: false\n  tags: [p]\n  tasks:\n    - debug: msg=a\n      tags: [x, always]\n    - debug: msg=b\n",
+        )
+        .args(["playbook", "--list-tags", "t.yml"])
+        .succeeds();
+    assert_eq!(
+        ran.stdout(),
+        "\nplaybook: t.yml\n\n  play #1 (localhost): localhost\tTAGS: [p]\n      TASK TAGS: [always, p, x]\n"
+    );
+}
+
+/// The inventory habit `ansible_ssh_common_args='-o StrictHostKeyChecking=no -o
+/// UserKnownHostsFile=/dev/null'` connects to a host nobody has recorded, as OpenSSH would;
+/// `-o User=`/`-o Port=` fill in what no variable sets; an option kinit's client has no use
+/// for is named once in a warning. Without those options the same host is refused as unknown.
+#[test]
+fn ssh_common_args_are_honoured() {
+    let lab = SshLab::new(1);
+    let h = &lab.hosts[0];
+    let key = lab.client_key.display().to_string();
+    let site = "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: 'true'\n    - command: 'true'\n";
+    let args = format!(
+        "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o User={} -o Port={} -o ControlMaster=auto",
+        lab.user, h.port
+    );
+    let test = Test::new()
+        .write(
+            "hosts.ini",
+            &format!(
+                "lab ansible_host={} ansible_ssh_private_key_file={key} ansible_ssh_common_args='{args}'\n",
+                h.address
+            ),
+        )
+        .write("site.yml", site);
+    let home = test.path().join(".home").display().to_string();
+    let ran = test
+        .env("HOME", &home)
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .run();
+    let (out, err) = (ran.stdout(), ran.stderr());
+    assert_eq!(ran.output.status.code(), Some(0), "{out}\n{err}");
+    let warning = "lab: kinit's SSH client ignores these options of ansible_ssh_common_args/ansible_ssh_extra_args: ControlMaster=auto";
+    assert_eq!(
+        out.matches(warning).count() + err.matches(warning).count(),
+        1,
+        "{out}\n{err}"
+    );
+
+    let strict = Test::new()
+        .write(
+            "hosts.ini",
+            &format!(
+                "lab ansible_host={} ansible_port={} ansible_user={} ansible_ssh_private_key_file={key}\n",
+                h.address, h.port, lab.user
+            ),
+        )
+        .write("site.yml", site);
+    let home = strict.path().join(".home").display().to_string();
+    strict
+        .env("HOME", &home)
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .fails_with(4);
+}
