@@ -1,6 +1,13 @@
 //! `win_feature`: install or remove Windows Server roles and features
-//! (`Install-WindowsFeature`); reports `reboot_required` from the result. Check and change are
+//! (`Install-WindowsFeature`); reports `reboot_required` from the result, and also when a
+//! requested feature is already in place but still waits for a reboot. Check and change are
 //! one PowerShell run.
+//!
+//! A feature installed without the reboot it needs has `InstallState` `InstallPending` while
+//! its `Installed` property is already `$true` (inspec/inspec#2774: the `Installed` check "sees
+//! InstallPending state as being installed"). Deciding by `Installed` alone would report
+//! nothing to do and no reboot, and the feature would stay unusable (the Containers feature
+//! installed at first logon by the Windows answer file is the case kinit meets).
 
 use serde::Deserialize;
 
@@ -54,21 +61,28 @@ pub fn body(p: &Params) -> String {
 $feats = @(Get-WindowsFeature -Name $names)
 $unknown = @($names | Where-Object {{ $n = $_; -not ($feats | Where-Object {{ $_.Name -eq $n }}) }})
 if ($unknown.Count -gt 0) {{ throw ('unknown feature(s): ' + ($unknown -join ', ')) }}
-$todo = @($feats | Where-Object {{ $_.Installed -ne {installed} }})
-$r.reboot_required = $false
+$pending = @($feats | Where-Object {{ $_.InstallState -eq '{pending}' }})
+$todo = @($feats | Where-Object {{ $_.Installed -ne {installed} -and $_.InstallState -ne '{pending}' }})
+$r.reboot_required = $pending.Count -gt 0
+$r.reboot_pending_features = @($pending | ForEach-Object {{ $_.Name }})
 if ($todo.Count -gt 0) {{
   $r.changed = $true
   if (-not $check) {{
     $res = {apply}
     $r.success = [bool]$res.Success
     $r.exitcode = $res.ExitCode.ToString()
-    $r.reboot_required = ($res.RestartNeeded.ToString() -eq 'Yes')
+    $r.reboot_required = $r.reboot_required -or ($res.RestartNeeded.ToString() -eq 'Yes')
     $r.feature_result = @($res.FeatureResult | ForEach-Object {{ @{{ id = $_.Id; display_name = $_.DisplayName; restart_needed = [bool]$_.RestartNeeded; success = [bool]$_.Success }} }})
     if (-not $res.Success) {{ throw ('feature change failed with exit code ' + $res.ExitCode) }}
   }}
 }}"#,
         names = pwsh::list_lit(&p.name),
         installed = pwsh::bool_lit(present),
+        pending = if present {
+            "InstallPending"
+        } else {
+            "UninstallPending"
+        },
     )
 }
 

@@ -12,9 +12,16 @@ lines their module bodies always contain (src/modules/win_*.rs), acts them out o
     put C:\\k\\start.ps1                     an upload (win_copy, kinit's `# kinit:put`)
     remove C:\\k\\kubeadm-join.yaml          win_file state=absent
     start.ps1 -ManagementIP 10.0.0.2 ...   the script's parameters as given
-    containerd --register-service          what start.ps1 does, see `start_ps1`
-    service kubelet / flanneld / kube-proxy
-    kubeadm join --config C:\\k\\kubeadm-join.yaml
+    containerd --register-service          what start.ps1 does, see `start_ps1`:
+    service kubelet / flanneld / kube-proxy  a service registered (not running yet)
+    start containerd / flanneld / ...      a registered service started by the script
+    firewall kubelet TCP 10250             an inbound firewall rule made
+    kubeadm join --config C:\\k\\kubeadm-join.yaml   (starts the kubelet service itself)
+
+The host's state (state.json) can be written before the server starts, e.g. a Containers
+feature that Windows Setup's first logon installed without the reboot it needs
+(`"features": ["Containers"], "reboot_pending": true`: Get-WindowsFeature reports it
+InstallPending, with `Installed` true).
 
 Read-only probes (win_stat, win_copy's hash probe, the boot time kinit polls after a reboot:
 `# kinit:boot-time`) answer from the fake drive without a log line. Any other script still runs with sh (the server's usual convention), which is what
@@ -38,7 +45,8 @@ class Windows:
         os.makedirs(os.path.join(self.fs, "C"), exist_ok=True)
         self.state_file = os.path.join(root, "state.json")
         if not os.path.exists(self.state_file):
-            self.save({"features": [], "boots": 1, "reboot_pending": False, "services": []})
+            self.save({"features": [], "boots": 1, "reboot_pending": False, "services": {},
+                       "firewall": []})
 
     # ---- bookkeeping ---------------------------------------------------------------------
 
@@ -101,6 +109,9 @@ class Windows:
     # ---- kinit's Windows modules ---------------------------------------------------------
 
     def feature(self, script, check):
+        """win_feature. A feature installed since the last boot is InstallPending: Windows
+        reports its `Installed` property as true all the same (inspec/inspec#2774), so only a
+        script that looks at `InstallState` sees that it still needs the reboot."""
         names = ps_list(re.search(r"^\$names = (@\(.*\))$", script, re.M).group(1))
         unknown = [n for n in names if n not in FEATURES]
         r = {"changed": False, "reboot_required": False}
@@ -108,6 +119,10 @@ class Windows:
             return dict(r, failed=True, msg="unknown feature(s): " + ", ".join(unknown))
         st = self.load()
         install = "Install-WindowsFeature" in script
+        pending_state = "InstallPending" if install else "UninstallPending"
+        if st["reboot_pending"] and "InstallState -eq '%s'" % pending_state in script:
+            pending = [n for n in names if (n in st["features"]) == install]
+            r["reboot_required"] = bool(pending)
         todo = [n for n in names if (n in st["features"]) != install]
         if todo:
             r["changed"] = True
@@ -200,10 +215,13 @@ class Windows:
         PowerShell binds them (unknown name, missing mandatory, ValidateSet); the script's
         own preconditions are checked (Containers installed and rebooted, net-conf.json and
         the CNI configuration agree with -NetworkMode and -ClusterCIDR); then the script's
-        node steps are taken in the order the uploaded script has them: the containerd
-        service, `Set-NssmService` services, and `kubeadm join` (once: only while
+        node steps are taken in the order the uploaded script has them (comments and function
+        bodies left out): the containerd service, firewall rules (`New-NetFirewallRule`),
+        `Set-NssmService` services (registered, and started unless `-NoStart`),
+        `Start-ServiceIfStopped`, and `kubeadm join` (once: only while
         C:\\etc\\kubernetes\\kubelet.conf is absent, with the -JoinConfig file, which is kept
-        as DIR/joined-with.yaml). The last line is KINIT_CHANGED=True/False, as the script's.
+        as DIR/joined-with.yaml; the join starts the registered kubelet service, as kubeadm's
+        kubelet-start phase does). The last line is KINIT_CHANGED=True/False, as the script's.
         """
         local = self.local(script_path)
         if not os.path.isfile(local):
@@ -245,13 +263,43 @@ class Windows:
         join_config = p.get("JoinConfig") or kube_dir + "\\kubeadm-join.yaml"
         kubelet_conf = self.local(r"C:\etc\kubernetes\kubelet.conf")
         out, changed = [], False
-        step = re.compile(r'--register-service|Set-NssmService -Name "([^"]+)"|'
-                          r'"kubeadm\.exe"\) join --config')
-        for m in step.finditer(strip_functions(source)):
-            if m.group(0) == "--register-service":
-                name, cmd = "containerd", "containerd --register-service"
-            elif m.group(1):
-                name, cmd = m.group(1), "service " + m.group(1)
+        services = st["services"]
+        step = re.compile(
+            r'(?P<containerd>--register-service)'
+            r'|New-NetFirewallRule -Name "(?P<rule>[^"]+)"[^\n]*?-Protocol (?P<proto>\w+)'
+            r'[^\n]*?-LocalPort (?P<port>\d+)'
+            r'|Set-NssmService -Name "(?P<service>[^"]+)"(?P<options>(?:[^\n]*`\n)*[^\n]*)'
+            r'|Start-ServiceIfStopped "(?P<start>[^"]+)"'
+            r'|(?P<join>"kubeadm\.exe"\) -ArgumentList @\("join")')
+        code = "\n".join(l for l in strip_functions(source).split("\n")
+                         if not l.lstrip().startswith("#"))
+        for m in step.finditer(code):
+            if m.group("containerd"):
+                if "containerd" not in services:
+                    self.log("containerd --register-service")
+                    services["containerd"] = "registered"
+                    changed = True
+            elif m.group("rule"):
+                if m.group("rule") not in st["firewall"]:
+                    self.log("firewall %s %s %s" % (m.group("rule"), m.group("proto"),
+                                                    m.group("port")))
+                    st["firewall"].append(m.group("rule"))
+                    changed = True
+            elif m.group("service") or m.group("start"):
+                name = m.group("service") or m.group("start")
+                if m.group("service") and name not in services:
+                    self.log("service " + name)
+                    services[name] = "registered"
+                    out.append("kinit: registering service " + name)
+                    changed = True
+                if m.group("service") and "-NoStart" in m.group("options"):
+                    continue
+                if name not in services:
+                    return ("Cannot find any service with service name '%s'.\n" % name, 1)
+                if services[name] != "running":
+                    self.log("start " + name)
+                    services[name] = "running"
+                    changed = True
             else:
                 if os.path.exists(kubelet_conf):
                     continue
@@ -265,13 +313,10 @@ class Windows:
                 os.makedirs(os.path.dirname(kubelet_conf), exist_ok=True)
                 with open(kubelet_conf, "w") as f:
                     f.write("apiVersion: v1\nkind: Config\n")
+                # kubeadm's kubelet-start phase (re)starts the registered kubelet service.
+                if "kubelet" in services:
+                    services["kubelet"] = "running"
                 out.append("kinit: kubeadm join as %s" % p.get("NodeName"))
-                changed = True
-                continue
-            if name not in st["services"]:
-                self.log(cmd)
-                st["services"].append(name)
-                out.append("kinit: registering service " + name)
                 changed = True
         self.save(st)
         out.append("KINIT_CHANGED=%s" % changed)

@@ -60,6 +60,50 @@ function Set-Changed {
     $script:Changed = $true
 }
 
+# Every native program this script runs (containerd, tar, nssm, kubeadm, kubectl, host-local)
+# goes through Invoke-Native; tests/integration/cluster_content/native_commands.rs checks that
+# no other call of an external program is left in the script.
+#
+# Why: Server 2022 runs this script in Windows PowerShell 5.1. There, once a native program's
+# stderr is redirected (2>&1, 2>$null, or captured by the host), each stderr line becomes an
+# ErrorRecord to which $ErrorActionPreference applies, so under "Stop" the first warning that
+# kubeadm or kubectl prints (or kubectl's "NotFound" while the node registers) ends the script.
+# Microsoft documents this as the behaviour PowerShell 7.2 changed: "Error records redirected
+# from native commands, like when using redirection operators (2>&1), aren't written to
+# PowerShell's $Error variable and the preference variable $ErrorActionPreference doesn't
+# affect the redirected output" (Microsoft Learn, "Running commands in the shell", Handling
+# output and errors; the PSNotApplyErrorActionToStderr feature in "Using experimental
+# features in PowerShell"; PowerShell/PowerShell#13361). 5.1 keeps the old behaviour.
+#
+# So the preference is "Continue" in this function's own scope only, stderr is collected
+# apart from stdout, and success is decided by the exit code alone: a code other than 0
+# throws with the program's output, unless the caller passes -AllowFailure and looks at
+# ExitCode itself.
+function Invoke-Native {
+    param(
+        [Parameter(Mandatory = $true)][string]$FilePath,
+        [string[]]$ArgumentList = @(),
+        [string]$InputText,
+        [switch]$AllowFailure
+    )
+    $ErrorActionPreference = "Continue"
+    # A program that cannot be started leaves no exit code: $null fails the check below.
+    $global:LASTEXITCODE = $null
+    if ($PSBoundParameters.ContainsKey("InputText")) {
+        $records = $InputText | & $FilePath @ArgumentList 2>&1
+    } else {
+        $records = & $FilePath @ArgumentList 2>&1
+    }
+    $exitCode = $global:LASTEXITCODE
+    $output = @($records | Where-Object { $_ -isnot [System.Management.Automation.ErrorRecord] } | ForEach-Object { "$_" })
+    $errorOutput = @($records | Where-Object { $_ -is [System.Management.Automation.ErrorRecord] } | ForEach-Object { "$_" })
+    if ($exitCode -ne 0 -and -not $AllowFailure) {
+        $text = ($output + $errorOutput) -join "`n"
+        throw "$FilePath $($ArgumentList -join ' ') failed with exit code ${exitCode}: $text"
+    }
+    [pscustomobject]@{ ExitCode = $exitCode; Output = $output; ErrorOutput = $errorOutput }
+}
+
 # Download once; a file already in place is kept.
 function Get-Download([string]$Url, [string]$Destination) {
     if (Test-Path $Destination) {
@@ -84,42 +128,62 @@ function Wait-Until([scriptblock]$Condition, [string]$What) {
     }
 }
 
-# An nssm service with exactly these settings, running. Settings are rewritten (and the
-# service restarted) only when they differ from what is registered.
-function Set-NssmService([string]$Name, [string]$Program, [string[]]$Arguments, [string[]]$Environment, [string]$DependsOn) {
+function Start-ServiceIfStopped([string]$Name) {
+    if ((Get-Service -Name $Name).Status -ne "Running") {
+        Start-Service -Name $Name
+        Set-Changed
+    }
+}
+
+# An nssm service with exactly these settings, running unless -NoStart. Settings are
+# rewritten (and a running service restarted) only when they differ from what is registered.
+#
+# The registered settings are read from the registry, where nssm keeps them
+# (HKLM\SYSTEM\CurrentControlSet\Services\<name>\Parameters, NSSM_REGISTRY in nssm's
+# registry.h), not from `nssm get`: nssm 2.24 writes its output as UTF-16, which Windows
+# PowerShell decodes with the OEM code page, so that output never equals the wanted values and
+# every run would rewrite the settings and restart the service (Ansible's win_nssm hit the same:
+# ansible/ansible-modules-extras#2867).
+function Set-NssmService([string]$Name, [string]$Program, [string[]]$Arguments, [string[]]$Environment, [string]$DependsOn, [switch]$NoStart) {
     $argumentLine = $Arguments -join " "
     $existing = Get-Service -Name $Name -ErrorAction SilentlyContinue
     if (-not $existing) {
         Write-Step "registering service $Name"
-        & $Nssm install $Name $Program | Out-Null
+        $null = Invoke-Native -FilePath $Nssm -ArgumentList @("install", $Name, $Program)
         Set-Changed
     }
-    $current = (& $Nssm get $Name AppParameters) -join " "
-    $currentEnv = (& $Nssm get $Name AppEnvironmentExtra) -join " "
-    $wantedEnv = $Environment -join " "
-    if ($current.Trim() -ne $argumentLine.Trim() -or $currentEnv.Trim() -ne $wantedEnv.Trim() -or -not $existing) {
-        & $Nssm set $Name Application $Program | Out-Null
-        & $Nssm set $Name AppParameters $argumentLine | Out-Null
+    $registered = Get-ItemProperty -Path "HKLM:\SYSTEM\CurrentControlSet\Services\$Name\Parameters" -ErrorAction SilentlyContinue
+    $same = $existing -and $registered -and
+        "$($registered.Application)" -eq $Program -and
+        "$($registered.AppParameters)".Trim() -eq $argumentLine.Trim() -and
+        (@($registered.AppEnvironmentExtra) -join "`n") -eq ($Environment -join "`n")
+    if (-not $same) {
+        $settings = @(
+            @("Application", $Program),
+            @("AppParameters", $argumentLine),
+            @("AppDirectory", $KubeDir),
+            @("AppStdout", (Join-Path $KubeDir "logs\$Name.log")),
+            @("AppStderr", (Join-Path $KubeDir "logs\$Name.log")),
+            @("AppRotateFiles", "1"),
+            @("AppRotateBytes", "10485760"),
+            @("Start", "SERVICE_AUTO_START")
+        )
         if ($Environment.Count -gt 0) {
-            & $Nssm set $Name AppEnvironmentExtra $Environment | Out-Null
+            $settings += , (@("AppEnvironmentExtra") + $Environment)
         }
         if ($DependsOn) {
-            & $Nssm set $Name DependOnService $DependsOn | Out-Null
+            $settings += , @("DependOnService", $DependsOn)
         }
-        & $Nssm set $Name AppDirectory $KubeDir | Out-Null
-        & $Nssm set $Name AppStdout (Join-Path $KubeDir "logs\$Name.log") | Out-Null
-        & $Nssm set $Name AppStderr (Join-Path $KubeDir "logs\$Name.log") | Out-Null
-        & $Nssm set $Name AppRotateFiles 1 | Out-Null
-        & $Nssm set $Name AppRotateBytes 10485760 | Out-Null
-        & $Nssm set $Name Start SERVICE_AUTO_START | Out-Null
-        if ($existing) {
+        foreach ($setting in $settings) {
+            $null = Invoke-Native -FilePath $Nssm -ArgumentList (@("set", $Name) + $setting)
+        }
+        if ($existing -and (Get-Service -Name $Name).Status -eq "Running") {
             Restart-Service -Name $Name
         }
         Set-Changed
     }
-    if ((Get-Service -Name $Name).Status -ne "Running") {
-        Start-Service -Name $Name
-        Set-Changed
+    if (-not $NoStart) {
+        Start-ServiceIfStopped $Name
     }
 }
 
@@ -156,13 +220,12 @@ $containerdArchive = Join-Path $DownloadDir "containerd-$ContainerdVersion-windo
 $containerdUrl = "https://github.com/containerd/containerd/releases/download/v$ContainerdVersion/containerd-$ContainerdVersion-windows-amd64.tar.gz"
 if (Get-Download $containerdUrl $containerdArchive) {
     New-Item -ItemType Directory -Force -Path $ContainerdDir | Out-Null
-    tar.exe -xzf $containerdArchive -C $ContainerdDir --strip-components=1
-    if ($LASTEXITCODE -ne 0) { throw "could not unpack $containerdArchive" }
+    $null = Invoke-Native -FilePath "tar.exe" -ArgumentList @("-xzf", $containerdArchive, "-C", $ContainerdDir, "--strip-components=1")
 }
 $containerdExe = Join-Path $ContainerdDir "containerd.exe"
 $containerdConfig = Join-Path $ContainerdDir "config.toml"
 if (-not (Test-Path $containerdConfig)) {
-    $config = (& $containerdExe config default) -join "`n"
+    $config = (Invoke-Native -FilePath $containerdExe -ArgumentList @("config", "default")).Output -join "`n"
     $config = $config -replace "(?m)^(\s*)sandbox(_image)? = .*$", "`$1sandbox`$2 = '$PauseImage'"
     $config = $config -replace "(?m)^(\s*)bin_dirs = .*$", "`$1bin_dirs = ['$($CniBinDir -replace '\\', '/')']"
     $config = $config -replace "(?m)^(\s*)bin_dir = .*$", "`$1bin_dir = '$($CniBinDir -replace '\\', '/')'"
@@ -171,14 +234,10 @@ if (-not (Test-Path $containerdConfig)) {
     Set-Changed
 }
 if (-not (Get-Service -Name containerd -ErrorAction SilentlyContinue)) {
-    & $containerdExe --register-service --config $containerdConfig
-    if ($LASTEXITCODE -ne 0) { throw "could not register the containerd service" }
+    $null = Invoke-Native -FilePath $containerdExe -ArgumentList @("--register-service", "--config", $containerdConfig)
     Set-Changed
 }
-if ((Get-Service -Name containerd).Status -ne "Running") {
-    Start-Service -Name containerd
-    Set-Changed
-}
+Start-ServiceIfStopped "containerd"
 
 # 3. Kubernetes binaries at the cluster's version (the same release as the Linux packages).
 foreach ($binary in @("kubelet", "kubeadm", "kube-proxy", "kubectl")) {
@@ -204,14 +263,12 @@ if (Get-Download "https://github.com/microsoft/windows-container-networking/rele
 }
 $flannelCniArchive = Join-Path $DownloadDir "cni-plugin-flannel-windows-amd64-$FlannelCniVersion.tgz"
 if (Get-Download "https://github.com/flannel-io/cni-plugin/releases/download/$FlannelCniVersion/cni-plugin-flannel-windows-amd64-$FlannelCniVersion.tgz" $flannelCniArchive) {
-    tar.exe -xzf $flannelCniArchive -C $CniBinDir
-    if ($LASTEXITCODE -ne 0) { throw "could not unpack $flannelCniArchive" }
+    $null = Invoke-Native -FilePath "tar.exe" -ArgumentList @("-xzf", $flannelCniArchive, "-C", $CniBinDir)
     Move-Item -Force (Join-Path $CniBinDir "flannel-amd64.exe") (Join-Path $CniBinDir "flannel.exe")
 }
 $cniPluginsArchive = Join-Path $DownloadDir "cni-plugins-windows-amd64-$CniPluginsVersion.tgz"
 if (Get-Download "https://github.com/containernetworking/plugins/releases/download/$CniPluginsVersion/cni-plugins-windows-amd64-$CniPluginsVersion.tgz" $cniPluginsArchive) {
-    tar.exe -xzf $cniPluginsArchive -C $CniBinDir
-    if ($LASTEXITCODE -ne 0) { throw "could not unpack $cniPluginsArchive" }
+    $null = Invoke-Native -FilePath "tar.exe" -ArgumentList @("-xzf", $cniPluginsArchive, "-C", $CniBinDir)
 }
 
 # 5. nssm runs the node components as services.
@@ -248,10 +305,24 @@ if (-not (Test-Path $startKubelet) -or (Get-Content -Raw $startKubelet) -ne $sta
     Set-Content -Path $startKubelet -Value $startKubeletText -NoNewline -Encoding ascii
     Set-Changed
 }
+# kubelet's API (kubectl logs, exec, port-forward) listens on TCP 10250. Open it as upstream
+# sig-windows-tools hostprocess/PrepareNode.ps1 (at 401ee6f, line 128) does, with
+# `New-NetFirewallRule -Name kubelet -DisplayName 'kubelet' -Enabled True -Direction Inbound
+# -Protocol TCP -Action Allow -LocalPort 10250`; once: the rule is found again by its name.
+if (-not (Get-NetFirewallRule -Name "kubelet" -ErrorAction SilentlyContinue)) {
+    Write-Step "opening TCP 10250 for kubelet"
+    New-NetFirewallRule -Name "kubelet" -DisplayName "kubelet" -Enabled True -Direction Inbound -Protocol TCP -Action Allow -LocalPort 10250 | Out-Null
+    Set-Changed
+}
+# Registered, not started: kubelet has no configuration before `kubeadm join` writes
+# C:\var\lib\kubelet\config.yaml, and join's kubelet-start phase starts the service itself
+# (kubeadm's Windows init system goes through the service manager). Upstream
+# sig-windows-tools hostprocess/PrepareNode.ps1 (at 401ee6f, lines 113-126) likewise only runs
+# `nssm install kubelet` and `nssm set kubelet ...` before the join, never starts it.
 $powershellExe = Join-Path $PSHOME "powershell.exe"
 Set-NssmService -Name "kubelet" -Program $powershellExe `
     -Arguments @("-ExecutionPolicy", "Bypass", "-NoProfile", "-File", $startKubelet) `
-    -Environment @() -DependsOn "containerd"
+    -Environment @() -DependsOn "containerd" -NoStart
 
 # 7. kubeadm join, once.
 if (-not (Test-Path $KubeletConf)) {
@@ -259,12 +330,18 @@ if (-not (Test-Path $KubeletConf)) {
         throw "the node has not joined and there is no join configuration at $JoinConfig"
     }
     Write-Step "kubeadm join as $NodeName"
-    & (Join-Path $KubeDir "kubeadm.exe") join --config $JoinConfig
-    if ($LASTEXITCODE -ne 0) { throw "kubeadm join failed with exit code $LASTEXITCODE" }
+    $join = Invoke-Native -FilePath (Join-Path $KubeDir "kubeadm.exe") -ArgumentList @("join", "--config", $JoinConfig)
+    $join.Output
+    $join.ErrorOutput
     Set-Changed
 }
+# Joined from here on: kubelet runs (started by the join, or by this line on later runs).
+Start-ServiceIfStopped "kubelet"
 $kubectl = Join-Path $KubeDir "kubectl.exe"
-Wait-Until { (& $kubectl --kubeconfig $KubeletConf get node $NodeName -o name 2>$null) -ne $null } "node $NodeName to register"
+Wait-Until {
+    # Exit code 1 with "NotFound" on stderr until kubelet has registered the node.
+    (Invoke-Native -FilePath $kubectl -ArgumentList @("--kubeconfig", $KubeletConf, "get", "node", $NodeName, "-o", "name") -AllowFailure).ExitCode -eq 0
+} "node $NodeName to register"
 
 # 8. flanneld: takes this node's pod subnet from the API and creates the HNS network.
 Set-NssmService -Name "flanneld" -Program $flanneldExe `
@@ -296,7 +373,7 @@ if ($NetworkMode -eq "overlay") {
         $env:CNI_NETNS = "none"
         $env:CNI_IFNAME = "none"
         $env:CNI_PATH = $CniBinDir
-        $allocation = $ipam | & (Join-Path $CniBinDir "host-local.exe") | ConvertFrom-Json
+        $allocation = (Invoke-Native -FilePath (Join-Path $CniBinDir "host-local.exe") -InputText $ipam).Output -join "`n" | ConvertFrom-Json
         Set-Content -Path $sourceVipFile -Value ($allocation.ips[0].address -split "/")[0] -Encoding ascii
         Set-Changed
     }
@@ -308,3 +385,6 @@ Set-NssmService -Name "kube-proxy" -Program (Join-Path $KubeDir "kube-proxy.exe"
 
 Write-Step "node $NodeName joined: network $NetworkName ($NetworkMode), DNS $KubeDnsServiceIP, services $ServiceCIDR"
 Write-Output "KINIT_CHANGED=$script:Changed"
+# Reaching this line is success: an exit code a native program left behind must not become the
+# exit code of the whole command (kinit's win_shell passes $LASTEXITCODE on).
+exit 0

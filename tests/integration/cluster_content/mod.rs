@@ -11,6 +11,7 @@ pub mod fixture;
 mod kubeadm;
 mod layout;
 mod manifests;
+mod native_commands;
 mod network;
 mod powershell;
 mod services;

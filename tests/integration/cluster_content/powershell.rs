@@ -9,7 +9,7 @@ use tree_sitter::{Node, Parser, Tree};
 use super::fixture::{Compute, backends, context, inventory, read};
 use super::network::start_ps1_args;
 
-fn parse(source: &str) -> Tree {
+pub(super) fn parse(source: &str) -> Tree {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_powershell::LANGUAGE.into())

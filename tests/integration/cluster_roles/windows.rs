@@ -2,15 +2,18 @@
 //! deploy-cluster.yml) run by the real `kinit playbook` over WinRM, after the control plane and
 //! pod network plays ran on a namespace SSH host with the kubeadm/kubectl stand-ins.
 //!
-//! **Stand-in**: no Windows host and no PowerShell can exist on the build machine. The WinRM
-//! test server runs in recording mode (`--windows-root`, tests/winrm_server/windows_standin.py):
-//! it speaks real WinRM to kinit, and acts out kinit's Windows module scripts and the uploaded
-//! start.ps1 on a fake `C:` drive, recording each action in order. What is asserted: the order
-//! and arguments of those actions (Containers feature, the reboot with a reconnection,
-//! folders, uploads, start.ps1 parameters, the services start.ps1 registers and `kubeadm
-//! join`), the files written (CNI configuration for the backend, net-conf.json, service
-//! account kubeconfigs, the JoinConfiguration with the token and CA hash the control plane
-//! made), and that a second run changes nothing.
+//! **Stand-in**: no Windows host and no PowerShell can exist on the build machine (a real
+//! Windows Server cannot run here), so the Windows host is a stand-in. The WinRM test server
+//! runs in recording mode (`--windows-root`, tests/winrm_server/windows_standin.py): it speaks
+//! real WinRM to kinit, and acts out kinit's Windows module scripts and the uploaded start.ps1
+//! on a fake `C:` drive, recording each action in order. What is asserted: the order and
+//! arguments of those actions (Containers feature, the reboot with a reconnection, folders,
+//! uploads, start.ps1 parameters, the kubelet firewall rule, the services start.ps1 registers
+//! and starts, kubelet registered but not started before `kubeadm join`), the files written
+//! (CNI configuration for the backend, net-conf.json, service account kubeconfigs, the
+//! JoinConfiguration with the token and CA hash the control plane made), that a second run
+//! changes nothing, and that a Containers feature left `InstallPending` by first logon gets
+//! its reboot before start.ps1 runs.
 
 use serde_json::{Value, json};
 
@@ -30,7 +33,15 @@ struct Windows {
 
 impl Windows {
     fn start() -> Windows {
+        Windows::start_with_state(None)
+    }
+
+    /// A host whose `state.json` (features, pending reboot, services) is `state` at start.
+    fn start_with_state(state: Option<Value>) -> Windows {
         let root = tempfile::tempdir().unwrap();
+        if let Some(state) = state {
+            std::fs::write(root.path().join("state.json"), state.to_string()).unwrap();
+        }
         let user = format!("Administrator:{PASSWORD}");
         let server = WinRmServer::start(
             true,
@@ -64,12 +75,39 @@ impl Windows {
     }
 }
 
+/// How the Windows host is found when the play starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Containers {
+    /// Not installed: the play installs it, and reboots because the install asks for it.
+    Absent,
+    /// Installed by first logon without its reboot (`InstallPending`, `Installed` true).
+    InstallPending,
+}
+
 fn join_windows_worker(backend: &str, network_mode: &str, cni_delegate: &str) {
+    join_windows_worker_from(Containers::Absent, backend, network_mode, cni_delegate);
+}
+
+fn join_windows_worker_from(
+    containers: Containers,
+    backend: &str,
+    network_mode: &str,
+    cni_delegate: &str,
+) {
     let Some(lab) = Lab::start(&["controller-01"]) else {
         crate::support::cannot_run("namespace hosts need root (mount namespaces and overlays)");
         return;
     };
-    let win = Windows::start();
+    let win = match containers {
+        Containers::Absent => Windows::start(),
+        Containers::InstallPending => Windows::start_with_state(Some(json!({
+            "features": ["Containers"],
+            "boots": 1,
+            "reboot_pending": true,
+            "services": {},
+            "firewall": [],
+        }))),
+    };
     let test = Test::new();
     let (dir, state) = workspace(&test, Some(&lab.known_hosts));
     // What prepare-environment leaves in the state folder: the cluster key and the password
@@ -117,11 +155,23 @@ fn join_windows_worker(backend: &str, network_mode: &str, cni_delegate: &str) {
          -NssmUrl https://k8stestinfrabinaries.blob.core.windows.net/nssm-mirror/nssm-2.24.zip \
          -KubeDir {k}"
     );
+    let install: &[&str] = match containers {
+        Containers::Absent => &["Install-WindowsFeature Containers"],
+        Containers::InstallPending => &[],
+    };
+    let calls = win.calls();
     assert_eq!(
-        win.calls(),
+        calls[..install.len()],
+        *install,
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    // kubelet is registered, not started, before `kubeadm join`: the join's kubelet-start
+    // phase starts it (upstream PrepareNode.ps1 only registers it too). TCP 10250 is opened
+    // for kubelet's API.
+    assert_eq!(
+        calls[install.len()..],
         [
-            "Install-WindowsFeature Containers".to_string(),
-            "shutdown.exe /r /t 2".into(),
+            "shutdown.exe /r /t 2".to_string(),
             format!("mkdir {k}"),
             r"mkdir C:\etc\kube-flannel".into(),
             r"mkdir C:\etc\cni\net.d".into(),
@@ -134,10 +184,14 @@ fn join_windows_worker(backend: &str, network_mode: &str, cni_delegate: &str) {
             format!(r"put {k}\kubeadm-join.yaml"),
             start_ps1.clone(),
             "containerd --register-service".into(),
+            "start containerd".into(),
+            "firewall kubelet TCP 10250".into(),
             "service kubelet".into(),
             format!(r"kubeadm join --config {k}\kubeadm-join.yaml"),
             "service flanneld".into(),
+            "start flanneld".into(),
             "service kube-proxy".into(),
+            "start kube-proxy".into(),
             format!(r"remove {k}\kubeadm-join.yaml"),
         ],
         "stdout:\n{stdout}\nstderr:\n{stderr}"
@@ -241,4 +295,18 @@ fn windows_worker_joins_over_winrm_with_host_gw() {
 #[test]
 fn windows_worker_joins_over_winrm_with_vxlan() {
     join_windows_worker("vxlan", "overlay", "sdnoverlay");
+}
+
+/// Regression (issue 18): Windows Setup's first logon installs the Containers feature without
+/// rebooting; Windows then reports it `InstallPending` with `Installed` already true, and
+/// win_feature used to see nothing to do and no reboot, so start.ps1 found the feature not
+/// installed. The play must reboot the host before start.ps1.
+#[test]
+fn windows_worker_reboots_for_a_pending_containers_feature() {
+    join_windows_worker_from(
+        Containers::InstallPending,
+        "host-gw",
+        "l2bridge",
+        "sdnbridge",
+    );
 }
