@@ -3,7 +3,8 @@
 //! parsed, so neither signal takes kinit's default action (death by signal, with a
 //! half-written state, temp files or the cluster lock left behind): it only sets a flag. The run's
 //! runtime turns that flag, and any later SIGINT, into its cancellation token (`watch`);
-//! blocking waits before the runtime (the cluster lock) poll `requested`.
+//! blocking waits before the runtime (the cluster lock) poll `requested`; a command that
+//! reacts to every interrupt listens with `Signals`. This is the one place signals are caught.
 
 use std::sync::Arc;
 use std::sync::OnceLock;
@@ -30,6 +31,42 @@ pub fn requested() -> bool {
     flag().load(Ordering::SeqCst)
 }
 
+/// Every SIGINT and SIGTERM from the moment it is made, one `recv` each: for a command that
+/// reacts to each interrupt (`kinit ci` forwards the first to its child and keeps tearing down
+/// after the second). Without a signal driver it polls the process-wide flag instead.
+pub struct Signals {
+    streams: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Signals {
+    /// Listen from now on (inside the runtime).
+    pub fn new() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let streams = signal(SignalKind::interrupt())
+            .and_then(|i| Ok((i, signal(SignalKind::terminate())?)))
+            .ok();
+        Signals { streams }
+    }
+
+    /// The next SIGINT or SIGTERM.
+    pub async fn recv(&mut self) {
+        match &mut self.streams {
+            Some((int, term)) => {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            None => loop {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                if requested() {
+                    return;
+                }
+            },
+        }
+    }
+}
+
 /// Cancel `cancel` on Ctrl-C, including one that arrived before this was called (while the
 /// inputs were being parsed). Runs until the signal arrives; abort the handle when done.
 pub fn watch(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
@@ -39,30 +76,13 @@ pub fn watch(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
     }
     tokio::spawn(async move {
         // Listen first, then look at the flag: a signal in between is seen by one of them.
-        use tokio::signal::unix::{SignalKind, signal};
-        let streams =
-            signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)));
+        let mut signals = Signals::new();
         if requested() {
             cancel.cancel();
             return;
         }
-        match streams {
-            Ok((mut int, mut term)) => {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                }
-                cancel.cancel();
-            }
-            // No signal driver: the flag alone still works.
-            Err(_) => loop {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                if requested() {
-                    cancel.cancel();
-                    return;
-                }
-            },
-        }
+        signals.recv().await;
+        cancel.cancel();
     })
 }
 

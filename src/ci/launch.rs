@@ -1,6 +1,6 @@
 //! The launcher behind `kinit ci run`: deploy the job's cluster with a child `kinit run`, run
 //! the validations, and always tear the cluster down (`--stop-after cleanup-hypervisors`),
-//! also after a failure or Ctrl-C. SIGINT is caught, forwarded to the running child, and the
+//! also after a failure or Ctrl-C. SIGINT and SIGTERM are caught, SIGINT is forwarded to the running child, and the
 //! teardown still runs; a teardown failure is reported, never hidden.
 
 use std::path::{Path, PathBuf};
@@ -27,16 +27,19 @@ pub struct Interrupt {
 }
 
 impl Interrupt {
-    /// Catch SIGINT for the rest of the process (the default would kill us before teardown).
+    /// Catch SIGINT and SIGTERM for the rest of the process (the default would kill us
+    /// before teardown).
     pub fn install(&self) {
         let me = self.clone();
+        let mut signals = crate::interrupt::Signals::new();
         tokio::spawn(async move {
             // A Ctrl-C caught before this task listened (see `crate::interrupt`) counts too.
             if crate::interrupt::requested() && !me.seen.swap(true, Ordering::SeqCst) {
                 eprintln!("kinit ci: interrupted; stopping the deployment, then tearing down");
                 me.notify.notify_waiters();
             }
-            while tokio::signal::ctrl_c().await.is_ok() {
+            loop {
+                signals.recv().await;
                 if me.seen.swap(true, Ordering::SeqCst) {
                     eprintln!("kinit ci: interrupted again; the teardown still runs to its end");
                 } else {

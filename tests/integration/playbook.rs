@@ -464,3 +464,40 @@ fn start_at_task_and_limit() {
     assert_eq!(ran.first(), Some(&("beta", "tagged selected")), "{ran:?}");
     assert!(ran.iter().all(|(h, _)| *h == "beta"));
 }
+
+/// The JSON event log and the JUnit report of the snapshot play, with durations frozen and
+/// the command results' wall-clock fields (`start`, `end`, `delta`) left out.
+#[test]
+fn json_log_and_junit_snapshots() {
+    let ran = Test::new()
+        .write("site.yml", SNAPSHOT_PLAY)
+        .env("KINIT_FROZEN_TIME", "1")
+        .args([
+            "playbook",
+            "site.yml",
+            "--log-json",
+            "log.jsonl",
+            "--junit",
+            "junit.xml",
+        ])
+        .succeeds();
+    let log = std::fs::read_to_string(ran.dir.join("log.jsonl")).unwrap();
+    let events: Vec<Value> = log
+        .lines()
+        .map(|l| {
+            let mut ev: Value = serde_json::from_str(l).unwrap();
+            // Every line is a kinit::report::Event: the log reads back through the same type.
+            serde_json::from_value::<kinit::report::Event>(ev.clone())
+                .unwrap_or_else(|e| panic!("not an Event: {l}: {e}"));
+            if let Some(r) = ev.get_mut("result").and_then(Value::as_object_mut) {
+                for k in ["start", "end", "delta"] {
+                    r.remove(k);
+                }
+            }
+            ev
+        })
+        .collect();
+    insta::assert_json_snapshot!("playbook_json_log", events);
+    let junit = std::fs::read_to_string(ran.dir.join("junit.xml")).unwrap();
+    insta::assert_snapshot!("playbook_junit", junit);
+}
