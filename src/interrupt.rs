@@ -40,7 +40,7 @@ pub struct Signals {
 
 impl Signals {
     /// Listen from now on (inside the runtime).
-    pub fn new() -> Signals {
+    pub fn listen() -> Signals {
         use tokio::signal::unix::{SignalKind, signal};
         let streams = signal(SignalKind::interrupt())
             .and_then(|i| Ok((i, signal(SignalKind::terminate())?)))
@@ -76,7 +76,7 @@ pub fn watch(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
     }
     tokio::spawn(async move {
         // Listen first, then look at the flag: a signal in between is seen by one of them.
-        let mut signals = Signals::new();
+        let mut signals = Signals::listen();
         if requested() {
             cancel.cancel();
             return;

@@ -31,7 +31,7 @@ impl Interrupt {
     /// before teardown).
     pub fn install(&self) {
         let me = self.clone();
-        let mut signals = crate::interrupt::Signals::new();
+        let mut signals = crate::interrupt::Signals::listen();
         tokio::spawn(async move {
             // A Ctrl-C caught before this task listened (see `crate::interrupt`) counts too.
             if crate::interrupt::requested() && !me.seen.swap(true, Ordering::SeqCst) {
