@@ -87,26 +87,26 @@ pub fn expand(spec: &ClusterSpec) -> Result<Cluster, ExpandError> {
             disk: settings.disk,
         };
         validate(spec, &name, role, settings.os, &resources)?;
-        nodes.push(node(
-            spec,
-            name,
-            role,
-            settings.os,
+        let placement = Placement {
+            os: settings.os,
             ip,
             hypervisor,
-            Some(resources),
-            &mut taken_macs,
-        ));
+            resources: Some(resources),
+        };
+        nodes.push(node(spec, name, role, placement, &mut taken_macs));
     }
     let service_hv = place("service", &[hv_names[0].clone()], &hv_names)?;
+    let placement = Placement {
+        os: Os::Debian,
+        ip: alloc.service[0],
+        hypervisor: service_hv,
+        resources: None,
+    };
     nodes.push(node(
         spec,
         "service".into(),
         Role::Service,
-        Os::Debian,
-        alloc.service[0],
-        service_hv,
-        None,
+        placement,
         &mut taken_macs,
     ));
 
@@ -137,17 +137,27 @@ pub fn expand(spec: &ClusterSpec) -> Result<Cluster, ExpandError> {
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn node(
-    spec: &ClusterSpec,
-    name: String,
-    role: Role,
+/// Where a node goes and what it runs: its OS, address, hypervisor and size.
+struct Placement {
     os: Os,
     ip: std::net::Ipv4Addr,
     hypervisor: String,
     resources: Option<Resources>,
+}
+
+fn node(
+    spec: &ClusterSpec,
+    name: String,
+    role: Role,
+    placement: Placement,
     taken_macs: &mut HashSet<String>,
 ) -> Node {
+    let Placement {
+        os,
+        ip,
+        hypervisor,
+        resources,
+    } = placement;
     let cluster = &spec.identity.name;
     Node {
         mac: derive_mac(cluster, &name, taken_macs),

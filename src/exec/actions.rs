@@ -6,9 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use super::host_task::{Attempt, Flow};
-use super::inherit::Inherit;
-use super::{Executor, PlayRun};
+use super::Executor;
+use super::host_task::{Attempt, Flow, OnHost};
 use crate::playbook::{Keywords, Task};
 use crate::vars::VarMap;
 
@@ -23,19 +22,20 @@ pub(crate) fn ok(extra: Value) -> Attempt {
 }
 
 impl Executor {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn run_action(
         &self,
-        pr: &PlayRun<'_>,
-        task: &Task,
-        kw: &Keywords,
-        inh: &Inherit,
-        host: &str,
+        t: OnHost<'_>,
         name: &str,
         raw: &Value,
         ctx: &VarMap,
     ) -> Attempt {
-        let _ = pr;
+        let OnHost {
+            task,
+            kw,
+            inh,
+            host,
+            ..
+        } = t;
         // `assert: that` holds bare expressions; everything else renders as templates.
         let args = if name == "assert" || name == "debug" && raw.get("var").is_some() {
             raw.clone()

@@ -61,26 +61,35 @@ pub(crate) fn flag(v: &Value, key: &str) -> bool {
     v.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
+/// One task on one host: what every step of running it needs (its play run, the task, its
+/// effective keywords, what enclosing blocks hand down, the host, the task's id in the run).
+#[derive(Clone, Copy)]
+pub(crate) struct OnHost<'a> {
+    pub pr: &'a PlayRun<'a>,
+    pub task: &'a Task,
+    pub kw: &'a Keywords,
+    pub inh: &'a Inherit,
+    pub host: &'a str,
+    pub task_id: usize,
+}
+
 impl Executor {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn run_host_task(
-        &self,
-        pr: &PlayRun<'_>,
-        task: &Task,
-        kw: &Keywords,
-        inh: &Inherit,
-        host: &str,
-        task_id: usize,
-    ) -> HostOutcome {
+    pub(crate) async fn run_host_task(&self, t: OnHost<'_>) -> HostOutcome {
+        let OnHost {
+            pr,
+            task,
+            kw,
+            inh,
+            host,
+            ..
+        } = t;
         let started = Instant::now();
         self.emit(Event::HostTask {
             host: host.to_string(),
             task: task.display_name(),
         });
-        let no_log = kw.no_log == Some(true);
         let mut flow = Flow::Continue;
         let mut unreachable = false;
-        let looped = kw.loop_.is_some();
         let mut delegate_shown = None;
         let result = match self.task_vars(pr, host, inh, &kw.vars) {
             Err(e) => self.error_result(task, e.to_string()),
@@ -97,7 +106,7 @@ impl Executor {
                         Err(msg) => self.error_result(task, msg),
                         Ok(Some(cond)) => skipped(&cond),
                         Ok(None) => {
-                            let a = self.until_loop(pr, task, kw, inh, host, &mut ctx).await;
+                            let a = self.until_loop(t, &mut ctx).await;
                             unreachable = a.unreachable;
                             flow = a.flow;
                             a.result
@@ -106,11 +115,7 @@ impl Executor {
                     Some(spec) => match self.loop_items(spec, &ctx) {
                         Err(msg) => self.error_result(task, msg),
                         Ok(items) => {
-                            let (r, u, f) = self
-                                .run_items(
-                                    pr, task, kw, inh, host, task_id, &ctx, &conds, items, no_log,
-                                )
-                                .await;
+                            let (r, u, f) = self.run_items(t, &ctx, &conds, items).await;
                             unreachable = u;
                             flow = f;
                             r
@@ -131,36 +136,33 @@ impl Executor {
             None => kw,
         };
         self.finish(
+            OnHost { kw, ..t },
+            started,
+            Attempt {
+                result,
+                unreachable,
+                flow,
+            },
+        )
+    }
+
+    /// Register, notify, update the host's standing and report.
+    fn finish(&self, t: OnHost<'_>, started: Instant, ended: Attempt) -> HostOutcome {
+        let OnHost {
             pr,
             task,
             kw,
             host,
             task_id,
-            started,
+            ..
+        } = t;
+        let Attempt {
             result,
             unreachable,
             flow,
-            no_log,
-            looped,
-        )
-    }
-
-    /// Register, notify, update the host's standing and report.
-    #[allow(clippy::too_many_arguments)]
-    fn finish(
-        &self,
-        pr: &PlayRun<'_>,
-        task: &Task,
-        kw: &Keywords,
-        host: &str,
-        task_id: usize,
-        started: Instant,
-        result: Value,
-        unreachable: bool,
-        flow: Flow,
-        no_log: bool,
-        looped: bool,
-    ) -> HostOutcome {
+        } = ended;
+        let no_log = kw.no_log == Some(true);
+        let looped = kw.loop_.is_some();
         let failed = flag(&result, "failed");
         let changed = flag(&result, "changed");
         let skipped = flag(&result, "skipped");
@@ -288,23 +290,15 @@ impl Executor {
         Ok(None)
     }
 
-    /// One execution of the task's action on `host`.
-    pub(crate) async fn attempt(
-        &self,
-        pr: &PlayRun<'_>,
-        task: &Task,
-        kw: &Keywords,
-        inh: &Inherit,
-        host: &str,
-        ctx: &VarMap,
-    ) -> Attempt {
+    /// One execution of the task's action on `t.host`.
+    pub(crate) async fn attempt(&self, t: OnHost<'_>, ctx: &VarMap) -> Attempt {
+        let OnHost { task, inh, .. } = t;
         match &task.action {
             Action::Module { name, args } => {
                 if crate::playbook::actions::is_action(name) {
-                    self.run_action(pr, task, kw, inh, host, name, args, ctx)
-                        .await
+                    self.run_action(t, name, args, ctx).await
                 } else {
-                    self.run_module(task, kw, inh, host, name, args, ctx).await
+                    self.run_module(t, name, args, ctx).await
                 }
             }
             Action::IncludeTasks { .. } | Action::IncludeRole { .. } => {

@@ -5,10 +5,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::host_task::{Flow, censor, flag, item_status, skipped};
-use super::inherit::Inherit;
-use super::{Executor, PlayRun};
-use crate::playbook::{Keywords, LoopKind, Task};
+use super::Executor;
+use super::host_task::{Flow, OnHost, censor, flag, item_status, skipped};
+use crate::playbook::LoopKind;
 use crate::report::Event;
 use crate::vars::VarMap;
 
@@ -93,20 +92,21 @@ impl Executor {
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn run_items(
         &self,
-        pr: &PlayRun<'_>,
-        task: &Task,
-        kw: &Keywords,
-        inh: &Inherit,
-        host: &str,
-        task_id: usize,
+        t: OnHost<'_>,
         ctx: &VarMap,
         conds: &[String],
         items: Vec<Value>,
-        no_log: bool,
     ) -> (Value, bool, Flow) {
+        let OnHost {
+            task,
+            kw,
+            host,
+            task_id,
+            ..
+        } = t;
+        let no_log = kw.no_log == Some(true);
         let lc = &kw.loop_control;
         let loop_var = lc.loop_var.clone().unwrap_or_else(|| "item".into());
         let n = items.len();
@@ -145,7 +145,7 @@ impl Executor {
                 Err(msg) => self.error_result(task, msg),
                 Ok(Some(cond)) => skipped(&cond),
                 Ok(None) => {
-                    let a = self.until_loop(pr, task, kw, inh, host, &mut c).await;
+                    let a = self.until_loop(t, &mut c).await;
                     unreachable |= a.unreachable;
                     if let Flow::Include(reqs) = a.flow {
                         includes.extend(reqs);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::Executor;
-use super::host_task::Attempt;
+use super::host_task::{Attempt, OnHost};
 use super::inherit::Inherit;
 use crate::inventory::{ConnectionDefaults, ResolvedHost, resolve_target};
 use crate::modules::{ModuleCtx, ModuleError, ModuleResult, ProgressSink, Render};
@@ -147,17 +147,20 @@ impl Executor {
         Ok(resolved)
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn run_module(
         &self,
-        task: &Task,
-        kw: &Keywords,
-        inh: &Inherit,
-        host: &str,
+        t: OnHost<'_>,
         name: &str,
         args: &Value,
         ctx: &VarMap,
     ) -> Attempt {
+        let OnHost {
+            task,
+            kw,
+            inh,
+            host,
+            ..
+        } = t;
         let Some(module) = crate::modules::lookup(name) else {
             return Attempt::failed(format!("module `{name}` is not available in this build"));
         };

@@ -5,27 +5,19 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::host_task::{Attempt, flag};
-use super::inherit::Inherit;
-use super::{Executor, PlayRun};
+use super::Executor;
+use super::host_task::{Attempt, OnHost, flag};
 use crate::playbook::{Keywords, Task};
 use crate::report::Event;
 use crate::vars::VarMap;
 
 impl Executor {
     /// Run the action, repeating while `until` does not hold (`retries`, `delay`).
-    pub(crate) async fn until_loop(
-        &self,
-        pr: &PlayRun<'_>,
-        task: &Task,
-        kw: &Keywords,
-        inh: &Inherit,
-        host: &str,
-        ctx: &mut VarMap,
-    ) -> Attempt {
+    pub(crate) async fn until_loop(&self, t: OnHost<'_>, ctx: &mut VarMap) -> Attempt {
+        let OnHost { task, kw, host, .. } = t;
         // `retries` without `until` repeats until the task does not fail (as in Ansible).
         if kw.until.is_none() && kw.retries.is_none() {
-            let a = self.attempt(pr, task, kw, inh, host, ctx).await;
+            let a = self.attempt(t, ctx).await;
             return self.post_process(task, kw, ctx, a);
         }
         // A value that is not a number is the task's error, as in Ansible ("the field
@@ -65,13 +57,13 @@ impl Executor {
             (Err(e), _) | (_, Err(e)) => return Attempt::failed(e),
         };
         if retries == 0 {
-            let a = self.attempt(pr, task, kw, inh, host, ctx).await;
+            let a = self.attempt(t, ctx).await;
             return self.post_process(task, kw, ctx, a);
         }
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let a = self.attempt(pr, task, kw, inh, host, ctx).await;
+            let a = self.attempt(t, ctx).await;
             let mut a = self.post_process(task, kw, ctx, a);
             if let Some(obj) = a.result.as_object_mut() {
                 obj.insert("attempts".into(), json!(attempt));

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use futures_util::future::join_all;
 use serde_json::Value;
 
-use super::host_task::{Flow, HostOutcome};
+use super::host_task::{Flow, HostOutcome, OnHost};
 use super::inherit::{Inherit, effective};
 use super::{Executor, PlayRun};
 use crate::modules::BoxFuture;
@@ -146,7 +146,15 @@ impl Executor {
             let kw = &kw;
             async move {
                 let _permit = self.forks.acquire().await;
-                self.run_host_task(pr, task, kw, inh, h, id).await
+                self.run_host_task(OnHost {
+                    pr,
+                    task,
+                    kw,
+                    inh,
+                    host: h,
+                    task_id: id,
+                })
+                .await
             }
         }))
         .await;
