@@ -281,6 +281,7 @@ impl Executor {
         ctx: &VarMap,
     ) -> Result<Option<String>, String> {
         for c in conds {
+            let c = &self.embedded_templates_rendered(c, ctx)?;
             match self.templar.eval_bool(c, ctx) {
                 Ok(true) => {}
                 Ok(false) => return Ok(Some(c.clone())),
@@ -288,6 +289,67 @@ impl Executor {
             }
         }
         Ok(None)
+    }
+
+    /// `cond` with every string constant that holds a template (`x == '{{ y }}'`) replaced
+    /// by the constant rendered, as ansible-core 2.19 still does with a warning ("Jinja
+    /// constant strings should not contain embedded templates"; off by default from 2.23).
+    /// The rendered text goes back in as a quoted constant, never as expression text.
+    pub(crate) fn embedded_templates_rendered(
+        &self,
+        cond: &str,
+        ctx: &VarMap,
+    ) -> Result<String, String> {
+        if !cond.contains("{{") && !cond.contains("{%") || cond.trim_start().starts_with("{{") {
+            return Ok(cond.to_string());
+        }
+        let mut out = String::with_capacity(cond.len());
+        let mut rest = cond;
+        let mut changed = false;
+        while let Some(start) = rest.find(['\'', '"']) {
+            let quote = rest.as_bytes()[start] as char;
+            out.push_str(&rest[..start]);
+            let body = &rest[start + 1..];
+            // The closing quote: the first one not escaped by a backslash.
+            let mut end = None;
+            let mut escaped = false;
+            for (i, ch) in body.char_indices() {
+                match ch {
+                    '\\' if !escaped => escaped = true,
+                    c if c == quote && !escaped => {
+                        end = Some(i);
+                        break;
+                    }
+                    _ => escaped = false,
+                }
+            }
+            let Some(end) = end else {
+                out.push_str(&rest[start..]);
+                rest = "";
+                break;
+            };
+            let literal = &body[..end];
+            if literal.contains("{{") || literal.contains("{%") {
+                let rendered = self
+                    .templar
+                    .render_str(literal, ctx)
+                    .map_err(|e| format!("error in condition `{cond}`: {e}"))?;
+                out.push_str(&serde_json::to_string(&rendered).unwrap_or_default());
+                changed = true;
+            } else {
+                out.push_str(&rest[start..start + 1 + end + 1]);
+            }
+            rest = &body[end + 1..];
+        }
+        out.push_str(rest);
+        if changed {
+            self.warn_once(format!(
+                "condition `{cond}`: a string constant holds a template; kinit renders it \
+                 first, as Ansible 2.19 does (which warns that this stops working in 2.23); \
+                 write the expression without the braces"
+            ));
+        }
+        Ok(out)
     }
 
     /// One execution of the task's action on `t.host`.

@@ -79,7 +79,13 @@ pub fn parse_bool(n: &Node<'_>, key: &str) -> Result<bool, LoadError> {
 pub(crate) fn conditions(n: &Node<'_>) -> Result<Vec<String>, LoadError> {
     let one = |v: &Value| -> Result<String, LoadError> {
         match v {
-            Value::String(s) => Ok(strip_braces(s)),
+            // An unquoted `yes`/`no`/`on`/`off` is a YAML 1.1 boolean to Ansible (PyYAML);
+            // the YAML loader here reads YAML 1.2, where it is a string.
+            Value::String(s) => Ok(match s.as_str() {
+                "yes" | "Yes" | "YES" | "on" | "On" | "ON" => "True".into(),
+                "no" | "No" | "NO" | "off" | "Off" | "OFF" => "False".into(),
+                _ => strip_braces(s),
+            }),
             Value::Bool(b) => Ok(if *b { "True".into() } else { "False".into() }),
             Value::Number(x) => Ok(x.to_string()),
             _ => Err(invalid(n, "a condition must be a string or boolean")),

@@ -202,6 +202,46 @@ pub fn basename(value: Value) -> Result<String, Error> {
     Ok(s.rsplit('/').next().unwrap_or_default().to_string())
 }
 
+/// `expanduser`: a leading `~` or `~/` becomes `$HOME` of the machine kinit runs on (the
+/// controller, where Ansible's filters run too); `~user` is left alone.
+pub fn expanduser(value: Value) -> Result<String, Error> {
+    let s = text(&value)?;
+    let home = std::env::var("HOME").unwrap_or_default();
+    Ok(match s.strip_prefix('~') {
+        Some("") if !home.is_empty() => home,
+        Some(rest) if rest.starts_with('/') && !home.is_empty() => format!("{home}{rest}"),
+        _ => s,
+    })
+}
+
+/// `realpath`: Python's `os.path.realpath` on the controller (symlinks resolved where the
+/// path exists; otherwise the path made absolute).
+pub fn realpath(value: Value) -> Result<String, Error> {
+    let s = text(&value)?;
+    let p = std::path::Path::new(&s);
+    Ok(match std::fs::canonicalize(p) {
+        Ok(r) => r.display().to_string(),
+        Err(_) => std::path::absolute(p)
+            .map(|a| a.display().to_string())
+            .unwrap_or(s),
+    })
+}
+
+/// `splitext`: Python's `os.path.splitext`, `[root, ext]` (a leading dot is not an extension).
+pub fn splitext(value: Value) -> Result<Value, Error> {
+    let s = text(&value)?;
+    let name_start = s.rfind('/').map_or(0, |i| i + 1);
+    let name = &s[name_start..];
+    let stem_dots = name.len() - name.trim_start_matches('.').len();
+    let split = name[stem_dots..]
+        .rfind('.')
+        .map(|i| name_start + stem_dots + i);
+    Ok(match split {
+        Some(i) => Value::from(vec![s[..i].to_string(), s[i..].to_string()]),
+        None => Value::from(vec![s.clone(), String::new()]),
+    })
+}
+
 /// `dirname`: Python's `os.path.dirname` (trailing slashes of the head dropped).
 pub fn dirname(value: Value) -> Result<String, Error> {
     let s = text(&value)?;

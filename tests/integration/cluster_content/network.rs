@@ -142,6 +142,22 @@ fn net_conf_backend_follows_flannel_backend() {
     }
 }
 
+/// On OVN (more than one hypervisor, or `kinit_ovn=true`) the default backend is vxlan: OVN's
+/// port security drops host-gw's pod-addressed packets. On a libvirt NAT network it is host-gw.
+#[test]
+fn default_backend_is_vxlan_on_ovn_and_host_gw_on_a_nat_network() {
+    let inv = inventory(Compute::Windows);
+    for (ovn, kind) in [(true, "vxlan"), (false, "host-gw")] {
+        let vars = context(
+            &inv,
+            "controller-01",
+            "kinit_network",
+            &json!({ "kinit_ovn": ovn }),
+        );
+        assert_eq!(net_conf(&vars).1.backend.kind, kind, "kinit_ovn={ovn}");
+    }
+}
+
 #[test]
 fn flannel_configmap_patch_carries_net_conf() {
     let inv = inventory(Compute::Windows);
