@@ -182,6 +182,12 @@ impl Plain {
                 if let Some(m) = msg {
                     let _ = write!(tail, " => {m}");
                 }
+                if let Some(a) = result.get("assertion").and_then(Value::as_str) {
+                    let _ = write!(tail, " (assertion: {a})");
+                }
+                if status != Status::Unreachable && self.verbose == 0 {
+                    failure_details(&mut tail, result);
+                }
             }
             Status::Ok | Status::Changed => {
                 if module == Some("debug") {
@@ -219,6 +225,45 @@ impl Plain {
             s.push_str(&render_diff(d));
         }
         s
+    }
+}
+
+/// Lines of a failed command's output shown without `-v`.
+const FAILED_OUTPUT_LINES: usize = 10;
+
+/// What an Ansible user looks for in a failed command without asking for `-v`: its `rc` and
+/// `cmd`, then the end of its stderr (or of its stdout when stderr is empty).
+fn failure_details(out: &mut String, result: &Value) {
+    if let Some(rc) = result.get("rc").and_then(Value::as_i64) {
+        let _ = write!(out, "\n    rc: {rc}");
+        match result.get("cmd") {
+            Some(Value::String(c)) => {
+                let _ = write!(out, "\n    cmd: {c}");
+            }
+            Some(Value::Array(words)) => {
+                let words: Vec<String> = words.iter().map(show).collect();
+                let _ = write!(out, "\n    cmd: {}", words.join(" "));
+            }
+            _ => {}
+        }
+    }
+    for key in ["stderr", "stdout"] {
+        let Some(text) = result
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|t| !t.trim().is_empty())
+        else {
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let from = lines.len().saturating_sub(FAILED_OUTPUT_LINES);
+        if from > 0 {
+            let _ = write!(out, "\n    {key}| ... ({from} earlier lines; -v shows all)");
+        }
+        for l in &lines[from..] {
+            let _ = write!(out, "\n    {key}| {l}");
+        }
+        break;
     }
 }
 

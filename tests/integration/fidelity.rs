@@ -277,3 +277,29 @@ fn ssh_common_args_are_honoured() {
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
         .fails_with(4);
 }
+
+/// A failure reads at a glance without `-v`: which assertion failed; a command's rc, cmd and
+/// the end of its stderr (the last 10 lines, saying how many came before).
+#[test]
+fn failures_show_the_assertion_and_the_commands_rc_and_stderr() {
+    let ran = Test::new()
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+             \x20   - assert:\n        that: [1 == 1, 2 == 3]\n      ignore_errors: true\n\
+             \x20   - shell: for i in $(seq 1 12); do echo line$i >&2; done; exit 3\n",
+        )
+        .args(["playbook", "site.yml"])
+        .fails_with(2);
+    let out = ran.stdout();
+    assert!(
+        out.contains("FAILED! => Assertion failed (assertion: 2 == 3)"),
+        "{out}"
+    );
+    assert!(out.contains("\n    rc: 3\n    cmd: for i in"), "{out}");
+    assert!(
+        out.contains("    stderr| ... (2 earlier lines; -v shows all)\n    stderr| line3\n"),
+        "{out}"
+    );
+    assert!(out.contains("    stderr| line12\n"), "{out}");
+}
