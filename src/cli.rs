@@ -160,9 +160,10 @@ pub struct ExecArgs {
     /// Show the differences in files that change.
     #[arg(short = 'D', long)]
     pub diff: bool,
-    /// How many hosts run at once.
-    #[arg(short = 'f', long, default_value_t = 50, value_name = "N")]
-    pub forks: usize,
+    /// How many hosts run at once (default 50; for `kinit playbook`, ansible.cfg's `forks`
+    /// or ANSIBLE_FORKS when set).
+    #[arg(short = 'f', long, value_name = "N")]
+    pub forks: Option<usize>,
     /// More output (-v command output, -vv transport details).
     #[arg(short = 'v', long, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -172,9 +173,10 @@ pub struct ExecArgs {
     /// Write a JUnit XML report to FILE.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// SSH host key checking.
-    #[arg(long, default_value = "strict", value_parser = host_key_checking())]
-    pub host_key_checking: HostKeyChecking,
+    /// SSH host key checking (default strict; for `kinit playbook`, `host_key_checking =
+    /// False` in ansible.cfg or ANSIBLE_HOST_KEY_CHECKING=False means off).
+    #[arg(long, value_parser = host_key_checking())]
+    pub host_key_checking: Option<HostKeyChecking>,
     /// CA bundle (PEM) that WinRM HTTPS certificates are checked against.
     #[arg(long, value_name = "FILE")]
     pub winrm_ca_file: Option<PathBuf>,

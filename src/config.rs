@@ -77,7 +77,7 @@ impl RunConfig {
             args.stop_after.as_deref(),
             args.stop_before.as_deref(),
         )?;
-        if args.exec.forks == 0 {
+        if args.exec.forks == Some(0) {
             return Err(Error::Forks);
         }
         if args.purge_cache && !window.phases().any(|p| p == Phase::CleanupHypervisors) {

@@ -17,10 +17,12 @@
 //! - `provider/`: libvirt (the `virt` crate): XML generation and the `virt_*` operations.
 //! - `report/`: events, the one reporter that renders them, recap, JSON and JUnit sinks.
 //! - `ci/`: periodic job launcher and HTML reports.
-//! - `extra_vars`: `-e key=value|@file.yml|{json}` with ansible-playbook's semantics.
+//! - `extra_vars`: `-e key=value|@file.yml|{json}` with ansible-playbook's semantics;
+//!   `ansible_cfg`: `ansible.cfg` and the `ANSIBLE_*` variables for `kinit playbook`.
 //! - `secret`: a string that never prints itself.
 //! - `interrupt`: Ctrl-C caught from the first line of `main`, turned into cancellation.
 
+pub mod ansible_cfg;
 pub mod ci;
 pub mod cli;
 pub mod cluster;

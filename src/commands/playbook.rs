@@ -6,21 +6,43 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::ansible_cfg;
 use crate::cli::PlaybookArgs;
 use crate::exec::session::{ReportFiles, Session};
 use crate::exec::{Executor, RunOptions, TagFilter};
 use crate::inventory::Inventory;
 use crate::playbook::{Loader, LoaderOptions, Playbook, list};
 use crate::report::{EventSender, Redactor};
+use crate::transport::HostKeyChecking;
 use crate::{Error, Outcome};
 
 pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
-    if args.exec.forks == 0 {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let cfg = ansible_cfg::load(&|k| std::env::var(k).ok(), &cwd, home.as_deref())?;
+    if let (Some(file), false) = (&cfg.file, cfg.ignored.is_empty()) {
+        eprintln!(
+            "[WARNING]: {}: kinit does not use these settings: {}",
+            file.display(),
+            cfg.ignored.join(", ")
+        );
+    }
+    if let Some(m) = cfg.become_method.as_deref().filter(|m| *m != "sudo") {
+        eprintln!(
+            "[WARNING]: become_method `{m}` from ansible.cfg/ANSIBLE_BECOME_METHOD: kinit becomes with sudo"
+        );
+    }
+    let forks = args
+        .exec
+        .forks
+        .or(cfg.forks)
+        .unwrap_or(crate::exec::DEFAULT_FORKS);
+    if forks == 0 {
         return Err(Error::Forks);
     }
-    let loader = Arc::new(Loader::new(LoaderOptions {
-        roles_path: roles_path(),
-    }));
+    let mut roles = roles_path();
+    roles.extend(cfg.roles_path.iter().cloned());
+    let loader = Arc::new(Loader::new(LoaderOptions { roles_path: roles }));
     let mut books = Vec::new();
     for p in &args.playbooks {
         books.push(loader.load_playbook(p)?);
@@ -47,11 +69,17 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
         }
         return Ok(Outcome::Success);
     }
-    let inventory = load_inventory(&args.inventory)?;
-    let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let extra_vars = crate::extra_vars::parse_extra_vars(&args.extra_vars, &base)?;
+    // `-i` wins over ansible.cfg's `inventory` (and ANSIBLE_INVENTORY), as in Ansible.
+    let sources = if args.inventory.is_empty() {
+        &cfg.inventory
+    } else {
+        &args.inventory
+    };
+    let inventory = load_inventory(sources)?;
+    let extra_vars = crate::extra_vars::parse_extra_vars(&args.extra_vars, &cwd)?;
+    let c = &args.connect;
     let opts = RunOptions {
-        forks: args.exec.forks,
+        forks,
         check: args.exec.check,
         diff: args.exec.diff,
         verbose: args.exec.verbose,
@@ -59,15 +87,27 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
         start_at_task: args.start_at_task.clone(),
         extra_vars,
         limit: args.limit.clone(),
+        // Flags, then ANSIBLE_* variables, then ansible.cfg (`cfg` has merged those two).
         connect: crate::exec::ConnectDefaults {
-            remote_user: args.connect.remote_user.clone(),
-            connection: args.connect.connection.clone(),
-            private_key: args.connect.private_key.clone(),
-            timeout: args.connect.timeout.map(std::time::Duration::from_secs),
-            become_: args.connect.become_,
-            become_user: args.connect.become_user.clone(),
+            remote_user: c.remote_user.clone().or(cfg.remote_user.clone()),
+            connection: c.connection.clone(),
+            private_key: c.private_key.clone().or(cfg.private_key_file.clone()),
+            timeout: c
+                .timeout
+                .or(cfg.timeout)
+                .map(std::time::Duration::from_secs),
+            become_: c.become_ || cfg.become_ == Some(true),
+            become_user: c.become_user.clone().or(cfg.become_user.clone()),
+            ssh_args: cfg.ssh_args.clone(),
+            gathering: cfg.gathering,
         },
-        host_key_checking: args.exec.host_key_checking,
+        host_key_checking: args
+            .exec
+            .host_key_checking
+            .unwrap_or(match cfg.host_key_checking {
+                Some(false) => HostKeyChecking::Off,
+                _ => HostKeyChecking::Strict,
+            }),
         winrm_ca_file: args.exec.winrm_ca_file.clone(),
     };
     let runtime = crate::exec::session::runtime()?;

@@ -45,7 +45,7 @@ async fn run_phases(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
         redactor.add(password.expose());
     }
     let opts = RunOptions {
-        forks: cfg.exec.forks,
+        forks: cfg.exec.forks.unwrap_or(crate::exec::DEFAULT_FORKS),
         check: cfg.exec.check,
         diff: cfg.exec.diff,
         verbose: cfg.exec.verbose,
@@ -53,7 +53,7 @@ async fn run_phases(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
         start_at_task: None,
         extra_vars: job.extra_vars.clone(),
         limit: None,
-        host_key_checking: cfg.exec.host_key_checking,
+        host_key_checking: cfg.exec.host_key_checking.unwrap_or_default(),
         winrm_ca_file: cfg.exec.winrm_ca_file.clone(),
         connect: Default::default(),
     };

@@ -51,6 +51,10 @@ pub use state::HostState;
 /// Only touched pages are committed, so the size costs address space, not memory.
 pub const WORKER_STACK: usize = 32 * 1024 * 1024;
 
+/// Hosts that run at once when nothing says otherwise (ansible-playbook's default is 5;
+/// kinit's connections are cheap).
+pub const DEFAULT_FORKS: usize = 50;
+
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub forks: usize,
@@ -78,12 +82,17 @@ pub struct ConnectDefaults {
     pub timeout: Option<std::time::Duration>,
     pub become_: bool,
     pub become_user: Option<String>,
+    /// ansible.cfg's `[ssh_connection] ssh_args` (or ANSIBLE_SSH_ARGS), for hosts without
+    /// `ansible_ssh_args`.
+    pub ssh_args: Option<String>,
+    /// ansible.cfg's `gathering`: whether a play that does not say `gather_facts` gathers.
+    pub gathering: crate::ansible_cfg::Gathering,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
         Self {
-            forks: 50,
+            forks: DEFAULT_FORKS,
             check: false,
             diff: false,
             verbose: 0,
@@ -312,7 +321,10 @@ impl Executor {
                 });
             }
             self.load_vars_files(&pr).await;
-            if play.gather_facts {
+            let gather = play
+                .gather_facts
+                .unwrap_or(self.opts.connect.gathering != crate::ansible_cfg::Gathering::Explicit);
+            if gather {
                 self.gather_facts(&pr).await;
             }
             match play.strategy {

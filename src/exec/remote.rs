@@ -111,11 +111,12 @@ impl Executor {
             (&kw.remote_user, ["ansible_user", "ansible_ssh_user"]),
             (&kw.connection, ["ansible_connection", "ansible_connection"]),
             (&kw.port, ["ansible_port", "ansible_ssh_port"]),
-            // `-c`, below the keywords.
+            // `-c`, below the keywords; ansible.cfg's `ssh_args`, below the variable.
             (
                 &cli.connection,
                 ["ansible_connection", "ansible_connection"],
             ),
+            (&cli.ssh_args, ["ansible_ssh_args", "ansible_ssh_args"]),
         ] {
             if let Some(v) = value
                 && !names.iter().any(|n| vars.contains_key(*n))
@@ -124,7 +125,10 @@ impl Executor {
                     .templar
                     .render_str(v, ctx)
                     .unwrap_or_else(|_| v.clone());
-                let v = v.parse::<u64>().map(Value::from).unwrap_or(Value::from(v));
+                let v = match names[0] {
+                    "ansible_port" => v.parse::<u64>().map(Value::from).unwrap_or(Value::from(v)),
+                    _ => Value::from(v),
+                };
                 vars.insert(names[0].to_string(), v);
             }
         }
@@ -138,9 +142,10 @@ impl Executor {
         };
         let resolved = resolve_target(name, &vars, &defaults)?;
         if !resolved.ignored_ssh_options.is_empty() {
+            // Said once per run for the same options, however many hosts they are set for.
             self.warn_once(format!(
-                "{name}: kinit's SSH client ignores these options of ansible_ssh_common_args/\
-                 ansible_ssh_extra_args: {}",
+                "kinit's SSH client ignores these options of ansible_ssh_args/\
+                 ansible_ssh_common_args/ansible_ssh_extra_args: {}",
                 resolved.ignored_ssh_options.join(", ")
             ));
         }

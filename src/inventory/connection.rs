@@ -108,7 +108,11 @@ pub fn resolve_target(
         t.connect_timeout = secs;
     }
     let mut ignored = Vec::new();
-    for var in ["ansible_ssh_common_args", "ansible_ssh_extra_args"] {
+    for var in [
+        "ansible_ssh_args",
+        "ansible_ssh_common_args",
+        "ansible_ssh_extra_args",
+    ] {
         if let Some(args) = r.string(var)? {
             t.jump
                 .extend(jumps_from_ssh_args(&args).map_err(|why| r.bad(var, &args, why))?);

@@ -82,7 +82,8 @@ pub struct Play {
     pub vars: VarMap,
     /// Templated file names, loaded per host at play start.
     pub vars_files: Vec<String>,
-    pub gather_facts: bool,
+    /// `gather_facts` as the play says it; unset, ansible.cfg's `gathering` decides.
+    pub gather_facts: Option<bool>,
     pub serial: Vec<Serial>,
     pub strategy: Strategy,
     pub any_errors_fatal: bool,

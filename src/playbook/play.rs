@@ -183,8 +183,8 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         },
         vars_files,
         gather_facts: match node.get("gather_facts") {
-            Some(n) => parse_bool(&n, "gather_facts")?,
-            None => true,
+            Some(n) => Some(parse_bool(&n, "gather_facts")?),
+            None => None,
         },
         serial,
         strategy,

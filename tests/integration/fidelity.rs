@@ -255,7 +255,7 @@ fn ssh_common_args_are_honoured() {
         .run();
     let (out, err) = (ran.stdout(), ran.stderr());
     assert_eq!(ran.output.status.code(), Some(0), "{out}\n{err}");
-    let warning = "lab: kinit's SSH client ignores these options of ansible_ssh_common_args/ansible_ssh_extra_args: ControlMaster=auto";
+    let warning = "kinit's SSH client ignores these options of ansible_ssh_args/ansible_ssh_common_args/ansible_ssh_extra_args: ControlMaster=auto";
     assert_eq!(
         out.matches(warning).count() + err.matches(warning).count(),
         1,
@@ -302,4 +302,68 @@ fn failures_show_the_assertion_and_the_commands_rc_and_stderr() {
         "{out}"
     );
     assert!(out.contains("    stderr| line12\n"), "{out}");
+}
+
+/// `ansible.cfg` in the working folder is found and used as Ansible uses it: its inventory
+/// (relative to the file), `remote_user`, `private_key_file`, `host_key_checking = False`,
+/// `gathering = explicit`; a setting kinit has no use for is named once; `-i` and
+/// ANSIBLE_* variables win over the file.
+#[test]
+fn ansible_cfg_in_the_working_folder() {
+    let lab = SshLab::new(1);
+    let h = &lab.hosts[0];
+    let cfg = format!(
+        "[defaults]\ninventory = inv/hosts.ini\nremote_user = {}\nprivate_key_file = {}\n\
+         host_key_checking = False\ngathering = explicit\nstdout_callback = yaml\n",
+        lab.user,
+        lab.client_key.display()
+    );
+    let test = Test::new()
+        .write("ansible.cfg", &cfg)
+        .write(
+            "inv/hosts.ini",
+            &format!("lab ansible_host={} ansible_port={}\n", h.address, h.port),
+        )
+        .write(
+            "site.yml",
+            "- hosts: all\n  tasks:\n    - command: id -un\n      register: who\n\
+             \x20   - debug: msg=\"user={{ who.stdout }} facts={{ ansible_facts.hostname is defined }}\"\n",
+        );
+    // No known_hosts at all: `host_key_checking = False` is what lets the host in.
+    let home = test.path().join(".home").display().to_string();
+    let ran = test
+        .env("HOME", &home)
+        .env("SSH_AUTH_SOCK", "")
+        .args(["playbook", "site.yml"])
+        .run();
+    let (out, err) = (ran.stdout(), ran.stderr());
+    assert_eq!(ran.output.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        out.contains(&format!("user={} facts=False", lab.user)),
+        "gathering = explicit: no facts without gather_facts\n{out}"
+    );
+    assert!(
+        err.contains("ansible.cfg: kinit does not use these settings: defaults.stdout_callback"),
+        "{err}"
+    );
+
+    // ANSIBLE_GATHERING beats the file.
+    let again = Test::new()
+        .write("ansible.cfg", &cfg)
+        .write(
+            "inv/hosts.ini",
+            &format!("lab ansible_host={} ansible_port={}\n", h.address, h.port),
+        )
+        .write(
+            "site.yml",
+            "- hosts: all\n  tasks:\n    - debug: msg=\"facts={{ ansible_facts.hostname is defined }}\"\n",
+        );
+    let home = again.path().join(".home").display().to_string();
+    again
+        .env("HOME", &home)
+        .env("SSH_AUTH_SOCK", "")
+        .env("ANSIBLE_GATHERING", "implicit")
+        .args(["playbook", "site.yml"])
+        .succeeds()
+        .stdout_has("facts=True");
 }

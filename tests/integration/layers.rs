@@ -15,6 +15,7 @@ const LAYERS: &[&str] = &[
     "report",
     "transport",
     "extra_vars",
+    "ansible_cfg",
     "inventory",
     "template",
     "provider",

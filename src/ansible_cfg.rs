@@ -1,0 +1,317 @@
+//! Ansible's settings as users keep them: one `ansible.cfg`, found as Ansible finds it
+//! (`ANSIBLE_CONFIG`, then `./ansible.cfg`, `~/.ansible.cfg`, `/etc/ansible/ansible.cfg`;
+//! the first that exists, and only it), overridden by the `ANSIBLE_*` environment variables
+//! of the same settings. `kinit playbook`'s own flags override both.
+//!
+//! Honoured: `inventory`, `roles_path`, `remote_user`, `private_key_file`, `forks`,
+//! `host_key_checking`, `timeout`, `gathering` (`[defaults]`); `become`, `become_user`,
+//! `become_method` (`[privilege_escalation]`); `ssh_args` (`[ssh_connection]`, read like
+//! `ansible_ssh_args`). Settings that only change how Ansible works inside (`pipelining`,
+//! `retry_files_enabled`, `interpreter_python`...) fit kinit as they are and are accepted
+//! silently; any other setting is named once in a notice, never an error, never silence.
+//! Relative paths in the file are relative to the file's folder, as in Ansible.
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnsibleCfgError {
+    #[error("cannot read `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: `{key}` = `{value}`: expected {expected}", path.display())]
+    Value {
+        path: PathBuf,
+        line: usize,
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
+    #[error("`{var}` = `{value}`: expected {expected}")]
+    Env {
+        var: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+}
+
+/// `gathering`: when plays that do not say `gather_facts` gather facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Gathering {
+    /// Always (Ansible's default).
+    #[default]
+    Implicit,
+    /// Only plays with `gather_facts: true`.
+    Explicit,
+    /// Once per host per run (kinit's implicit gathering already never repeats itself).
+    Smart,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct AnsibleSettings {
+    /// The file read, if any.
+    pub file: Option<PathBuf>,
+    pub inventory: Vec<String>,
+    pub roles_path: Vec<PathBuf>,
+    pub remote_user: Option<String>,
+    pub private_key_file: Option<PathBuf>,
+    pub forks: Option<usize>,
+    pub host_key_checking: Option<bool>,
+    pub timeout: Option<u64>,
+    pub gathering: Gathering,
+    pub become_: Option<bool>,
+    pub become_user: Option<String>,
+    pub become_method: Option<String>,
+    pub ssh_args: Option<String>,
+    /// Settings of the file kinit does not use, as `section.key`.
+    pub ignored: Vec<String>,
+}
+
+/// Settings that need nothing from kinit: accepted without a notice.
+const FITTING: &[&str] = &[
+    "defaults.retry_files_enabled",
+    "defaults.interpreter_python",
+    "defaults.deprecation_warnings",
+    "defaults.command_warnings",
+    "defaults.nocows",
+    "defaults.nocolor",
+    "defaults.localhost_warning",
+    "defaults.host_key_checking",
+    "ssh_connection.pipelining",
+    "ssh_connection.control_path",
+    "ssh_connection.control_path_dir",
+    "ssh_connection.retries",
+    "privilege_escalation.become_ask_pass",
+];
+
+/// Find and read the settings. `env` looks up an environment variable; `cwd` and `home` are
+/// where `./ansible.cfg` and `~/.ansible.cfg` are looked for.
+pub fn load(
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+    home: Option<&Path>,
+) -> Result<AnsibleSettings, AnsibleCfgError> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = env("ANSIBLE_CONFIG").filter(|p| !p.is_empty()) {
+        candidates.push(PathBuf::from(p));
+    }
+    candidates.push(cwd.join("ansible.cfg"));
+    if let Some(h) = home {
+        candidates.push(h.join(".ansible.cfg"));
+    }
+    candidates.push(PathBuf::from("/etc/ansible/ansible.cfg"));
+    let mut s = AnsibleSettings::default();
+    if let Some(path) = candidates.into_iter().find(|p| p.is_file()) {
+        let text = std::fs::read_to_string(&path).map_err(|source| AnsibleCfgError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        read_file(&mut s, &path, &text)?;
+        s.file = Some(path);
+    }
+    read_env(&mut s, env)?;
+    Ok(s)
+}
+
+fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), AnsibleCfgError> {
+    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let rel = |v: &str| -> PathBuf {
+        let p = expand_home(v);
+        if p.is_absolute() { p } else { dir.join(p) }
+    };
+    let mut section = String::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.trim().to_string();
+            continue;
+        }
+        let Some((key, value)) = line.split_once(['=', ':']) else {
+            continue;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let bad = |expected| AnsibleCfgError::Value {
+            path: path.to_path_buf(),
+            line: i + 1,
+            key: key.to_string(),
+            value: value.to_string(),
+            expected,
+        };
+        match (section.as_str(), key) {
+            ("defaults", "inventory" | "hostfile") => {
+                s.inventory = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| rel(v).display().to_string())
+                    .collect();
+            }
+            ("defaults", "roles_path") => {
+                s.roles_path = value
+                    .split(':')
+                    .filter(|v| !v.is_empty())
+                    .map(rel)
+                    .collect();
+            }
+            ("defaults", "remote_user") => s.remote_user = Some(value.to_string()),
+            ("defaults", "private_key_file") => s.private_key_file = Some(rel(value)),
+            ("defaults", "forks") => {
+                s.forks = Some(value.parse().map_err(|_| bad("a whole number"))?);
+            }
+            ("defaults", "host_key_checking") => {
+                s.host_key_checking = Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
+            }
+            ("defaults", "timeout") => {
+                s.timeout = Some(value.parse().map_err(|_| bad("seconds"))?);
+            }
+            ("defaults", "gathering") => {
+                s.gathering = gathering(value).ok_or_else(|| bad("implicit, explicit or smart"))?;
+            }
+            ("privilege_escalation", "become") => {
+                s.become_ = Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
+            }
+            ("privilege_escalation", "become_user") => s.become_user = Some(value.to_string()),
+            ("privilege_escalation", "become_method") => {
+                s.become_method = Some(value.to_string());
+            }
+            ("ssh_connection", "ssh_args") => s.ssh_args = Some(value.to_string()),
+            _ => {
+                let name = format!("{section}.{key}");
+                if !FITTING.contains(&name.as_str()) && !s.ignored.contains(&name) {
+                    s.ignored.push(name);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_env(
+    s: &mut AnsibleSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), AnsibleCfgError> {
+    let get = |k: &str| env(k).filter(|v| !v.is_empty());
+    let bad = |var: &'static str, value: String, expected| AnsibleCfgError::Env {
+        var,
+        value,
+        expected,
+    };
+    if let Some(v) = get("ANSIBLE_INVENTORY") {
+        s.inventory = v.split(',').map(|p| p.trim().to_string()).collect();
+    }
+    if let Some(v) = get("ANSIBLE_REMOTE_USER") {
+        s.remote_user = Some(v);
+    }
+    if let Some(v) = get("ANSIBLE_PRIVATE_KEY_FILE") {
+        s.private_key_file = Some(expand_home(&v));
+    }
+    if let Some(v) = get("ANSIBLE_FORKS") {
+        s.forks = Some(
+            v.parse()
+                .map_err(|_| bad("ANSIBLE_FORKS", v, "a whole number"))?,
+        );
+    }
+    if let Some(v) = get("ANSIBLE_HOST_KEY_CHECKING") {
+        s.host_key_checking =
+            Some(boolean(&v).ok_or_else(|| bad("ANSIBLE_HOST_KEY_CHECKING", v, "a boolean"))?);
+    }
+    if let Some(v) = get("ANSIBLE_TIMEOUT") {
+        s.timeout = Some(
+            v.parse()
+                .map_err(|_| bad("ANSIBLE_TIMEOUT", v, "seconds"))?,
+        );
+    }
+    if let Some(v) = get("ANSIBLE_GATHERING") {
+        s.gathering = gathering(&v)
+            .ok_or_else(|| bad("ANSIBLE_GATHERING", v, "implicit, explicit or smart"))?;
+    }
+    if let Some(v) = get("ANSIBLE_BECOME") {
+        s.become_ = Some(boolean(&v).ok_or_else(|| bad("ANSIBLE_BECOME", v, "a boolean"))?);
+    }
+    if let Some(v) = get("ANSIBLE_BECOME_USER") {
+        s.become_user = Some(v);
+    }
+    if let Some(v) = get("ANSIBLE_BECOME_METHOD") {
+        s.become_method = Some(v);
+    }
+    if let Some(v) = get("ANSIBLE_SSH_ARGS") {
+        s.ssh_args = Some(v);
+    }
+    Ok(())
+}
+
+/// Ansible's boolean spellings (`yes`, `on`, `1`, `true`, any case).
+fn boolean(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "yes" | "y" | "on" | "1" | "true" | "t" => Some(true),
+        "no" | "n" | "off" | "0" | "false" | "f" => Some(false),
+        _ => None,
+    }
+}
+
+fn gathering(v: &str) -> Option<Gathering> {
+    match v.trim() {
+        "implicit" => Some(Gathering::Implicit),
+        "explicit" => Some(Gathering::Explicit),
+        "smart" => Some(Gathering::Smart),
+        _ => None,
+    }
+}
+
+fn expand_home(p: &str) -> PathBuf {
+    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(p),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_environment_with_relative_paths_and_notices() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("ansible.cfg"),
+            "# comment\n[defaults]\ninventory = hosts.ini\nroles_path = roles:/opt/roles\n\
+             forks = 7\nhost_key_checking = False\nremote_user = deploy\ngathering = explicit\n\
+             stdout_callback = yaml\nretry_files_enabled = False\n\
+             [privilege_escalation]\nbecome = yes\n[ssh_connection]\nssh_args = -o ControlMaster=auto\n",
+        )
+        .unwrap();
+        let env = |k: &str| (k == "ANSIBLE_FORKS").then(|| "9".to_string());
+        let s = load(&env, dir.path(), None).unwrap();
+        assert_eq!(
+            s.inventory,
+            [dir.path().join("hosts.ini").display().to_string()]
+        );
+        assert_eq!(
+            s.roles_path,
+            [dir.path().join("roles"), PathBuf::from("/opt/roles")]
+        );
+        assert_eq!(s.forks, Some(9), "the environment beats the file");
+        assert_eq!(s.host_key_checking, Some(false));
+        assert_eq!(s.remote_user.as_deref(), Some("deploy"));
+        assert_eq!(s.gathering, Gathering::Explicit);
+        assert_eq!(s.become_, Some(true));
+        assert_eq!(s.ssh_args.as_deref(), Some("-o ControlMaster=auto"));
+        assert_eq!(s.ignored, ["defaults.stdout_callback"]);
+    }
+
+    #[test]
+    fn a_bad_value_names_file_line_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ansible.cfg"), "[defaults]\nforks = many\n").unwrap();
+        let err = load(&|_| None, dir.path(), None).unwrap_err().to_string();
+        assert!(
+            err.ends_with("ansible.cfg:2: `forks` = `many`: expected a whole number"),
+            "{err}"
+        );
+    }
+}
