@@ -211,10 +211,7 @@ impl Module for VirtGuest {
                         // A UEFI Windows guest's CD loader waits for a key (see
                         // `provider::windows_guest`); BIOS guests need none.
                         if let Some(window) = p.windows.as_ref().and_then(|w| w.boot_keys()) {
-                            let n = hv
-                                .press_enter_for(&p.name, window)
-                                .await
-                                .map_err(failed)?;
+                            let n = hv.press_enter_for(&p.name, window).await.map_err(failed)?;
                             out = out.with("boot_keys", n);
                         }
                     }

@@ -153,7 +153,11 @@ impl Hypervisor {
     /// Presses Enter once a second for `window`, or until the guest stops: answers a boot
     /// loader's "Press any key" prompt that may come at any moment of that window. Returns
     /// how many presses libvirt took.
-    pub async fn press_enter_for(&self, name: &str, window: Duration) -> Result<u32, ProviderError> {
+    pub async fn press_enter_for(
+        &self,
+        name: &str,
+        window: Duration,
+    ) -> Result<u32, ProviderError> {
         let start = Instant::now();
         let mut pressed = 0;
         while start.elapsed() < window {
