@@ -7,16 +7,19 @@
 //! it boots at once; under UEFI (`cdboot.efi`) it first waits for a key. It then writes a
 //! marker to COM1, which the domain logs to `serial_log`.
 //!
-//! - BIOS, the default: the marker appears with no key press.
+//! - BIOS, the default: the marker appears with no key press (default suite; seconds).
 //! - UEFI without key presses (`boot_key_seconds: 0`, what kinit did before): the prompt
 //!   appears and the marker does not (the negative control).
 //! - UEFI with `virt_guest`'s key presses: the marker appears.
 //!
-//! UEFI runs without secure boot: the test's GRUB is not signed by Microsoft.
+//! The UEFI pair is ignored by default (OVMF under TCG takes 30 s to 2 min, more on a loaded
+//! machine): `cargo test --test integration boot_cd -- --ignored`. UEFI runs without secure
+//! boot: the test's GRUB is not signed by Microsoft.
 //!
 //! Needs a libvirtd at `KINIT_TEST_LIBVIRT_URI` (default `qemu:///system`; ci/test.sh starts
-//! one) and `grub-mkrescue` with its BIOS and EFI modules, xorriso, mtools, OVMF and swtpm
-//! (ci/deps.sh `test`). Names carry the PID, so other users of that libvirtd are untouched.
+//! one), `grub-mkrescue` with its BIOS and EFI modules, xorriso and mtools (ci/deps.sh
+//! `test`); the UEFI pair also OVMF and swtpm (ci/deps.sh `e2e`). Names carry the PID, so
+//! other users of that libvirtd are untouched.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -185,8 +188,10 @@ impl Drop for Guest {
     }
 }
 
-/// Under TCG on a shared machine the firmware takes a while; this bounds each wait.
-const BOOT_LIMIT: Duration = Duration::from_secs(50);
+/// Bounds each wait; a guest that gets there sooner ends the wait at once. Under TCG on a
+/// shared machine (the whole suite in parallel on two cores) SeaBIOS reaches the CD in a few
+/// seconds, OVMF takes up to a minute or two.
+const BOOT_LIMIT: Duration = Duration::from_secs(120);
 
 #[tokio::test]
 async fn windows_guest_boots_the_install_cd_without_a_key_press() {
@@ -205,9 +210,10 @@ async fn windows_guest_boots_the_install_cd_without_a_key_press() {
     }
 }
 
-/// The negative control: today's UEFI domain with nobody pressing a key never gets past the
-/// prompt, which is why Setup never started.
+/// The negative control: the UEFI domain kinit defined before (no key presses) never gets
+/// past the prompt, which is why Setup never started.
 #[tokio::test]
+#[ignore = "slow: OVMF under TCG (30 s to 2 min); run with `boot_cd -- --ignored`, needs ovmf and swtpm (ci/deps.sh e2e)"]
 async fn uefi_guest_without_key_presses_stays_at_the_cd_prompt() {
     let Some(g) = Guest::new("nokey") else { return };
     let r = ok(
@@ -224,17 +230,20 @@ async fn uefi_guest_without_key_presses_stays_at_the_cd_prompt() {
     assert!(!log.contains(MARKER), "booted without a key:\n{log}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow: OVMF under TCG (30 s to 2 min); run with `boot_cd -- --ignored`, needs ovmf and swtpm (ci/deps.sh e2e)"]
 async fn uefi_guest_key_presses_answer_the_cd_prompt() {
     let Some(g) = Guest::new("keys") else { return };
-    let r = ok(
-        "virt_guest",
-        g.settings(json!({"firmware": "uefi", "secure_boot": false, "boot_key_seconds": 45})),
-    )
-    .await;
+    // virt_guest presses Enter until its window ends or the guest stops: the test stops the
+    // guest once the marker is there.
+    let settings =
+        g.settings(json!({"firmware": "uefi", "secure_boot": false, "boot_key_seconds": 300}));
+    let start = tokio::spawn(async move { ok("virt_guest", settings).await });
+    let seen = tokio::task::block_in_place(|| g.wait_for(MARKER, BOOT_LIMIT));
+    virsh(&["destroy", &g.name]);
+    let r = start.await.unwrap();
     assert!(r.data["boot_keys"].as_u64().unwrap() > 0, "{:?}", r.data);
-    // virt_guest returns after its key window; the marker is there by then.
-    match g.wait_for(MARKER, Duration::from_secs(5)) {
+    match seen {
         Ok(log) => assert!(log.contains(PROMPT), "{log}"),
         Err(log) => panic!("Enter presses did not get past the prompt; serial log:\n{log}"),
     }
