@@ -4,7 +4,7 @@
 #
 #   ci/deps.sh build        # what `cargo build` needs (the virt crate links libvirt)
 #   ci/deps.sh test         # build + what ci/test.sh's tests start (sshd, libvirtd, OVN...)
-#   ci/deps.sh e2e          # test + what ci/e2e-libvirt.sh needs (debootstrap, OVMF, GRUB)
+#   ci/deps.sh e2e          # test + what ci/e2e-libvirt.sh and the UEFI boot tests need (OVMF, swtpm, debootstrap)
 #   ci/deps.sh test --simulate   # only resolve (apt-get install -s); changes nothing
 #
 # QEMU follows what the machine already has. A Debian 12 image may ship qemu-utils from
@@ -46,9 +46,10 @@ TEST=(
   bind9-utils haproxy             # named-checkconf/haproxy -c check the service node's rendered configuration
   libxml2-utils chromium          # kinit ci tests: xmllint --schema on JUnit, headless page rendering
   libvirt-daemon-system qemu-system-x86 qemu-utils   # a real libvirtd for the cross-process resume test
+  grub-pc-bin grub-efi-amd64-bin xorriso mtools   # the Windows domain booting a test ISO (grub-mkrescue) under TCG
   openvswitch-switch ovn-central ovn-host iptables iputils-ping   # real OVN for the OVN outside-access test
 )
-E2E=(ovmf dnsmasq-base debootstrap e2fsprogs fdisk grub-pc-bin)
+E2E=(ovmf swtpm swtpm-tools dnsmasq-base debootstrap e2fsprogs fdisk)
 
 case "$set_name" in
   build) WANT=("${BUILD[@]}") ;;

@@ -6,6 +6,9 @@
 //! settings change nothing. Changed settings redefine the domain under its existing uuid;
 //! a running guest picks them up at its next boot (`pending_restart` in the result).
 //!
+//! Starting a UEFI Windows guest presses Enter once a second for `windows.boot_key_seconds`
+//! (default 60), so the install CD's "Press any key" prompt is answered.
+//!
 //! `virt_type: auto` (the default) runs the virtualization check on the task's host: KVM
 //! when the CPU has vmx/svm and `/dev/kvm` exists, else QEMU software emulation.
 
@@ -205,6 +208,12 @@ impl Module for VirtGuest {
                     actions.push("started");
                     if !check {
                         hv.start_guest(&p.name).await.map_err(failed)?;
+                        // A UEFI Windows guest's CD loader waits for a key (see
+                        // `provider::windows_guest`); BIOS guests need none.
+                        if let Some(window) = p.windows.as_ref().and_then(|w| w.boot_keys()) {
+                            let n = hv.press_enter_for(&p.name, window).await.map_err(failed)?;
+                            out = out.with("boot_keys", n);
+                        }
                     }
                     state = GuestState::Running;
                 }

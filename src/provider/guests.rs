@@ -139,6 +139,39 @@ impl Hypervisor {
             .await
     }
 
+    /// Presses and releases Enter on the guest's keyboard (`virDomainSendKey`).
+    pub async fn press_enter(&self, name: &str) -> Result<(), ProviderError> {
+        // Linux input event code of KEY_ENTER; libvirt maps it to the keyboard QEMU emulates.
+        const KEY_ENTER: u32 = 28;
+        self.with_guest(name, "send Enter to", |d| {
+            let mut keys = [KEY_ENTER];
+            d.send_key(sys::VIR_KEYCODE_SET_LINUX, 0, keys.as_mut_ptr(), 1, 0)
+        })
+        .await
+    }
+
+    /// Presses Enter once a second for `window`, or until the guest stops: answers a boot
+    /// loader's "Press any key" prompt that may come at any moment of that window. Returns
+    /// how many presses libvirt took.
+    pub async fn press_enter_for(
+        &self,
+        name: &str,
+        window: Duration,
+    ) -> Result<u32, ProviderError> {
+        let start = Instant::now();
+        let mut pressed = 0;
+        while start.elapsed() < window {
+            match self.guest(name).await? {
+                Some(g) if g.state.is_active() => {}
+                _ => break,
+            }
+            self.press_enter(name).await?;
+            pressed += 1;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        Ok(pressed)
+    }
+
     /// Hard power-off.
     pub async fn destroy_guest(&self, name: &str) -> Result<(), ProviderError> {
         self.with_guest(name, "destroy", |d| d.destroy().map(|_| ()))

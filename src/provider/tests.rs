@@ -8,7 +8,7 @@ use super::domain::Domain;
 use super::linux_guest::{LinuxGuest, Machine};
 use super::network::{DhcpRange, NatNetwork, NetHost, Network};
 use super::windows_config::WindowsConfig;
-use super::windows_guest::{NicModel, WindowsGuest};
+use super::windows_guest::{Firmware, NicModel, WindowsGuest};
 use super::xml::{Definition, Document};
 use super::{MacAddr, VirtType};
 use crate::secret::Secret;
@@ -45,7 +45,9 @@ pub(crate) fn windows() -> WindowsGuest {
         mac: mac("52:54:00:4a:1b:02"),
         interface_id: None,
         nic_model: NicModel::E1000e,
-        secure_boot: true,
+        firmware: Firmware::Bios,
+        secure_boot: None,
+        boot_key_seconds: None,
     }
 }
 
@@ -111,6 +113,7 @@ pub(crate) fn windows_config() -> WindowsConfig {
         virtio_drive: "E:".into(),
         time_zone: "UTC".into(),
         containers: true,
+        firmware: Firmware::Bios,
     }
 }
 
@@ -128,6 +131,87 @@ fn windows_domain_xml() {
         .domain("k8scluster-compute-01", VirtType::Kvm)
         .unwrap();
     insta::assert_snapshot!(d.fingerprinted().unwrap().to_xml().unwrap());
+}
+
+#[test]
+fn windows_uefi_domain_xml() {
+    let g = WindowsGuest {
+        firmware: Firmware::Uefi,
+        ..windows()
+    };
+    let d = g.domain("k8scluster-compute-01", VirtType::Kvm).unwrap();
+    insta::assert_snapshot!(d.fingerprinted().unwrap().to_xml().unwrap());
+}
+
+/// Issue 18: a UEFI guest waited at the CD loader's "Press any key" and Setup never started.
+/// By default the guest boots SeaBIOS (no firmware selection, loader, SMM or TPM), disk
+/// first so the empty disk falls through to the install CD.
+#[test]
+fn windows_guest_boots_bios_by_default_so_setup_starts_unprompted() {
+    let g: WindowsGuest = serde_json::from_value(serde_json::json!({
+        "vcpus": 2, "ram_kib": 16777216, "disk": "/i/w.qcow2", "install_iso": "/i/win.iso",
+        "virtio_iso": "/i/virtio.iso", "config_iso": "/i/config.iso", "network": "n",
+        "mac": "52:54:00:4a:1b:02"}))
+    .unwrap();
+    assert_eq!(g.firmware, Firmware::Bios);
+    assert_eq!(g.boot_keys(), None);
+    let d = g.domain("w", VirtType::Qemu).unwrap();
+    assert_eq!(d.os.firmware, None);
+    assert_eq!(d.os.firmware_features, None);
+    assert_eq!(d.os.loader, None);
+    assert_eq!(d.features.smm, None);
+    assert!(d.devices.tpm.is_empty());
+    let order: Vec<&str> = d.os.boot.iter().map(|b| b.dev.as_str()).collect();
+    assert_eq!(order, ["hd", "cdrom"]);
+    let xml = d.to_xml().unwrap();
+    assert!(!xml.contains("efi") && !xml.contains("<loader"), "{xml}");
+}
+
+#[test]
+fn windows_uefi_is_opt_in_with_secure_boot_and_boot_keys() {
+    let uefi = WindowsGuest {
+        firmware: Firmware::Uefi,
+        ..windows()
+    };
+    assert_eq!(uefi.boot_keys(), Some(std::time::Duration::from_secs(60)));
+    let d = uefi.domain("w", VirtType::Qemu).unwrap();
+    assert_eq!(d.os.firmware.as_deref(), Some("efi"));
+    assert!(d.os.loader.is_some() && d.features.smm.is_some());
+    assert_eq!(d.devices.tpm.len(), 1);
+    let plain = WindowsGuest {
+        secure_boot: Some(false),
+        boot_key_seconds: Some(90),
+        ..uefi
+    };
+    assert_eq!(plain.boot_keys(), Some(std::time::Duration::from_secs(90)));
+    let d = plain.domain("w", VirtType::Qemu).unwrap();
+    assert_eq!(d.os.firmware.as_deref(), Some("efi"));
+    assert_eq!(d.os.loader, None);
+    assert_eq!(d.features.smm, None);
+}
+
+#[test]
+fn secure_boot_or_boot_keys_with_bios_are_refused() {
+    let g = WindowsGuest {
+        secure_boot: Some(true),
+        ..windows()
+    };
+    let e = g.domain("w", VirtType::Qemu).unwrap_err().to_string();
+    assert!(
+        e.contains("secure_boot") && e.contains("firmware: uefi"),
+        "{e}"
+    );
+    let g = WindowsGuest {
+        boot_key_seconds: Some(30),
+        ..windows()
+    };
+    let e = g.domain("w", VirtType::Qemu).unwrap_err().to_string();
+    assert!(e.contains("boot_key_seconds") && e.contains("`30`"), "{e}");
+    let off = WindowsGuest {
+        secure_boot: Some(false),
+        ..windows()
+    };
+    assert!(off.domain("w", VirtType::Qemu).is_ok());
 }
 
 #[test]

@@ -209,6 +209,9 @@ pub struct ModifyPartition {
     pub label: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub letter: Option<String>,
+    /// MBR only: the partition the BIOS boots (the system partition).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub active: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,8 @@ use base64::Engine;
 use super::install_stage::InstallStage;
 use super::tests::windows_config;
 use super::unattend::Unattend;
-use super::windows_config::{CONFIG_LABEL, CONTAINERS_SCRIPT, WINRM_SCRIPT};
+use super::windows_config::{CONFIG_LABEL, CONTAINERS_SCRIPT, WINRM_SCRIPT, WindowsConfig};
+use super::windows_guest::Firmware;
 use super::xml;
 
 fn files() -> Vec<(String, String)> {
@@ -72,6 +73,49 @@ fn windows_pe_pass_partitions_the_disk_and_loads_virtio_drivers() {
     let disk = &setup.disk_configuration.as_ref().unwrap().disk[0];
     assert_eq!(disk.disk_id, 0);
     assert!(disk.will_wipe_disk);
+    // Issue 18: the guest boots BIOS by default, so the disk is MBR: an active system
+    // partition the BIOS boots, then Windows (as KubeInit's and sig-windows-dev-tools').
+    let parts: Vec<(&str, Option<u32>, Option<bool>)> = disk
+        .create_partitions
+        .create_partition
+        .iter()
+        .map(|p| (p.kind.as_str(), p.size, p.extend))
+        .collect();
+    assert_eq!(
+        parts,
+        [("Primary", Some(500), None), ("Primary", None, Some(true))]
+    );
+    let modify = &disk.modify_partitions.modify_partition;
+    assert_eq!(modify[0].active, Some(true));
+    assert_eq!(modify[0].format.as_deref(), Some("NTFS"));
+    let windows = &modify[1];
+    assert_eq!(windows.partition_id, 2);
+    assert_eq!(windows.active, None);
+    assert_eq!(windows.format.as_deref(), Some("NTFS"));
+    assert_eq!(windows.letter.as_deref(), Some("C"));
+    let img = &setup.image_install.as_ref().unwrap().os_image;
+    assert_eq!(img.install_to.partition_id, 2);
+    assert_eq!(img.install_from.meta_data[0].key, "/IMAGE/NAME");
+    assert_eq!(
+        img.install_from.meta_data[0].value,
+        "Windows Server 2022 SERVERDATACENTER"
+    );
+    assert!(setup.user_data.as_ref().unwrap().accept_eula);
+}
+
+#[test]
+fn uefi_guests_get_the_gpt_layout() {
+    let c = WindowsConfig {
+        firmware: Firmware::Uefi,
+        ..windows_config()
+    };
+    let u = c.unattend().unwrap();
+    let setup = u
+        .pass("windowsPE")
+        .unwrap()
+        .component("Microsoft-Windows-Setup")
+        .unwrap();
+    let disk = &setup.disk_configuration.as_ref().unwrap().disk[0];
     let parts: Vec<(&str, Option<u32>)> = disk
         .create_partitions
         .create_partition
@@ -82,17 +126,40 @@ fn windows_pe_pass_partitions_the_disk_and_loads_virtio_drivers() {
         parts,
         [("EFI", Some(100)), ("MSR", Some(16)), ("Primary", None)]
     );
-    let windows = &disk.modify_partitions.modify_partition[2];
-    assert_eq!(windows.format.as_deref(), Some("NTFS"));
-    assert_eq!(windows.letter.as_deref(), Some("C"));
+    assert!(
+        disk.modify_partitions
+            .modify_partition
+            .iter()
+            .all(|m| m.active.is_none())
+    );
     let img = &setup.image_install.as_ref().unwrap().os_image;
     assert_eq!(img.install_to.partition_id, 3);
-    assert_eq!(img.install_from.meta_data[0].key, "/IMAGE/NAME");
-    assert_eq!(
-        img.install_from.meta_data[0].value,
-        "Windows Server 2022 SERVERDATACENTER"
-    );
-    assert!(setup.user_data.as_ref().unwrap().accept_eula);
+}
+
+/// The answer file as Windows Setup reads it: well-formed XML whose MBR system partition
+/// carries `<Active>true</Active>` (checked with xmllint, a parser kinit did not write).
+#[test]
+fn answer_file_is_well_formed_with_an_active_system_partition() {
+    let files = files();
+    let text = &files
+        .iter()
+        .find(|(n, _)| n == "autounattend.xml")
+        .unwrap()
+        .1;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("autounattend.xml");
+    std::fs::write(&path, text).unwrap();
+    let out = std::process::Command::new("xmllint")
+        .arg("--xpath")
+        .arg(
+            "//*[local-name()='ModifyPartition'][*[local-name()='Active']='true']\
+             /*[local-name()='PartitionID']/text()",
+        )
+        .arg(&path)
+        .output()
+        .expect("xmllint (apt libxml2-utils) is installed by ci/deps.sh test");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1", "{text}");
 }
 
 #[test]

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use super::install_stage::InstallStage;
 use super::network::check_dns_name;
 use super::unattend::*;
+use super::windows_guest::Firmware;
 use super::{MacAddr, ProviderError, xml};
 use crate::secret::Secret;
 use crate::transport::quote;
@@ -57,6 +58,10 @@ pub struct WindowsConfig {
     /// Install the Containers feature at first logon (default true).
     #[serde(default = "yes")]
     pub containers: bool,
+    /// The guest's firmware (`virt_guest`'s `windows.firmware`), which picks the disk layout:
+    /// `bios` (default) MBR, `uefi` GPT.
+    #[serde(default)]
+    pub firmware: Firmware,
 }
 
 fn default_image() -> String {
@@ -170,7 +175,11 @@ impl WindowsConfig {
         });
 
         let mut setup = Component::new("Microsoft-Windows-Setup");
-        setup.disk_configuration = Some(uefi_disk_layout());
+        let (layout, windows_partition) = match self.firmware {
+            Firmware::Bios => (mbr_disk_layout(), 2),
+            Firmware::Uefi => (uefi_disk_layout(), 3),
+        };
+        setup.disk_configuration = Some(layout);
         setup.image_install = Some(ImageInstall {
             os_image: OsImage {
                 install_from: InstallFrom {
@@ -182,7 +191,7 @@ impl WindowsConfig {
                 },
                 install_to: InstallTo {
                     disk_id: 0,
-                    partition_id: 3,
+                    partition_id: windows_partition,
                 },
             },
         });
@@ -357,43 +366,79 @@ fn run_from_config_iso(script: &str) -> String {
     ))
 }
 
-/// UEFI layout on disk 0: EFI system partition, MSR, then Windows on the rest.
-fn uefi_disk_layout() -> DiskConfiguration {
-    let create = |order, kind: &str, size| CreatePartition {
+fn create(order: u32, kind: &str, size: Option<u32>) -> CreatePartition {
+    CreatePartition {
         action: Some("add".into()),
         order,
         kind: kind.into(),
         size,
         extend: size.is_none().then_some(true),
-    };
-    let modify =
-        |order, format: Option<&str>, label: Option<&str>, letter: Option<&str>| ModifyPartition {
-            action: Some("add".into()),
-            order,
-            partition_id: order,
-            format: format.map(Into::into),
-            label: label.map(Into::into),
-            letter: letter.map(Into::into),
-        };
+    }
+}
+
+fn modify(order: u32, format: Option<&str>, label: Option<&str>) -> ModifyPartition {
+    ModifyPartition {
+        action: Some("add".into()),
+        order,
+        partition_id: order,
+        format: format.map(Into::into),
+        label: label.map(Into::into),
+        letter: None,
+        active: None,
+    }
+}
+
+fn disk0(create: Vec<CreatePartition>, modify: Vec<ModifyPartition>) -> DiskConfiguration {
     DiskConfiguration {
         disk: vec![DiskSpec {
             action: Some("add".into()),
             disk_id: 0,
             will_wipe_disk: true,
             create_partitions: CreatePartitions {
-                create_partition: vec![
-                    create(1, "EFI", Some(100)),
-                    create(2, "MSR", Some(16)),
-                    create(3, "Primary", None),
-                ],
+                create_partition: create,
             },
             modify_partitions: ModifyPartitions {
-                modify_partition: vec![
-                    modify(1, Some("FAT32"), Some("System"), None),
-                    modify(2, None, None, None),
-                    modify(3, Some("NTFS"), Some("Windows"), Some("C")),
-                ],
+                modify_partition: modify,
             },
         }],
     }
+}
+
+/// BIOS layout on disk 0 (KubeInit's and sig-windows-dev-tools' answer files): an active
+/// 500 MB system partition the BIOS boots (boot manager, WinRE), then Windows on the rest.
+fn mbr_disk_layout() -> DiskConfiguration {
+    let windows = ModifyPartition {
+        letter: Some("C".into()),
+        ..modify(2, Some("NTFS"), Some("Windows"))
+    };
+    disk0(
+        vec![create(1, "Primary", Some(500)), create(2, "Primary", None)],
+        vec![
+            ModifyPartition {
+                active: Some(true),
+                ..modify(1, Some("NTFS"), Some("System"))
+            },
+            windows,
+        ],
+    )
+}
+
+/// UEFI layout on disk 0: EFI system partition, MSR, then Windows on the rest.
+fn uefi_disk_layout() -> DiskConfiguration {
+    let windows = ModifyPartition {
+        letter: Some("C".into()),
+        ..modify(3, Some("NTFS"), Some("Windows"))
+    };
+    disk0(
+        vec![
+            create(1, "EFI", Some(100)),
+            create(2, "MSR", Some(16)),
+            create(3, "Primary", None),
+        ],
+        vec![
+            modify(1, Some("FAT32"), Some("System")),
+            modify(2, None, None),
+            windows,
+        ],
+    )
 }

@@ -1,7 +1,34 @@
 //! `WindowsGuest`: a Windows Server node installed from ISO (Windows ISO, virtio-win ISO and
-//! a config ISO carrying `autounattend.xml`), and the libvirt domain it becomes: q35, UEFI
-//! with secure boot (OVMF picked by libvirt's firmware autoselection), a TPM 2.0 emulator and
-//! Hyper-V enlightenments.
+//! a config ISO carrying `autounattend.xml`), and the libvirt domain it becomes: q35, SeaBIOS
+//! (or UEFI on request), Hyper-V enlightenments.
+//!
+//! # Why BIOS by default
+//!
+//! The guest boots disk first, then the install ISO: the empty disk fails on the first start,
+//! Setup runs from the CD, and every later boot takes the installed disk. That only works
+//! unattended when the CD's boot loader starts without a key press:
+//!
+//! - BIOS: Microsoft's El Torito loader `etfsboot.com` asks "Press any key to boot from CD or
+//!   DVD" only when a bootable hard disk exists; on the empty disk it starts Setup at once.
+//! - UEFI: the stock media's `\efi\microsoft\boot\cdboot.efi` always asks, and with no key
+//!   the firmware moves on to the next boot entry (Microsoft, J. Howard, "Hyper-V generation 2
+//!   virtual machines, part 9": "The default version, cdboot.efi prompts for a keypress. The
+//!   unused version, cdboot_noprompt.efi doesn't prompt"). Setup never starts.
+//!
+//! Upstream deployers of Windows guests on KVM boot BIOS: KubeInit's Windows role
+//! (`deploy_windows_guest.yml`, removed in kubeinit commit e9a6e671) ran `virt-install` without
+//! `--boot uefi` (SeaBIOS), its `autounattend.xml.j2` an MBR layout (an `Active` system
+//! partition, Windows on partition 2); sig-windows-dev-tools'
+//! `experiments/swdt/packer/kvm/win2022.pkr.hcl` sets `efi_boot = false`, its answer file the
+//! same MBR layout. So `firmware: bios` is the default, and `WindowsConfig` writes the
+//! matching MBR layout.
+//!
+//! `firmware: uefi` stays available, with secure boot (Microsoft's keys enrolled, SMM-protected
+//! variables, OVMF picked by libvirt's firmware autoselection) and a TPM 2.0 emulator (swtpm).
+//! The prompt is then answered through libvirt (`virDomainSendKey`, Enter once a second for
+//! `boot_key_seconds` after `virt_guest` starts the domain), as Packer templates for Server
+//! 2022 on UEFI do with their `boot_command`. Remastering the ISO with
+//! `efisys_noprompt.bin` would avoid the keys but copies ~5 GB per hypervisor.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +46,18 @@ pub enum NicModel {
     E1000e,
     /// virtio-net, faster; needs NetKVM from the virtio-win ISO.
     Virtio,
+}
+
+/// The firmware a Windows guest boots (see the file's doc for why BIOS is the default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Firmware {
+    /// SeaBIOS; Setup starts from the CD without a key press. MBR disk layout.
+    #[default]
+    Bios,
+    /// OVMF, secure boot on by default; the CD prompt is answered with key presses. GPT
+    /// disk layout.
+    Uefi,
 }
 
 /// The settings of a Windows guest (`virt_guest`'s `windows:`).
@@ -56,13 +95,38 @@ pub struct WindowsGuest {
     /// `e1000e` (default) or `virtio`.
     #[serde(default)]
     pub nic_model: NicModel,
-    /// UEFI secure boot with Microsoft's keys enrolled (default true).
-    #[serde(default = "yes")]
-    pub secure_boot: bool,
+    /// `bios` (default) or `uefi`; must match the config ISO's `windows.firmware`.
+    #[serde(default)]
+    pub firmware: Firmware,
+    /// UEFI secure boot with Microsoft's keys enrolled (default: on with `uefi`; an error
+    /// with `bios`).
+    #[serde(default)]
+    pub secure_boot: Option<bool>,
+    /// `uefi` only: seconds after `virt_guest` starts the domain during which it presses
+    /// Enter once a second, answering the CD loader's "Press any key" (default 60).
+    #[serde(default)]
+    pub boot_key_seconds: Option<u32>,
 }
 
-fn yes() -> bool {
-    true
+impl WindowsGuest {
+    /// Whether the firmware enforces secure boot; refuses it with BIOS.
+    fn secure_boot(&self) -> Result<bool, ProviderError> {
+        match (self.firmware, self.secure_boot) {
+            (Firmware::Bios, Some(true)) => Err(ProviderError::Invalid {
+                field: "secure_boot",
+                value: "true".into(),
+                expected: "`false` with `firmware: bios` (secure boot needs `firmware: uefi`)",
+            }),
+            (Firmware::Bios, _) => Ok(false),
+            (Firmware::Uefi, on) => Ok(on.unwrap_or(true)),
+        }
+    }
+
+    /// How long `virt_guest` presses Enter after starting the domain: only UEFI prompts.
+    pub fn boot_keys(&self) -> Option<std::time::Duration> {
+        (self.firmware == Firmware::Uefi)
+            .then(|| std::time::Duration::from_secs(self.boot_key_seconds.unwrap_or(60).into()))
+    }
 }
 
 impl WindowsGuest {
@@ -82,6 +146,17 @@ impl WindowsGuest {
         if let Some(log) = &self.serial_log {
             check_path("serial_log", log)?;
         }
+        let secure_boot = self.secure_boot()?;
+        let uefi = self.firmware == Firmware::Uefi;
+        if let Some(n) = self.boot_key_seconds
+            && !uefi
+        {
+            return Err(ProviderError::Invalid {
+                field: "boot_key_seconds",
+                value: n.to_string(),
+                expected: "no value with `firmware: bios` (only the UEFI CD loader prompts)",
+            });
+        }
         let onoff = |b: bool| if b { "yes" } else { "no" }.to_string();
         let nic = match self.nic_model {
             NicModel::E1000e => "e1000e",
@@ -100,29 +175,30 @@ impl WindowsGuest {
                 max,
             },
             os: Os {
-                firmware: Some("efi".into()),
+                firmware: uefi.then(|| "efi".into()),
                 os_type: OsType {
                     arch: "x86_64".into(),
                     machine: "q35".into(),
                     kind: "hvm".into(),
                 },
-                firmware_features: Some(FirmwareFeatures {
+                firmware_features: uefi.then(|| FirmwareFeatures {
                     feature: vec![
                         FirmwareFeature {
-                            enabled: onoff(self.secure_boot),
+                            enabled: onoff(secure_boot),
                             name: "secure-boot".into(),
                         },
                         FirmwareFeature {
-                            enabled: onoff(self.secure_boot),
+                            enabled: onoff(secure_boot),
                             name: "enrolled-keys".into(),
                         },
                     ],
                 }),
-                loader: self.secure_boot.then(|| Loader {
+                loader: secure_boot.then(|| Loader {
                     secure: Some("yes".into()),
                 }),
-                // The empty disk fails to boot on the first start, so the installer ISO runs;
-                // once Windows is installed the disk wins.
+                // The empty disk fails to boot on the first start, so the installer ISO runs
+                // (unprompted under BIOS, see the file's doc); once Windows is installed the
+                // disk wins.
                 boot: vec![
                     Boot { dev: "hd".into() },
                     Boot {
@@ -135,7 +211,7 @@ impl WindowsGuest {
                 apic: Some(Empty {}),
                 hyperv: Some(hyperv(virt_type)),
                 // Secure boot firmware keeps its variables in SMM-protected flash.
-                smm: self.secure_boot.then(State::on),
+                smm: secure_boot.then(State::on),
             },
             cpu: host_cpu(virt_type),
             // Windows keeps the RTC in local time.
@@ -179,13 +255,18 @@ impl WindowsGuest {
                 video: vec![Video {
                     model: Model { kind: "vga".into() },
                 }],
-                tpm: vec![Tpm {
-                    model: "tpm-crb".into(),
-                    backend: TpmBackend {
-                        kind: "emulator".into(),
-                        version: "2.0".into(),
-                    },
-                }],
+                // Measured boot goes with UEFI; Windows Server 2022 needs no TPM, so a BIOS
+                // guest does without one (and the hypervisor without swtpm).
+                tpm: uefi
+                    .then(|| Tpm {
+                        model: "tpm-crb".into(),
+                        backend: TpmBackend {
+                            kind: "emulator".into(),
+                            version: "2.0".into(),
+                        },
+                    })
+                    .into_iter()
+                    .collect(),
                 rng: Vec::new(),
             },
         })

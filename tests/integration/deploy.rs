@@ -741,6 +741,21 @@ fn guests_are_built_in_parallel_and_timed_one_by_one() {
     ] {
         assert!(s.path().join("pool").join(guest).is_file(), "{guest}");
     }
+    // Issue 18: the Windows guest boots SeaBIOS by default, so its answer file lays the disk
+    // out MBR (an active system partition, Windows on partition 2).
+    let answer = Command::new("isoinfo")
+        .args(["-J", "-x", "/autounattend.xml", "-i"])
+        .arg(s.path().join("pool/k8scluster-compute-01-config.iso"))
+        .output()
+        .unwrap();
+    let answer = text(&answer.stdout);
+    assert!(answer.contains("<Active>true</Active>"), "{answer}");
+    assert!(!answer.contains("<Type>EFI</Type>"), "{answer}");
+    let install_to = answer.split("<InstallTo>").nth(1).unwrap_or_default();
+    assert!(
+        install_to.contains("<PartitionID>2</PartitionID>"),
+        "{answer}"
+    );
     // The Linux seed: root and the optional cloud user both get the cluster key.
     let seed = s.path().join("pool/k8scluster-controller-01-seed.iso");
     let user_data = Command::new("isoinfo")

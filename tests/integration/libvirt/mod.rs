@@ -7,6 +7,7 @@
 //! machine): no DHCP leases, no NVRAM/TPM files (kinit drops those undefine flags there), no
 //! real boot.
 
+mod boot_cd;
 mod config_iso;
 mod install_wait;
 mod modules;

@@ -279,7 +279,18 @@ async fn virt_guest_windows_defines_and_undefines() {
     assert_eq!(r.data["virt_type"], "qemu");
     assert!(!ok("virt_guest", args.clone()).await.changed);
     let info = hv.guest(n).await.unwrap().unwrap();
-    assert!(info.has_nvram && info.has_tpm);
+    // SeaBIOS by default (issue 18): no UEFI variables, no TPM.
+    assert!(!info.has_nvram && !info.has_tpm);
+    let mut secure_bios = args.clone();
+    secure_bios["windows"]["secure_boot"] = json!(true);
+    let err = run_module("virt_guest", secure_bios, false)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("secure_boot") && err.contains("firmware: uefi"),
+        "{err}"
+    );
     let absent = json!({"name": n, "uri": TEST_URI, "state": "absent"});
     assert!(ok("virt_guest", absent.clone()).await.changed);
     assert!(!ok("virt_guest", absent).await.changed);

@@ -11,7 +11,7 @@
 //! It builds a pool, a base image and an overlay over it, a seed ISO and a Windows config
 //! ISO, a NAT network with DHCP host entries, then starts a Linux domain (no OS on the
 //! disk: it proves QEMU accepts the definition and runs it) and a Windows-shaped domain
-//! (UEFI secure boot firmware chosen by libvirt, swtpm TPM), and removes everything,
+//! (SeaBIOS, the default firmware), and removes everything,
 //! including the Windows domain's NVRAM and TPM state.
 
 use serde_json::json;

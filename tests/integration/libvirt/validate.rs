@@ -82,8 +82,25 @@ async fn libvirt_accepts_linux_and_windows_domains() {
         hv.undefine_guest(&name, &info).await.unwrap();
     }
 
-    let name = "v-windows";
+    // The default Windows guest boots SeaBIOS: no firmware selection, NVRAM, SMM or TPM.
+    let name = "v-windows-bios";
     let d = windows_settings().domain(name, VirtType::Qemu).unwrap();
+    hv.define_guest(name, d.to_xml().unwrap()).await.unwrap();
+    let back = Domain::from_xml(&dumpxml(&hv, name).await).unwrap();
+    assert_eq!(back.os.firmware, None);
+    assert_eq!(back.os.loader, None);
+    assert_eq!(back.features.smm, None);
+    assert!(back.devices.tpm.is_empty());
+    let info = hv.guest(name).await.unwrap().unwrap();
+    assert!(!info.has_tpm && !info.has_nvram);
+    hv.undefine_guest(name, &info).await.unwrap();
+
+    let name = "v-windows";
+    let uefi = kinit::provider::windows_guest::WindowsGuest {
+        firmware: kinit::provider::windows_guest::Firmware::Uefi,
+        ..windows_settings()
+    };
+    let d = uefi.domain(name, VirtType::Qemu).unwrap();
     hv.define_guest(name, d.to_xml().unwrap()).await.unwrap();
     let back = Domain::from_xml(&dumpxml(&hv, name).await).unwrap();
     assert_eq!(back.os.firmware.as_deref(), Some("efi"));
