@@ -84,5 +84,29 @@ pub(crate) fn effective(task: &Keywords, parent: &Keywords) -> Keywords {
         timeout,
         any_errors_fatal
     );
+    // A templated keyword of the parent applies where the task sets that keyword neither
+    // way (its inherited value, copied above, is replaced when the template is rendered).
+    for (key, t) in &parent.templated {
+        if !k.templated.iter().any(|(own, _)| own == key) && !sets(task, key) {
+            k.templated.push((key.clone(), t.clone()));
+        }
+    }
     k
+}
+
+/// Whether `kw` gives keyword `key` a value of its own (not a template).
+fn sets(kw: &Keywords, key: &str) -> bool {
+    match key {
+        "ignore_errors" => kw.ignore_errors.is_some(),
+        "ignore_unreachable" => kw.ignore_unreachable.is_some(),
+        "delegate_facts" => kw.delegate_facts.is_some(),
+        "run_once" => kw.run_once.is_some(),
+        "become" => kw.become_.is_some(),
+        "no_log" => kw.no_log.is_some(),
+        "check_mode" => kw.check_mode.is_some(),
+        "diff" => kw.diff.is_some(),
+        "timeout" => kw.timeout.is_some(),
+        "any_errors_fatal" => kw.any_errors_fatal.is_some(),
+        _ => false,
+    }
 }

@@ -124,12 +124,50 @@ impl Executor {
         self.tags().selects(&tags)
     }
 
+    /// `kw` with its templated keywords (`run_once: "{{ x }}"`) rendered. They decide for the
+    /// whole task (`run_once`, `any_errors_fatal` act on the batch), so they are rendered
+    /// once, with the variables of the batch's first host.
+    fn render_templated_keywords(
+        &self,
+        pr: &PlayRun<'_>,
+        hosts: &[String],
+        inh: &Inherit,
+        mut kw: Keywords,
+    ) -> Result<Keywords, String> {
+        let Some(first) = hosts.first() else {
+            return Ok(kw);
+        };
+        if kw.templated.is_empty() {
+            return Ok(kw);
+        }
+        let ctx = self
+            .task_vars(pr, first, inh, &kw.vars)
+            .map_err(|e| e.to_string())?;
+        for (key, template) in std::mem::take(&mut kw.templated) {
+            let value = self
+                .templar
+                .render_str(&template, &ctx)
+                .map_err(|e| format!("error in `{key}: {template}`: {e}"))?;
+            crate::playbook::set_templated(&mut kw, &key, &value)?;
+        }
+        Ok(kw)
+    }
+
     /// Run one non-block task on every active host (once with `run_once`).
     async fn run_leaf(&self, pr: &PlayRun<'_>, hosts: &[String], task: &Task, inh: &Inherit) {
         if !self.selected(task, inh) {
             return;
         }
         let kw = effective(&task.kw, &inh.kw);
+        let kw = match self.render_templated_keywords(pr, hosts, inh, kw) {
+            Ok(kw) => kw,
+            Err(msg) => {
+                for h in hosts {
+                    self.fail_host(h, &task.display_name(), &task.loc.to_string(), msg.clone());
+                }
+                return;
+            }
+        };
         let id = self.next_task_id();
         // Meta tasks steer the run and are not shown, as in ansible-playbook.
         if task.module_name() != Some("meta") {

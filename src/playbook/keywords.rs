@@ -57,6 +57,58 @@ const LOOP_FORMS: &[(&str, LoopKind)] = &[
 ];
 
 /// Ansible booleans: true/false and the YAML 1.1 words (yes/no/on/off), case-insensitive.
+/// A keyword whose value is a template (`ignore_errors: "{{ x }}"`) is kept as text in
+/// `templated`, to be rendered when a task runs (`set_templated`); any other value is parsed
+/// now with `parse`.
+fn templated_or<T>(
+    n: &Node<'_>,
+    key: &str,
+    templated: &mut Vec<(String, String)>,
+    parse: impl Fn(&Node<'_>, &str) -> Result<T, LoadError>,
+) -> Result<Option<T>, LoadError> {
+    if let Value::String(s) = n.value
+        && super::args::contains_template(n.value)
+    {
+        templated.retain(|(k, _)| k != key);
+        templated.push((key.to_string(), s.clone()));
+        return Ok(None);
+    }
+    parse(n, key).map(Some)
+}
+
+/// Set keyword `key` of `kw` from its rendered template `value`; an error says what the
+/// keyword expects.
+pub fn set_templated(kw: &mut Keywords, key: &str, value: &str) -> Result<(), String> {
+    let b = || -> Result<bool, String> {
+        match value.trim().to_lowercase().as_str() {
+            "yes" | "true" | "on" | "y" | "1" => Ok(true),
+            "no" | "false" | "off" | "n" | "0" | "" | "none" => Ok(false),
+            other => Err(format!(
+                "`{key}` expects a boolean, its template gave `{other}`"
+            )),
+        }
+    };
+    match key {
+        "ignore_errors" => kw.ignore_errors = Some(b()?),
+        "ignore_unreachable" => kw.ignore_unreachable = Some(b()?),
+        "delegate_facts" => kw.delegate_facts = Some(b()?),
+        "run_once" => kw.run_once = Some(b()?),
+        "become" => kw.become_ = Some(b()?),
+        "no_log" => kw.no_log = Some(b()?),
+        "check_mode" => kw.check_mode = Some(b()?),
+        "diff" => kw.diff = Some(b()?),
+        "any_errors_fatal" => kw.any_errors_fatal = Some(b()?),
+        "timeout" => {
+            kw.timeout =
+                Some(value.trim().parse().map_err(|_| {
+                    format!("`timeout` expects seconds, its template gave `{value}`")
+                })?)
+        }
+        _ => return Err(format!("`{key}` cannot be templated")),
+    }
+    Ok(())
+}
+
 pub fn parse_bool(n: &Node<'_>, key: &str) -> Result<bool, LoadError> {
     match n.value {
         Value::Bool(b) => Ok(*b),
@@ -192,8 +244,12 @@ pub fn parse_keywords(
             "delay" => kw.delay = Some(n.value.clone()),
             "changed_when" => kw.changed_when = Some(conditions(n)?),
             "failed_when" => kw.failed_when = Some(conditions(n)?),
-            "ignore_errors" => kw.ignore_errors = Some(parse_bool(n, key)?),
-            "ignore_unreachable" => kw.ignore_unreachable = Some(parse_bool(n, key)?),
+            "ignore_errors" => {
+                kw.ignore_errors = templated_or(n, key, &mut kw.templated, parse_bool)?
+            }
+            "ignore_unreachable" => {
+                kw.ignore_unreachable = templated_or(n, key, &mut kw.templated, parse_bool)?
+            }
             "notify" => kw.notify = string_list(n)?,
             "listen" => kw.listen = string_list(n)?,
             "tags" => kw.tags = string_list(n)?,
@@ -201,9 +257,11 @@ pub fn parse_keywords(
             "remote_user" => kw.remote_user = Some(scalar_string(n)?),
             "connection" => kw.connection = Some(scalar_string(n)?),
             "port" => kw.port = Some(scalar_string(n)?),
-            "delegate_facts" => kw.delegate_facts = Some(parse_bool(n, key)?),
-            "run_once" => kw.run_once = Some(parse_bool(n, key)?),
-            "become" => kw.become_ = Some(parse_bool(n, key)?),
+            "delegate_facts" => {
+                kw.delegate_facts = templated_or(n, key, &mut kw.templated, parse_bool)?
+            }
+            "run_once" => kw.run_once = templated_or(n, key, &mut kw.templated, parse_bool)?,
+            "become" => kw.become_ = templated_or(n, key, &mut kw.templated, parse_bool)?,
             "become_user" => kw.become_user = Some(scalar_string(n)?),
             "become_method" => {
                 let m = scalar_string(n)?;
@@ -215,18 +273,20 @@ pub fn parse_keywords(
                 }
             }
             "environment" => kw.environment = Some(n.value.clone()),
-            "no_log" => kw.no_log = Some(parse_bool(n, key)?),
+            "no_log" => kw.no_log = templated_or(n, key, &mut kw.templated, parse_bool)?,
             "vars" => kw.vars = var_map(n)?,
-            "check_mode" => kw.check_mode = Some(parse_bool(n, key)?),
-            "diff" => kw.diff = Some(parse_bool(n, key)?),
+            "check_mode" => kw.check_mode = templated_or(n, key, &mut kw.templated, parse_bool)?,
+            "diff" => kw.diff = templated_or(n, key, &mut kw.templated, parse_bool)?,
             "timeout" => {
-                kw.timeout = Some(
+                kw.timeout = templated_or(n, key, &mut kw.templated, |n, _| {
                     n.value
                         .as_u64()
-                        .ok_or_else(|| invalid(n, "`timeout` expects seconds"))?,
-                )
+                        .ok_or_else(|| invalid(n, "`timeout` expects seconds"))
+                })?
             }
-            "any_errors_fatal" => kw.any_errors_fatal = Some(parse_bool(n, key)?),
+            "any_errors_fatal" => {
+                kw.any_errors_fatal = templated_or(n, key, &mut kw.templated, parse_bool)?
+            }
             other => {
                 return Err(LoadError::UnknownKeyword {
                     file: n.file.to_path_buf(),

@@ -36,6 +36,7 @@ use serde_json::Value;
 
 pub use args::contains_template as task_contains_template;
 pub use error::{LoadError, did_you_mean};
+pub use keywords::set_templated;
 pub use load::{Loader, LoaderOptions};
 pub use tags::TagFilter;
 
@@ -171,6 +172,9 @@ pub struct Keywords {
     pub diff: Option<bool>,
     pub timeout: Option<u64>,
     pub any_errors_fatal: Option<bool>,
+    /// Keywords given as templates (`ignore_errors: "{{ x }}"`), by name: rendered when the
+    /// task runs, with its first host's variables (`keywords::set_templated`).
+    pub templated: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone)]

@@ -43,6 +43,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "remote_user",
     "connection",
     "port",
+    "run_once",
     "gather_subset",
     "gather_timeout",
     "fact_path",
@@ -79,6 +80,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
                 | "remote_user"
                 | "connection"
                 | "port"
+                | "run_once"
         ) {
             inherit.push((k, v));
         }
@@ -188,7 +190,12 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         },
         serial,
         strategy,
+        // A templated `any_errors_fatal` goes to the play's keywords, rendered per task.
         any_errors_fatal: match node.get("any_errors_fatal") {
+            Some(n) if crate::playbook::task_contains_template(n.value) => {
+                inherit.push(("any_errors_fatal", n));
+                false
+            }
             Some(n) => parse_bool(&n, "any_errors_fatal")?,
             None => false,
         },

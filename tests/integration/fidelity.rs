@@ -367,3 +367,22 @@ fn ansible_cfg_in_the_working_folder() {
         .succeeds()
         .stdout_has("facts=True");
 }
+
+/// A templated keyword whose value is no boolean fails the task, naming the keyword and value.
+#[test]
+fn a_templated_keyword_with_a_bad_value_fails_clearly() {
+    let ran = Test::new()
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  vars:\n    maybe: perhaps\n  tasks:\n\
+             \x20   - command: 'true'\n      ignore_errors: \"{{ maybe }}\"\n",
+        )
+        .args(["playbook", "site.yml"])
+        .fails_with(2);
+    assert!(
+        ran.stdout()
+            .contains("`ignore_errors` expects a boolean, its template gave `perhaps`"),
+        "{}",
+        ran.stdout()
+    );
+}
