@@ -62,6 +62,27 @@ pub fn loc(node: &Node<'_>) -> Location {
     }
 }
 
+/// The file of a custom module `name` in a `library/` folder Ansible would load it from: the
+/// current role's, beside the tasks file, or beside the playbook.
+fn library_module(ctx: &TaskCtx<'_>, name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(r) = &ctx.role {
+        dirs.push(r.path.join("library"));
+    }
+    dirs.push(ctx.dir.join("library"));
+    if let Some(parent) = ctx.dir.parent() {
+        dirs.push(parent.join("library"));
+    }
+    dirs.push(ctx.loader.base_dir().join("library"));
+    dirs.into_iter().find_map(|d| {
+        std::fs::read_dir(&d)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.is_file() && p.file_stem().and_then(|s| s.to_str()) == Some(name))
+    })
+}
+
 /// Parse a list of tasks.
 pub fn parse_tasks(ctx: &TaskCtx<'_>, node: Option<Node<'_>>) -> Result<Vec<Task>, LoadError> {
     let Some(node) = node else {
@@ -103,7 +124,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
             action_key = Some((key.to_string(), short, *val));
         } else if !is_block
             && action_key.is_none()
-            && super::ansible_modules::is_known(key)
+            && (super::ansible_modules::is_known(key) || library_module(ctx, key).is_some())
             && !entries
                 .iter()
                 .any(|(k, _)| *k != *key && resolve_action(k).is_some())
@@ -191,9 +212,13 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                 format!("`{module}` next to another action in one task"),
             ));
         }
+        let origin = match library_module(ctx, &module) {
+            Some(file) => format!(" (a custom module, `{}`)", file.display()),
+            None => String::new(),
+        };
         ctx.loader.warn(format!(
-            "{}:{}: module `{module}` is not implemented by kinit; the task fails on any host \
-             that reaches it",
+            "{}:{}: module `{module}`{origin} is not implemented by kinit; the task fails on \
+             any host that reaches it",
             val.file.display(),
             node.line()
         ));

@@ -386,3 +386,25 @@ fn a_templated_keyword_with_a_bad_value_fails_clearly() {
         ran.stdout()
     );
 }
+
+/// A custom module in a `library/` folder (beside the playbook or in a role) loads like a
+/// module kinit lacks: named in a warning, failing only where reached.
+#[test]
+fn custom_library_modules_load_with_a_warning() {
+    let ran = Test::new()
+        .write("library/kube.py", "# a custom Ansible module\n")
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - kube:\n        name: x\n      when: false\n",
+        )
+        .args(["playbook", "site.yml"])
+        .succeeds();
+    assert!(
+        ran.stderr().contains("module `kube` (a custom module, `")
+            && ran
+                .stderr()
+                .contains("library/kube.py`) is not implemented by kinit"),
+        "{}",
+        ran.stderr()
+    );
+}
