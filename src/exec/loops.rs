@@ -222,27 +222,84 @@ impl Executor {
 }
 
 /// `with_sequence: start=1 end=5 stride=1 format=x%d` or `count=3`.
+/// `with_sequence`: `start=1 end=10 stride=2 format=host%02d` (or `count=`), or the
+/// shortcut `[start-]end[/stride][:format]` (`4`, `2-6/2`, `0x0a-0x0f:%x`), as Ansible's
+/// `sequence` lookup; numbers may be decimal, hex (`0x`) or octal (`0o`/`0`).
 fn sequence(v: &Value) -> Result<Vec<Value>, String> {
-    let s = v
-        .as_str()
-        .ok_or("`with_sequence` expects `start=.. end=..`")?;
-    let (mut start, mut end, mut stride, mut format) = (1i64, None, 1i64, None);
-    for tok in s.split_whitespace() {
+    let s = match v {
+        Value::String(s) => s.trim().to_string(),
+        Value::Number(n) => n.to_string(),
+        _ => {
+            return Err(
+                "`with_sequence` expects `start=.. end=..` or `[start-]end[/stride]`".into(),
+            );
+        }
+    };
+    let int = |t: &str| -> Result<i64, String> {
+        let t = t.trim();
+        let (neg, t) = match t.strip_prefix('-') {
+            Some(r) => (true, r),
+            None => (false, t),
+        };
+        let n = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            i64::from_str_radix(h, 16)
+        } else if let Some(o) = t.strip_prefix("0o") {
+            i64::from_str_radix(o, 8)
+        } else if t.len() > 1 && t.starts_with('0') {
+            i64::from_str_radix(&t[1..], 8)
+        } else {
+            t.parse::<i64>()
+        }
+        .map_err(|_| format!("bad number `{t}` in `with_sequence`"))?;
+        Ok(if neg { -n } else { n })
+    };
+    let (mut start, mut end, mut count, mut stride, mut format) = (1i64, None, None, 1i64, None);
+    let mut words = s.split_whitespace().peekable();
+    if let Some(first) = words.peek().filter(|w| !w.contains('=')) {
+        // The shortcut form.
+        let (range, fmt) = match first.split_once(':') {
+            Some((r, f)) => (r, Some(f.to_string())),
+            None => (*first, None),
+        };
+        let (range, step) = match range.split_once('/') {
+            Some((r, st)) => (r, Some(int(st)?)),
+            None => (range, None),
+        };
+        match range.rsplit_once('-').filter(|(a, _)| !a.is_empty()) {
+            Some((a, b)) => {
+                start = int(a)?;
+                end = Some(int(b)?);
+            }
+            None => end = Some(int(range)?),
+        }
+        if let Some(st) = step {
+            stride = st;
+        }
+        format = fmt;
+        words.next();
+    }
+    for tok in words {
         let (k, v) = tok
             .split_once('=')
             .ok_or(format!("bad `with_sequence` part `{tok}`"))?;
-        let num = || {
-            v.parse::<i64>()
-                .map_err(|_| format!("bad number `{v}` in `with_sequence`"))
-        };
         match k {
-            "start" => start = num()?,
-            "end" => end = Some(num()?),
-            "count" => end = Some(start + num()? - 1),
-            "stride" => stride = num()?,
+            "start" => start = int(v)?,
+            "end" => end = Some(int(v)?),
+            "count" => count = Some(int(v)?),
+            "stride" => stride = int(v)?,
             "format" => format = Some(v.to_string()),
             _ => return Err(format!("unknown `with_sequence` option `{k}`")),
         }
+    }
+    if let Some(c) = count {
+        if end.is_some() {
+            return Err("`with_sequence`: can't specify both count and end".into());
+        }
+        if c == 0 {
+            return Ok(Vec::new());
+        }
+        // Ansible's conversion, exactly (sequence.py): end = start + count * stride - 1.
+        end = Some(start + c * stride - 1);
     }
     let end = end.ok_or("`with_sequence` needs `end` or `count`")?;
     if stride == 0 {
@@ -252,12 +309,61 @@ fn sequence(v: &Value) -> Result<Vec<Value>, String> {
     let mut i = start;
     while (stride > 0 && i <= end) || (stride < 0 && i >= end) {
         out.push(json!(match &format {
-            Some(f) => f
-                .replace("%d", &i.to_string())
-                .replace("%02d", &format!("{i:02}")),
+            Some(f) => printf_int(f, i),
             None => i.to_string(),
         }));
         i += stride;
     }
     Ok(out)
+}
+
+/// Python's `format % n` for the integer conversions sequence formats use: `%d`, `%i`,
+/// `%x`, `%X`, `%o`, `%s`, with an optional `0` flag and width; `%%` is a percent sign.
+fn printf_int(f: &str, n: i64) -> String {
+    let mut out = String::new();
+    let mut chars = f.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut spec = String::new();
+        while let Some(&d) = chars.peek() {
+            if d.is_ascii_digit() {
+                spec.push(d);
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        let zero = spec.starts_with('0');
+        let width: usize = spec.parse().unwrap_or(0);
+        let body = match chars.next() {
+            Some('d' | 'i' | 's') => n.to_string(),
+            Some('x') => format!("{n:x}"),
+            Some('X') => format!("{n:X}"),
+            Some('o') => format!("{n:o}"),
+            Some('%') => {
+                out.push('%');
+                continue;
+            }
+            Some(other) => {
+                out.push('%');
+                out.push_str(&spec);
+                out.push(other);
+                continue;
+            }
+            None => {
+                out.push('%');
+                out.push_str(&spec);
+                continue;
+            }
+        };
+        if zero {
+            out.push_str(&format!("{body:0>width$}"));
+        } else {
+            out.push_str(&format!("{body:>width$}"));
+        }
+    }
+    out
 }
