@@ -113,7 +113,12 @@ impl Executor {
                         }
                     },
                     Some(spec) => match self.loop_items(spec, &ctx) {
-                        Err(msg) => self.error_result(task, msg),
+                        // As in Ansible, a loop that cannot be evaluated fails the task only
+                        // when its condition (evaluated without an item) does not skip it.
+                        Err(msg) => match self.check_when(&conds, &ctx) {
+                            Ok(Some(cond)) => skipped(&cond),
+                            _ => self.error_result(task, msg),
+                        },
                         Ok(items) => {
                             let (r, u, f) = self.run_items(t, &ctx, &conds, items).await;
                             unreachable = u;
@@ -162,7 +167,9 @@ impl Executor {
             flow,
         } = ended;
         let no_log = kw.no_log == Some(true);
-        let looped = kw.loop_.is_some();
+        // A loop whose items never ran (skipped, or its items could not be made) reports as
+        // one task.
+        let looped = kw.loop_.is_some() && result.get("results").is_some();
         let failed = flag(&result, "failed");
         let changed = flag(&result, "changed");
         let skipped = flag(&result, "skipped");
