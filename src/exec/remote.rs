@@ -28,6 +28,12 @@ impl Render for TaskRender<'_> {
     fn render(&self, source: &str) -> Result<String, TemplateError> {
         self.templar.render_str(source, self.vars)
     }
+
+    fn render_with(&self, source: &str, extra: &VarMap) -> Result<String, TemplateError> {
+        let mut vars = self.vars.clone();
+        crate::vars::overlay(&mut vars, extra);
+        self.templar.render_str(source, &vars)
+    }
 }
 
 /// A module's progress reports as events of the task on its (inventory) host.

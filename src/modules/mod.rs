@@ -90,6 +90,13 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Renders template text for modules that need it (`template`, `win_template`).
 pub trait Render: Sync {
     fn render(&self, source: &str) -> Result<String, crate::template::TemplateError>;
+    /// `render` with `extra` variables over the task's (the `template` module's
+    /// `ansible_managed` and `template_*`).
+    fn render_with(
+        &self,
+        source: &str,
+        extra: &crate::vars::VarMap,
+    ) -> Result<String, crate::template::TemplateError>;
 }
 
 /// Where a long-running module reports how it is getting on while it runs; the one reporter

@@ -59,7 +59,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         })?;
     let mut text = ctx
         .render
-        .render(&source)
+        .render_with(&source, &template_vars(&local, &p.dest))
         .map_err(|e| ModuleError::Failed {
             msg: format!("template `{}`: {e}", p.src),
         })?;
@@ -88,5 +88,63 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         filewrite::apply(ctx, &w, Content::bytes(text.into_bytes()), &before)
             .await?
             .with("src", p.src.as_str()),
+    )
+}
+
+/// The variables Ansible's `template` adds for the file it renders: `ansible_managed` (its
+/// default text, "Ansible managed"), `template_path`/`template_fullpath` (the local file),
+/// `template_destpath`, `template_host` (this machine), `template_uid` (the file's owner)
+/// and `template_run_date` (now, as Python prints a datetime).
+fn template_vars(local: &std::path::Path, dest: &str) -> crate::vars::VarMap {
+    use std::os::unix::fs::MetadataExt;
+    let full = std::path::absolute(local).unwrap_or_else(|_| local.to_path_buf());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    let uid = std::fs::metadata(local).map(|m| m.uid()).unwrap_or(0);
+    let owner = std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|p| {
+            p.lines().find_map(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                (f.len() > 2 && f[2] == uid.to_string()).then(|| f[0].to_string())
+            })
+        })
+        .unwrap_or_else(|| uid.to_string());
+    let mut v = crate::vars::VarMap::new();
+    let s = |x: String| serde_json::Value::String(x);
+    v.insert("ansible_managed".into(), s("Ansible managed".into()));
+    v.insert("template_path".into(), s(full.display().to_string()));
+    v.insert("template_fullpath".into(), s(full.display().to_string()));
+    v.insert("template_destpath".into(), s(dest.to_string()));
+    v.insert("template_host".into(), s(host));
+    v.insert("template_uid".into(), s(owner));
+    v.insert("template_run_date".into(), s(python_now()));
+    v
+}
+
+/// Now (UTC) as `str(datetime.now())` prints it: `2026-11-25 21:53:07.123456`.
+fn python_now() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:06}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        now.subsec_micros()
     )
 }

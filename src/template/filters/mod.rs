@@ -91,6 +91,7 @@ pub fn register(env: &mut Environment<'static>) {
         "basename" => text::basename,
         "dirname" => text::dirname,
         "expanduser" => text::expanduser,
+        "comment" => text::comment,
         "realpath" => text::realpath,
         "splitext" => text::splitext,
         "hash" => text::hash,

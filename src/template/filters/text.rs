@@ -202,6 +202,70 @@ pub fn basename(value: Value) -> Result<String, Error> {
     Ok(s.rsplit('/').next().unwrap_or_default().to_string())
 }
 
+/// `comment(style='plain')`: `text` as a comment block for a configuration file, the way
+/// Ansible's filter lays it out: an opening line of the bare marker, every line of the text
+/// behind the marker, a closing line of the bare marker (`#`, `# text`, `#` for `plain`).
+/// Styles: `plain` (`# `), `erlang` (`% `), `c` (`// `), `cblock` (`/*`, ` * `, ` */`) and
+/// `xml` (`<!--`, ` - `, `-->`); `decoration`, `prefix`, `postfix`, `beginning`, `end`,
+/// `prefix_count`, `postfix_count` and `newline` override a style's parts.
+pub fn comment(value: Value, style: Option<String>, kwargs: Kwargs) -> Result<String, Error> {
+    let text = text(&value)?;
+    let style = style.unwrap_or_else(|| "plain".into());
+    let (beginning, decoration, end) = match style.as_str() {
+        "plain" => ("", "# ", ""),
+        "erlang" => ("", "% ", ""),
+        "c" => ("", "// ", ""),
+        "cblock" => ("/*", " * ", " */"),
+        "xml" => ("<!--", " - ", "-->"),
+        other => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("comment: unknown style `{other}`"),
+            ));
+        }
+    };
+    let get = |k: &str, d: &str| -> Result<String, Error> {
+        Ok(kwargs
+            .get::<Option<String>>(k)?
+            .unwrap_or_else(|| d.to_string()))
+    };
+    let decoration = get("decoration", decoration)?;
+    let newline = get("newline", "\n")?;
+    let beginning = get("beginning", beginning)?;
+    let end = get("end", end)?;
+    let prefix = get("prefix", decoration.trim_end())?;
+    let postfix = get("postfix", decoration.trim_end())?;
+    let prefix_count = kwargs.get::<Option<usize>>("prefix_count")?.unwrap_or(1);
+    let postfix_count = kwargs.get::<Option<usize>>("postfix_count")?.unwrap_or(1);
+    kwargs.assert_all_used()?;
+    let mut out = String::new();
+    if !beginning.is_empty() {
+        out.push_str(&beginning);
+        out.push_str(&newline);
+    }
+    if !prefix.is_empty() {
+        for _ in 0..prefix_count {
+            if prefix != newline {
+                out.push_str(&prefix);
+            }
+            out.push_str(&newline);
+        }
+    }
+    let body = format!("{decoration}{text}").replace(&newline, &format!("{newline}{decoration}"));
+    // A line that holds only the marker keeps no trailing space.
+    let bare = format!("{decoration}{newline}");
+    out.push_str(&body.replace(&bare, &format!("{}{newline}", decoration.trim_end())));
+    for _ in 0..postfix_count {
+        out.push_str(&newline);
+        out.push_str(&postfix);
+    }
+    if !end.is_empty() {
+        out.push_str(&newline);
+        out.push_str(&end);
+    }
+    Ok(out)
+}
+
 /// `expanduser`: a leading `~` or `~/` becomes `$HOME` of the machine kinit runs on (the
 /// controller, where Ansible's filters run too); `~user` is left alone.
 pub fn expanduser(value: Value) -> Result<String, Error> {

@@ -32,6 +32,14 @@ impl Render for Verbatim {
     fn render(&self, source: &str) -> Result<String, TemplateError> {
         Ok(source.to_string())
     }
+
+    fn render_with(
+        &self,
+        source: &str,
+        _extra: &serde_json::Map<String, Value>,
+    ) -> Result<String, TemplateError> {
+        Ok(source.to_string())
+    }
 }
 
 /// Run module `name` on the local host.

@@ -41,6 +41,12 @@ impl Render for TemplarRender<'_> {
     fn render(&self, source: &str) -> Result<String, TemplateError> {
         self.templar.render_str(source, self.vars)
     }
+
+    fn render_with(&self, source: &str, extra: &VarMap) -> Result<String, TemplateError> {
+        let mut vars = self.vars.clone();
+        kinit::vars::overlay(&mut vars, extra);
+        self.templar.render_str(source, &vars)
+    }
 }
 
 impl<'c> Fixture<'c> {
