@@ -102,15 +102,8 @@ fn remote_user_port_and_connection_keywords() {
     let test = Test::new()
         .write("hosts.ini", &inventory)
         .write("site.yml", &site)
-        .write(
-            ".home/.ssh/known_hosts",
-            &std::fs::read_to_string(&lab.known_hosts).unwrap(),
-        );
-    let home = test.path().join(".home").display().to_string();
-    let ran = test
-        .env("HOME", &home)
-        .args(["playbook", "-i", "hosts.ini", "site.yml"])
-        .run();
+        .home_knowing(&lab.known_hosts);
+    let ran = test.args(["playbook", "-i", "hosts.ini", "site.yml"]).run();
     assert_eq!(
         ran.output.status.code(),
         Some(0),
@@ -158,14 +151,9 @@ fn connection_flags_as_in_ansible_playbook() {
             "site.yml",
             "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: id -un\n      register: who\n    - debug: msg=\"user={{ who.stdout }}\"\n",
         )
-        .write(
-            ".home/.ssh/known_hosts",
-            &std::fs::read_to_string(&lab.known_hosts).unwrap(),
-        );
-    let home = test.path().join(".home").display().to_string();
+        .home_knowing(&lab.known_hosts);
     let key = lab.client_key.display().to_string();
     let ran = test
-        .env("HOME", &home)
         .env("SSH_AUTH_SOCK", "")
         .args(["playbook", "-i", "hosts.ini", "site.yml", "-u", &lab.user])
         .args([

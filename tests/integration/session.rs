@@ -106,13 +106,8 @@ fn playbooks_of_one_command_share_state_and_connection() {
             "two.yml",
             "- hosts: h\n  gather_facts: false\n  tasks:\n    - assert:\n        that: first.stdout == 'one'\n",
         )
-        .write(
-            ".home/.ssh/known_hosts",
-            &std::fs::read_to_string(&lab.known_hosts).unwrap(),
-        );
-    let home = test.path().join(".home").display().to_string();
+        .home_knowing(&lab.known_hosts);
     let ran = test
-        .env("HOME", &home)
         .args(["playbook", "-i", "hosts.ini", "one.yml", "two.yml"])
         .run();
     assert_eq!(

@@ -56,6 +56,15 @@ impl Test {
         self
     }
 
+    /// A `HOME` in the scratch folder (`.home`) whose `~/.ssh/known_hosts` is a copy of
+    /// `known_hosts` (an SSH lab's), so SSH hosts are checked strictly against it.
+    pub fn home_knowing(self, known_hosts: &Path) -> Self {
+        let text = std::fs::read_to_string(known_hosts).expect("known_hosts");
+        let home = self.dir.path().join(".home").display().to_string();
+        self.write(".home/.ssh/known_hosts", &text)
+            .env("HOME", &home)
+    }
+
     pub fn env(mut self, k: &str, v: &str) -> Self {
         self.env.push((k.into(), v.into()));
         self
