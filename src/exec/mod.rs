@@ -303,7 +303,35 @@ impl Executor {
                 message: format!("no hosts matched `{}`, skipping play", play.hosts),
             });
         }
-        for batch in batches(&hosts, &play.serial) {
+        let serial = match &play.serial_template {
+            None => play.serial.clone(),
+            Some(t) => match self
+                .templar
+                .render_value(
+                    &serde_json::Value::String(t.clone()),
+                    &self.play_level_vars(play),
+                )
+                .map_err(|e| e.to_string())
+                .and_then(|v| match v {
+                    serde_json::Value::String(s) => crate::playbook::serial_from_text(&s),
+                    other => crate::playbook::serial_from_text(&other.to_string()),
+                }) {
+                Ok(s) => s,
+                Err(msg) => {
+                    for h in &hosts {
+                        self.fail_host(h, "serial", &play.loc.to_string(), msg.clone());
+                    }
+                    Vec::new()
+                }
+            },
+        };
+        if hosts.iter().any(|h| self.with_state(h, |s| s.failed)) {
+            self.emit(Event::PlayEnd {
+                name: play.name.clone(),
+            });
+            return;
+        }
+        for batch in batches(&hosts, &serial) {
             if self.cancel.is_cancelled() {
                 break;
             }
@@ -343,6 +371,13 @@ impl Executor {
         self.emit(Event::PlayEnd {
             name: play.name.clone(),
         });
+    }
+
+    /// What a play-level template (`serial`) sees: the play's `vars` under the extra vars.
+    fn play_level_vars(&self, play: &Play) -> VarMap {
+        let mut v = play.vars.clone();
+        crate::vars::overlay(&mut v, &self.opts.extra_vars);
+        v
     }
 
     /// A play ended by failures (not by `meta: end_play`) stops its later batches too.

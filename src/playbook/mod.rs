@@ -38,6 +38,7 @@ pub use args::contains_template as task_contains_template;
 pub use error::{LoadError, did_you_mean};
 pub use keywords::set_templated;
 pub use load::{Loader, LoaderOptions};
+pub use play::serial_from_text;
 pub use tags::TagFilter;
 
 use crate::vars::VarMap;
@@ -80,6 +81,8 @@ pub struct Play {
     pub name: String,
     pub hosts: String,
     pub loc: Location,
+    /// `serial` given as a template, rendered when the play starts (`serial_from_text`).
+    pub serial_template: Option<String>,
     pub vars: VarMap,
     /// Templated file names, loaded per host at play start.
     pub vars_files: Vec<String>,

@@ -145,7 +145,12 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         },
         None => Vec::new(),
     };
+    let serial_template = node
+        .get("serial")
+        .and_then(|n| n.value.as_str().map(str::to_string))
+        .filter(|s| s.contains("{{") || s.contains("{%"));
     let serial = match node.get("serial") {
+        Some(_) if serial_template.is_some() => Vec::new(),
         Some(n) => parse_serial(&n)?,
         None => Vec::new(),
     };
@@ -189,6 +194,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
             None => None,
         },
         serial,
+        serial_template,
         strategy,
         // A templated `any_errors_fatal` goes to the play's keywords, rendered per task.
         any_errors_fatal: match node.get("any_errors_fatal") {
@@ -206,6 +212,37 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         post_tasks,
         handlers,
     })
+}
+
+/// A rendered `serial`: a count, a percentage, or a list of them (`[1, "50%"]`, as YAML or
+/// JSON text). Errors say what was expected.
+pub fn serial_from_text(text: &str) -> Result<Vec<Serial>, String> {
+    let one = |v: &Value| -> Result<Serial, String> {
+        let s = match v {
+            Value::Number(n) => n.to_string(),
+            Value::String(s) => s.trim().to_string(),
+            other => return Err(format!("`serial` rendered to `{other}`")),
+        };
+        if let Some(p) = s.strip_suffix('%') {
+            return p
+                .trim()
+                .parse::<f64>()
+                .map(Serial::Percent)
+                .map_err(|_| format!("`serial` rendered to the bad percentage `{s}`"));
+        }
+        s.parse::<usize>()
+            .ok()
+            .filter(|c| *c > 0)
+            .map(Serial::Count)
+            .ok_or_else(|| {
+                format!("`serial` rendered to `{s}`, expected a positive count or a percentage")
+            })
+    };
+    match serde_json::from_str::<Value>(text.trim()) {
+        Ok(Value::Array(items)) => items.iter().map(one).collect(),
+        Ok(v @ Value::Number(_)) => Ok(vec![one(&v)?]),
+        _ => Ok(vec![one(&Value::String(text.to_string()))?]),
+    }
 }
 
 fn parse_serial(n: &Node<'_>) -> Result<Vec<Serial>, LoadError> {

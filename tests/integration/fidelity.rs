@@ -396,3 +396,23 @@ fn custom_library_modules_load_with_a_warning() {
         ran.stderr()
     );
 }
+
+/// `serial` as a template is rendered with the play's variables when the play starts.
+#[test]
+fn templated_serial() {
+    let ran = Test::new()
+        .write(
+            "hosts.ini",
+            "[all:vars]\nansible_connection=local\n[web]\na\nb\nc\n",
+        )
+        .write(
+            "site.yml",
+            "- hosts: web\n  gather_facts: false\n  serial: \"{{ size }}\"\n  vars:\n    size: 2\n  tasks:\n\
+             \x20   - debug: msg=\"batch={{ ansible_play_batch | join(',') }}\"\n",
+        )
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .succeeds();
+    let out = ran.stdout();
+    assert!(out.contains("ok: [a] => batch=a,b"), "{out}");
+    assert!(out.contains("ok: [c] => batch=c"), "{out}");
+}
