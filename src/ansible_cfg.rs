@@ -3,7 +3,8 @@
 //! the first that exists, and only it), overridden by the `ANSIBLE_*` environment variables
 //! of the same settings. `kinit playbook`'s own flags override both.
 //!
-//! Honoured: `inventory`, `roles_path`, `remote_user`, `private_key_file`, `forks`,
+//! Honoured: `inventory`, `roles_path`, `library` (custom modules load with a warning),
+//! `remote_user`, `private_key_file`, `forks`,
 //! `host_key_checking`, `timeout`, `gathering` (`[defaults]`); `become`, `become_user`,
 //! `become_method` (`[privilege_escalation]`); `ssh_args` (`[ssh_connection]`, read like
 //! `ansible_ssh_args`). Settings that only change how Ansible works inside (`pipelining`,
@@ -55,6 +56,8 @@ pub struct AnsibleSettings {
     pub file: Option<PathBuf>,
     pub inventory: Vec<String>,
     pub roles_path: Vec<PathBuf>,
+    /// `library`: folders of custom modules.
+    pub library: Vec<PathBuf>,
     pub remote_user: Option<String>,
     pub private_key_file: Option<PathBuf>,
     pub forks: Option<usize>,
@@ -158,6 +161,13 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
                     .map(rel)
                     .collect();
             }
+            ("defaults", "library") => {
+                s.library = value
+                    .split(':')
+                    .filter(|v| !v.is_empty())
+                    .map(rel)
+                    .collect();
+            }
             ("defaults", "remote_user") => s.remote_user = Some(value.to_string()),
             ("defaults", "private_key_file") => s.private_key_file = Some(rel(value)),
             ("defaults", "forks") => {
@@ -203,6 +213,11 @@ fn read_env(
     };
     if let Some(v) = get("ANSIBLE_INVENTORY") {
         s.inventory = v.split(',').map(|p| p.trim().to_string()).collect();
+    }
+    if let Some(v) = get("ANSIBLE_LIBRARY") {
+        s.library = std::env::split_paths(&v)
+            .map(|p| expand_home(&p.to_string_lossy()))
+            .collect();
     }
     if let Some(v) = get("ANSIBLE_REMOTE_USER") {
         s.remote_user = Some(v);

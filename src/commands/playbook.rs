@@ -42,7 +42,10 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
     }
     let mut roles = roles_path();
     roles.extend(cfg.roles_path.iter().cloned());
-    let loader = Arc::new(Loader::new(LoaderOptions { roles_path: roles }));
+    let loader = Arc::new(Loader::new(LoaderOptions {
+        roles_path: roles,
+        library_path: cfg.library.clone(),
+    }));
     let mut books = Vec::new();
     for p in &args.playbooks {
         books.push(loader.load_playbook(p)?);

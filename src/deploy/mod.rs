@@ -194,6 +194,7 @@ pub fn plan(args: PlanArgs) -> Result<Outcome, Error> {
 fn load_site(flag: Option<&Path>) -> Result<(Arc<Loader>, Playbook), Error> {
     let dir = locate::playbook_dir(flag).map_err(DeployError::from)?;
     let loader = Arc::new(Loader::new(LoaderOptions {
+        library_path: Vec::new(),
         roles_path: locate::roles_path(&dir),
     }));
     let book = loader.load_playbook(&dir.join(locate::ENTRY))?;

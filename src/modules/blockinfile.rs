@@ -52,6 +52,9 @@ pub struct Params {
     owner: Option<String>,
     /// Group (name or gid).
     group: Option<String>,
+    /// A command (with `%s` for the edited file) that must accept the file before it
+    /// replaces the old one.
+    validate: Option<String>,
 }
 
 fn default_marker() -> String {
@@ -104,6 +107,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         create: p.create,
         backup: p.backup,
         attrs: &attrs,
+        validate: p.validate.as_deref(),
     };
     textedit::edit_file(ctx, &e, |old| edit(old, &begin, &end, block, &place)).await
 }

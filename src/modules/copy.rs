@@ -50,6 +50,9 @@ pub struct Params {
     /// `src` is a file on the host, not on the controller.
     #[serde(default, deserialize_with = "boolish")]
     remote_src: bool,
+    /// A command (with `%s` for the new file) that must accept the file before it replaces
+    /// the old one (`visudo -cf %s`).
+    validate: Option<String>,
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
@@ -156,6 +159,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         attrs: &attrs,
         backup: p.backup,
         force: p.force,
+        validate: p.validate.as_deref(),
     };
     let mut r = filewrite::apply(ctx, &w, content, &before).await?;
     if let Some(src) = &p.src {
@@ -239,6 +243,7 @@ async fn copy_tree(
             attrs,
             backup: p.backup,
             force: p.force,
+            validate: p.validate.as_deref(),
         };
         let r = filewrite::apply(ctx, &w, content, &before).await?;
         if r.failed {

@@ -119,6 +119,9 @@ pub struct Write<'a> {
     pub backup: bool,
     /// Replace a file whose content differs (`false`: only create a missing file).
     pub force: bool,
+    /// `validate`: a command with `%s` that must succeed on the new file (uploaded beside the
+    /// destination) before it replaces the old one.
+    pub validate: Option<&'a str>,
 }
 
 /// Bring `w.dest` to `content` and the requested attributes, given what `probe` saw.
@@ -211,7 +214,14 @@ pub async fn apply(
         }
         result = result.with("backup_file", out.stdout_str());
     }
-    ctx.conn.put(&content.source, w.dest, mode).await?;
+    match w.validate {
+        None => ctx.conn.put(&content.source, w.dest, mode).await?,
+        Some(check) => {
+            if let Some(failed) = validated_put(ctx, w.dest, check, &content, mode).await? {
+                return Ok(failed);
+            }
+        }
+    }
     // After the upload the file belongs to the connecting user.
     let uploaded = RemoteStat {
         kind: Kind::File,
@@ -247,4 +257,43 @@ pub async fn apply(
         }
     }
     Ok(result)
+}
+
+/// Upload `content` beside `dest`, run `check` (its `%s` the uploaded file) and move the file
+/// into place only if the check succeeds, as Ansible's `validate` does. Returns the failed
+/// result (with the check's rc and output) when the check refused the file; the upload is
+/// removed then and `dest` is untouched.
+async fn validated_put(
+    ctx: &ModuleCtx<'_>,
+    dest: &str,
+    check: &str,
+    content: &Content,
+    mode: Option<u32>,
+) -> Result<Option<ModuleResult>, ModuleError> {
+    if !check.contains("%s") {
+        return Ok(Some(ModuleResult::failed(format!(
+            "`validate` must contain %s: `{check}`"
+        ))));
+    }
+    let tmp = format!("{dest}.kinit-validate");
+    ctx.conn.put(&content.source, &tmp, mode).await?;
+    let cmd = check.replace("%s", &sh(&tmp));
+    let out = ctx.run(cmd.clone()).await?;
+    if !out.success() {
+        let _ = ctx.run(format!("rm -f -- {}", sh(&tmp))).await;
+        // The shape of Ansible's copy/template result: `exit_status`, not `rc`.
+        let mut failed = ModuleResult::failed("failed to validate").with_output(&out);
+        failed.data.remove("rc");
+        return Ok(Some(failed.with("exit_status", out.rc)));
+    }
+    let moved = ctx
+        .run(format!("mv -f -- {} {}", sh(&tmp), sh(dest)))
+        .await?;
+    if !moved.success() {
+        return Ok(Some(ModuleResult::failed(format!(
+            "cannot move the validated file to `{dest}`: {}",
+            moved.stderr_str().trim()
+        ))));
+    }
+    Ok(None)
 }

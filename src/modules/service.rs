@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::args::{opt_boolish, opt_stringish};
+use super::args::{boolish, opt_boolish, opt_stringish};
 use super::svc::{self, SvcState, Want};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
@@ -25,20 +25,25 @@ pub struct Params {
     /// Accepted for compatibility; ignored.
     #[serde(default, deserialize_with = "opt_stringish")]
     sleep: Option<String>,
+    /// Run `systemctl daemon-reload` first on a systemd host (Ansible's `service` hands its
+    /// arguments to `systemd` there, so playbooks use it with `service` too).
+    #[serde(default, alias = "daemon-reload", deserialize_with = "boolish")]
+    daemon_reload: bool,
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let _ = (&p.use_, &p.sleep);
-    if p.state.is_none() && p.enabled.is_none() {
+    if p.state.is_none() && p.enabled.is_none() && !p.daemon_reload {
         return Err(ModuleError::BadArgs {
             module: "service",
-            detail: "one of `state` or `enabled` is required".into(),
+            detail: "one of `state`, `enabled` or `daemon_reload` is required".into(),
         });
     }
     let want = Want {
         name: p.name,
         state: p.state,
         enabled: p.enabled,
+        daemon_reload: p.daemon_reload,
         ..Want::default()
     };
     svc::ensure(ctx, &want).await

@@ -105,6 +105,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             attrs: &attrs,
             backup: false,
             force: true,
+            validate: None,
         };
         let wr = filewrite::apply(ctx, &w, Content::bytes(new.into_bytes()), &before).await?;
         if wr.failed {

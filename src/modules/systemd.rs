@@ -31,10 +31,18 @@ pub struct Params {
     /// Accepted for compatibility; kinit always waits for the job.
     #[serde(default, deserialize_with = "boolish")]
     no_block: bool,
+    /// Which systemd instance: `system` (the default, the only one kinit drives).
+    scope: Option<String>,
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let _ = p.no_block;
+    if let Some(scope) = p.scope.as_deref().filter(|s| *s != "system") {
+        return Err(ModuleError::BadArgs {
+            module: "systemd",
+            detail: format!("`scope` `{scope}`: kinit drives the system instance only"),
+        });
+    }
     let Some(name) = p.name else {
         if !p.daemon_reload {
             return Err(ModuleError::BadArgs {

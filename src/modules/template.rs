@@ -34,6 +34,9 @@ pub struct Params {
     force: bool,
     /// Line ending of the rendered file: `\n` (default), `\r\n` or `\r`.
     newline_sequence: Option<String>,
+    /// A command (with `%s` for the new file) that must accept the file before it replaces
+    /// the old one (`visudo -cf %s`).
+    validate: Option<String>,
     /// Remove the first newline after a block tag (`{% ... %}`). Ansible's default, and the
     /// only mode kinit renders with.
     #[serde(default = "yes", deserialize_with = "boolish")]
@@ -83,6 +86,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         attrs: &attrs,
         backup: p.backup,
         force: p.force,
+        validate: p.validate.as_deref(),
     };
     Ok(
         filewrite::apply(ctx, &w, Content::bytes(text.into_bytes()), &before)

@@ -13,6 +13,8 @@ pub struct TextEdit<'a> {
     pub create: bool,
     pub backup: bool,
     pub attrs: &'a Attrs,
+    /// `validate`: a command with `%s` that must accept the edited file.
+    pub validate: Option<&'a str>,
 }
 
 /// Read `e.path`, run `edit` on its text (`""` for a missing file), write the result.
@@ -54,9 +56,23 @@ pub async fn edit_file(
         attrs: e.attrs,
         backup: e.backup,
         force: true,
+        validate: e.validate,
     };
     let content_changed = new != old;
     let mut r = filewrite::apply(ctx, &w, Content::bytes(new.into_bytes()), &before).await?;
+    if r.failed && r.msg.as_deref() == Some("failed to validate") {
+        // lineinfile/blockinfile say it in one line, as Ansible's do.
+        let rc = r.data.get("exit_status").cloned().unwrap_or_default();
+        let stderr = r
+            .data
+            .get("stderr")
+            .and_then(|s| s.as_str())
+            .unwrap_or("")
+            .to_string();
+        return Ok(ModuleResult::failed(format!(
+            "failed to validate: rc:{rc} error:{stderr}"
+        )));
+    }
     if !r.failed {
         r.msg = Some(if content_changed {
             msg.to_string()

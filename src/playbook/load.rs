@@ -17,6 +17,9 @@ use crate::vars::VarMap;
 pub struct LoaderOptions {
     /// Extra folders roles are looked up in (after `roles/` beside the playbook).
     pub roles_path: Vec<PathBuf>,
+    /// Extra folders custom modules are found in (ansible.cfg's `library`, ANSIBLE_LIBRARY),
+    /// after the `library/` folders beside the playbook and in roles.
+    pub library_path: Vec<PathBuf>,
 }
 
 /// A role loaded for a dynamic `include_role`: its wrapper block and its handlers.
@@ -56,6 +59,11 @@ impl Loader {
     /// The warnings of everything loaded so far, oldest first; they are handed out once.
     pub fn take_warnings(&self) -> Vec<String> {
         std::mem::take(&mut *self.warnings.lock().unwrap())
+    }
+
+    /// `LoaderOptions::library_path`.
+    pub(crate) fn library_path(&self) -> &[PathBuf] {
+        &self.opts.library_path
     }
 
     pub fn base_dir(&self) -> PathBuf {

@@ -63,7 +63,7 @@ pub fn loc(node: &Node<'_>) -> Location {
 }
 
 /// The file of a custom module `name` in a `library/` folder Ansible would load it from: the
-/// current role's, beside the tasks file, or beside the playbook.
+/// current role's, beside the tasks file, beside the playbook, or ansible.cfg's `library`.
 fn library_module(ctx: &TaskCtx<'_>, name: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(r) = &ctx.role {
@@ -74,6 +74,7 @@ fn library_module(ctx: &TaskCtx<'_>, name: &str) -> Option<PathBuf> {
         dirs.push(parent.join("library"));
     }
     dirs.push(ctx.loader.base_dir().join("library"));
+    dirs.extend(ctx.loader.library_path().iter().cloned());
     dirs.into_iter().find_map(|d| {
         std::fs::read_dir(&d)
             .ok()?
