@@ -65,7 +65,27 @@ impl Executor {
             "pause" => self.pause(&args).await,
             "include_vars" => self.include_vars(&args, task, inh, host),
             "wait_for_connection" => self.wait_for_connection(&args, host, kw, ctx).await,
+            "async_status" => self.async_status(&args),
             other => Attempt::failed(format!("unknown action `{other}`")),
+        }
+    }
+
+    /// `async_status: jid=...`: the result of an `async` task of this run. kinit runs async
+    /// tasks to their end, so a known job is always `finished`.
+    fn async_status(&self, args: &Value) -> Attempt {
+        let Some(jid) = args.get("jid").map(|j| match j {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }) else {
+            return Attempt::failed("`async_status` needs `jid`");
+        };
+        if args.get("mode").and_then(Value::as_str) == Some("cleanup") {
+            self.jobs.lock().unwrap().remove(&jid);
+            return ok(json!({"ansible_job_id": jid, "erased": jid}));
+        }
+        match self.jobs.lock().unwrap().get(&jid) {
+            Some(result) => Attempt::ok(result.clone()),
+            None => Attempt::failed(format!("could not find job `{jid}`")),
         }
     }
 

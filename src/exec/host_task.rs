@@ -106,7 +106,10 @@ impl Executor {
                         Err(msg) => self.error_result(task, msg),
                         Ok(Some(cond)) => skipped(&cond),
                         Ok(None) => {
-                            let a = self.until_loop(t, &mut ctx).await;
+                            let a = match kw.async_ {
+                                None => self.until_loop(t, &mut ctx).await,
+                                Some(secs) => self.run_async(t, secs, &mut ctx).await,
+                            };
                             unreachable = a.unreachable;
                             flow = a.flow;
                             a.result
@@ -357,6 +360,35 @@ impl Executor {
             ));
         }
         Ok(out)
+    }
+
+    /// An `async: secs` task: run to its end within `secs` (a `timeout` of its own wins), its
+    /// result kept under a job id for `async_status` and marked as Ansible marks a finished
+    /// job. With `poll: 0` Ansible would go on at once; kinit waits and says so once.
+    async fn run_async(&self, t: OnHost<'_>, secs: u64, ctx: &mut VarMap) -> Attempt {
+        if t.kw.poll == Some(0) {
+            self.warn_once(
+                "`poll: 0`: kinit runs async tasks to their end before the next task (the \
+                 results are the same; fire-and-forget is not parallel)"
+                    .into(),
+            );
+        }
+        let kw = Keywords {
+            timeout: t.kw.timeout.or(Some(secs)),
+            ..t.kw.clone()
+        };
+        let mut a = self.until_loop(OnHost { kw: &kw, ..t }, ctx).await;
+        let jid = format!("j{}.{}", t.task_id, t.host);
+        if let Some(obj) = a.result.as_object_mut() {
+            obj.insert("ansible_job_id".into(), json!(jid));
+            obj.insert("started".into(), json!(true));
+            obj.insert("finished".into(), json!(true));
+            self.jobs
+                .lock()
+                .unwrap()
+                .insert(jid, Value::Object(obj.clone()));
+        }
+        a
     }
 
     /// One execution of the task's action on `t.host`.

@@ -125,6 +125,8 @@ pub struct Executor {
     /// The tag selection of the plays being run: `--tags`/`--skip-tags`, or one phase's tag
     /// when `kinit run` runs the phases one after another through the same executor.
     tags: RwLock<TagFilter>,
+    /// Results of `async` tasks by job id, for `async_status`.
+    pub(crate) jobs: Mutex<HashMap<String, serde_json::Value>>,
     /// Warnings already given (`warn_once`).
     warned: Mutex<std::collections::HashSet<String>>,
 }
@@ -196,6 +198,7 @@ impl Executor {
             playbook_dir,
             tags,
             warned: Mutex::default(),
+            jobs: Mutex::default(),
         }
     }
 

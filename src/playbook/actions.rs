@@ -31,6 +31,7 @@ pub const ACTIONS: &[&str] = &[
     "pause",
     "include_vars",
     "wait_for_connection",
+    "async_status",
 ];
 
 const META: &[&str] = &[
@@ -59,6 +60,7 @@ pub fn validate(name: &str, args: &Value) -> Result<(), ActionArgsError> {
         "meta" => &["_raw_params"],
         "pause" => &["seconds", "minutes", "prompt", "echo"],
         "include_vars" => &["_raw_params", "file", "name"],
+        "async_status" => &["jid", "mode"],
         "wait_for_connection" => &["timeout", "delay", "sleep", "connect_timeout"],
         _ => return Ok(()),
     };

@@ -11,7 +11,6 @@ const KNOWN: &[&str] = &[
     "apt_key",
     "apt_repository",
     "assemble",
-    "async_status",
     "cron",
     "deb822_repository",
     "debconf",

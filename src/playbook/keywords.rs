@@ -29,6 +29,8 @@ pub const TASK_KEYWORDS: &[&str] = &[
     "remote_user",
     "connection",
     "port",
+    "async",
+    "poll",
     "delegate_facts",
     "run_once",
     "become",
@@ -254,6 +256,22 @@ pub fn parse_keywords(
             "listen" => kw.listen = string_list(n)?,
             "tags" => kw.tags = string_list(n)?,
             "delegate_to" => kw.delegate_to = Some(scalar_string(n)?),
+            "async" => {
+                kw.async_ = Some(
+                    n.value
+                        .as_u64()
+                        .or_else(|| n.value.as_str().and_then(|s| s.trim().parse().ok()))
+                        .ok_or_else(|| invalid(n, "`async` expects seconds"))?,
+                )
+            }
+            "poll" => {
+                kw.poll = Some(
+                    n.value
+                        .as_u64()
+                        .or_else(|| n.value.as_str().and_then(|s| s.trim().parse().ok()))
+                        .ok_or_else(|| invalid(n, "`poll` expects seconds"))?,
+                )
+            }
             "remote_user" => kw.remote_user = Some(scalar_string(n)?),
             "connection" => kw.connection = Some(scalar_string(n)?),
             "port" => kw.port = Some(scalar_string(n)?),

@@ -165,6 +165,10 @@ pub struct Keywords {
     pub remote_user: Option<String>,
     pub connection: Option<String>,
     pub port: Option<String>,
+    /// `async: N`: the task may take N seconds. kinit waits for it (as with `poll` > 0, and
+    /// also with `poll: 0`, saying so once); `async_status` finds its result by job id.
+    pub async_: Option<u64>,
+    pub poll: Option<u64>,
     pub run_once: Option<bool>,
     pub become_: Option<bool>,
     pub become_user: Option<String>,

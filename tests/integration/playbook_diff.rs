@@ -40,6 +40,8 @@ const DROP: &[&str] = &[
     "atime",
     "ctime",
     "failed_when_suppressed_exception",
+    "ansible_job_id",
+    "results_file",
 ];
 
 /// Keys whose presence must agree, not only their values.
