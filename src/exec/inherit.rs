@@ -106,6 +106,8 @@ fn sets(kw: &Keywords, key: &str) -> bool {
         "check_mode" => kw.check_mode.is_some(),
         "diff" => kw.diff.is_some(),
         "timeout" => kw.timeout.is_some(),
+        "async" => kw.async_.is_some(),
+        "poll" => kw.poll.is_some(),
         "any_errors_fatal" => kw.any_errors_fatal.is_some(),
         _ => false,
     }

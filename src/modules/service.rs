@@ -12,8 +12,8 @@ typed_module!(Service, "service", Params, run);
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    /// The service (unit or init script name).
-    name: String,
+    /// The service (unit or init script name); may be left out with only `daemon_reload`.
+    name: Option<String>,
     /// `started`, `stopped`, `restarted` or `reloaded`.
     state: Option<SvcState>,
     /// Start at boot.
@@ -39,8 +39,18 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             detail: "one of `state`, `enabled` or `daemon_reload` is required".into(),
         });
     }
+    let Some(name) = p.name else {
+        if p.state.is_some() || p.enabled.is_some() {
+            return Err(ModuleError::BadArgs {
+                module: "service",
+                detail: "`name` is required with `state` or `enabled`".into(),
+            });
+        }
+        // Only a daemon-reload: what the systemd module does with no name.
+        return super::systemd::daemon_reload_only(ctx).await;
+    };
     let want = Want {
-        name: p.name,
+        name,
         state: p.state,
         enabled: p.enabled,
         daemon_reload: p.daemon_reload,

@@ -50,17 +50,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 detail: "`name` is required unless only `daemon_reload` is asked for".into(),
             });
         }
-        if ctx.check_mode {
-            return Ok(ModuleResult::ok());
-        }
-        let out = ctx
-            .run("if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi")
-            .await?;
-        return Ok(if out.success() {
-            ModuleResult::ok()
-        } else {
-            ModuleResult::failed(format!("daemon-reload failed: {}", out.stderr_str().trim()))
-        });
+        return daemon_reload_only(ctx).await;
     };
     let want = Want {
         name,
@@ -70,4 +60,20 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         masked: p.masked,
     };
     svc::ensure(ctx, &want).await
+}
+
+/// `systemctl daemon-reload` on a host that runs systemd (nothing elsewhere); nothing in check
+/// mode. The whole task of `systemd`/`service` with `daemon_reload` and no `name`.
+pub(super) async fn daemon_reload_only(ctx: &ModuleCtx<'_>) -> Result<ModuleResult, ModuleError> {
+    if ctx.check_mode {
+        return Ok(ModuleResult::ok());
+    }
+    let out = ctx
+        .run("if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi")
+        .await?;
+    Ok(if out.success() {
+        ModuleResult::ok()
+    } else {
+        ModuleResult::failed(format!("daemon-reload failed: {}", out.stderr_str().trim()))
+    })
 }

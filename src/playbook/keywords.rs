@@ -100,11 +100,16 @@ pub fn set_templated(kw: &mut Keywords, key: &str, value: &str) -> Result<(), St
         "check_mode" => kw.check_mode = Some(b()?),
         "diff" => kw.diff = Some(b()?),
         "any_errors_fatal" => kw.any_errors_fatal = Some(b()?),
-        "timeout" => {
-            kw.timeout =
+        "timeout" | "async" | "poll" => {
+            let secs =
                 Some(value.trim().parse().map_err(|_| {
-                    format!("`timeout` expects seconds, its template gave `{value}`")
-                })?)
+                    format!("`{key}` expects seconds, its template gave `{value}`")
+                })?);
+            match key {
+                "timeout" => kw.timeout = secs,
+                "async" => kw.async_ = secs,
+                _ => kw.poll = secs,
+            }
         }
         _ => return Err(format!("`{key}` cannot be templated")),
     }
@@ -256,21 +261,18 @@ pub fn parse_keywords(
             "listen" => kw.listen = string_list(n)?,
             "tags" => kw.tags = string_list(n)?,
             "delegate_to" => kw.delegate_to = Some(scalar_string(n)?),
-            "async" => {
-                kw.async_ = Some(
+            "async" | "poll" => {
+                let secs = templated_or(n, key, &mut kw.templated, |n, key| {
                     n.value
                         .as_u64()
                         .or_else(|| n.value.as_str().and_then(|s| s.trim().parse().ok()))
-                        .ok_or_else(|| invalid(n, "`async` expects seconds"))?,
-                )
-            }
-            "poll" => {
-                kw.poll = Some(
-                    n.value
-                        .as_u64()
-                        .or_else(|| n.value.as_str().and_then(|s| s.trim().parse().ok()))
-                        .ok_or_else(|| invalid(n, "`poll` expects seconds"))?,
-                )
+                        .ok_or_else(|| invalid(n, format!("`{key}` expects seconds")))
+                })?;
+                if *key == "async" {
+                    kw.async_ = secs;
+                } else {
+                    kw.poll = secs;
+                }
             }
             "remote_user" => kw.remote_user = Some(scalar_string(n)?),
             "connection" => kw.connection = Some(scalar_string(n)?),
