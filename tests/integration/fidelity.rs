@@ -103,14 +103,8 @@ fn remote_user_port_and_connection_keywords() {
         .write("hosts.ini", &inventory)
         .write("site.yml", &site)
         .home_knowing(&lab.known_hosts);
-    let ran = test.args(["playbook", "-i", "hosts.ini", "site.yml"]).run();
-    assert_eq!(
-        ran.output.status.code(),
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        ran.stdout(),
-        ran.stderr()
-    );
+    test.args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .succeeds();
     assert_eq!(h.accepted_logins(), 1, "{}", h.log());
 }
 
@@ -165,13 +159,12 @@ fn connection_flags_as_in_ansible_playbook() {
             "lab",
             "--flush-cache",
         ])
-        .run();
+        .succeeds();
     let out = ran.stdout();
-    assert_eq!(ran.output.status.code(), Some(0), "{out}\n{}", ran.stderr());
     assert!(out.contains(&format!("user={}", lab.user)), "{out}");
     assert!(!out.contains("ghost"), "-l lab replaced -l ghost:\n{out}");
 
-    let local = Test::new()
+    Test::new()
         .write("hosts.ini", "ghost ansible_host=192.0.2.1\n")
         .write(
             "site.yml",
@@ -187,14 +180,7 @@ fn connection_flags_as_in_ansible_playbook() {
             "-T",
             "5",
         ])
-        .run();
-    assert_eq!(
-        local.output.status.code(),
-        Some(0),
-        "{}\n{}",
-        local.stdout(),
-        local.stderr()
-    );
+        .succeeds();
 }
 
 /// `--list-tags` prints each play's task tags as ansible-playbook does.
@@ -240,9 +226,8 @@ fn ssh_common_args_are_honoured() {
     let ran = test
         .env("HOME", &home)
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
-        .run();
+        .succeeds();
     let (out, err) = (ran.stdout(), ran.stderr());
-    assert_eq!(ran.output.status.code(), Some(0), "{out}\n{err}");
     let warning = "kinit's SSH client ignores these options of ansible_ssh_args/ansible_ssh_common_args/ansible_ssh_extra_args: ControlMaster=auto";
     assert_eq!(
         out.matches(warning).count() + err.matches(warning).count(),
@@ -323,9 +308,8 @@ fn ansible_cfg_in_the_working_folder() {
         .env("HOME", &home)
         .env("SSH_AUTH_SOCK", "")
         .args(["playbook", "site.yml"])
-        .run();
+        .succeeds();
     let (out, err) = (ran.stdout(), ran.stderr());
-    assert_eq!(ran.output.status.code(), Some(0), "{out}\n{err}");
     assert!(
         out.contains(&format!("user={} facts=False", lab.user)),
         "gathering = explicit: no facts without gather_facts\n{out}"

@@ -62,14 +62,8 @@ fn run_phases_share_facts_set_fact_add_host_and_one_login() {
         .args(["run", "--spec", "k8s-libvirt-1-1-1", "--playbook-dir"])
         .args([playbooks.as_str(), "--stop-after", "prepare-hypervisors"])
         .args(["--hypervisor-hosts-spec", hosts_spec.as_str()])
-        .run();
+        .succeeds();
     let out = ran.stdout();
-    assert_eq!(
-        ran.output.status.code(),
-        Some(0),
-        "stdout:\n{out}\nstderr:\n{}",
-        ran.stderr()
-    );
     assert!(out.contains("phase two read seen-"), "{out}");
     assert!(
         out.contains("prepare-hypervisors") && out.contains("gather-facts"),
@@ -107,15 +101,7 @@ fn playbooks_of_one_command_share_state_and_connection() {
             "- hosts: h\n  gather_facts: false\n  tasks:\n    - assert:\n        that: first.stdout == 'one'\n",
         )
         .home_knowing(&lab.known_hosts);
-    let ran = test
-        .args(["playbook", "-i", "hosts.ini", "one.yml", "two.yml"])
-        .run();
-    assert_eq!(
-        ran.output.status.code(),
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        ran.stdout(),
-        ran.stderr()
-    );
+    test.args(["playbook", "-i", "hosts.ini", "one.yml", "two.yml"])
+        .succeeds();
     assert_eq!(hv.accepted_logins(), 1, "{}", hv.log());
 }

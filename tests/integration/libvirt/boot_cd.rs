@@ -44,18 +44,7 @@ echo "KINIT-CD-BOOTED"
 sleep 600
 "#;
 
-fn uri() -> String {
-    std::env::var("KINIT_TEST_LIBVIRT_URI").unwrap_or_else(|_| "qemu:///system".into())
-}
-
-fn virsh(args: &[&str]) -> std::process::Output {
-    Command::new("timeout")
-        .args(["30", "virsh", "-c", &uri()])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run virsh")
-}
+use super::{real_uri as uri, virsh};
 
 fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));

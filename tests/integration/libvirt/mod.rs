@@ -26,6 +26,22 @@ use serde_json::Value;
 
 pub const TEST_URI: &str = "test:///default";
 
+/// The real libvirtd the `*_real` and boot tests use: `KINIT_TEST_LIBVIRT_URI`, default
+/// `qemu:///system` (ci/test.sh starts one).
+pub fn real_uri() -> String {
+    std::env::var("KINIT_TEST_LIBVIRT_URI").unwrap_or_else(|_| "qemu:///system".into())
+}
+
+/// `virsh -c <real_uri> args...`, bounded at 30 s.
+pub fn virsh(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("timeout")
+        .args(["30", "virsh", "-c", &real_uri()])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run virsh")
+}
+
 struct Verbatim;
 
 impl Render for Verbatim {

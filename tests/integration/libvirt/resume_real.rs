@@ -18,18 +18,7 @@ use crate::chaos::Rng;
 
 const POINTS: usize = 8;
 
-fn uri() -> String {
-    std::env::var("KINIT_TEST_LIBVIRT_URI").unwrap_or_else(|_| "qemu:///system".into())
-}
-
-fn virsh(args: &[&str]) -> std::process::Output {
-    Command::new("timeout")
-        .args(["20", "virsh", "-c", &uri()])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run virsh")
-}
+use super::{real_uri as uri, virsh};
 
 /// Removes the test's domains, volumes and pool, also when the test fails.
 struct Cleanup {
