@@ -291,10 +291,10 @@ impl Executor {
         ctx: &VarMap,
     ) -> Result<Option<String>, String> {
         for c in conds {
-            let c = &self.embedded_templates_rendered(c, ctx)?;
-            match self.templar.eval_bool(c, ctx) {
+            let c = self.embedded_templates_rendered(c, ctx)?;
+            match self.templar.eval_bool(&c, ctx) {
                 Ok(true) => {}
-                Ok(false) => return Ok(Some(c.clone())),
+                Ok(false) => return Ok(Some(c.into_owned())),
                 Err(e) => return Err(format!("error in condition `{c}`: {e}")),
             }
         }
@@ -305,13 +305,14 @@ impl Executor {
     /// by the constant rendered, as ansible-core 2.19 still does with a warning ("Jinja
     /// constant strings should not contain embedded templates"; off by default from 2.23).
     /// The rendered text goes back in as a quoted constant, never as expression text.
-    pub(crate) fn embedded_templates_rendered(
+    pub(crate) fn embedded_templates_rendered<'c>(
         &self,
-        cond: &str,
+        cond: &'c str,
         ctx: &VarMap,
-    ) -> Result<String, String> {
+    ) -> Result<std::borrow::Cow<'c, str>, String> {
+        // The common case costs a scan and no allocation.
         if !cond.contains("{{") && !cond.contains("{%") || cond.trim_start().starts_with("{{") {
-            return Ok(cond.to_string());
+            return Ok(std::borrow::Cow::Borrowed(cond));
         }
         let mut out = String::with_capacity(cond.len());
         let mut rest = cond;
@@ -359,7 +360,7 @@ impl Executor {
                  write the expression without the braces"
             ));
         }
-        Ok(out)
+        Ok(std::borrow::Cow::Owned(out))
     }
 
     /// An `async: secs` task: run to its end within `secs` (a `timeout` of its own wins), its
