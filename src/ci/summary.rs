@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::report::{Event, PhaseStatus, Status};
+use crate::report::{Event, PhaseStatus, Status, TaskResult};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunSummary {
@@ -133,7 +133,7 @@ pub fn read_log(step: &str, text: &str) -> LogFacts {
                         host,
                         task,
                         location,
-                        output: task_output(Some(&result)),
+                        output: task_output(&result),
                     });
                 }
             }
@@ -144,10 +144,7 @@ pub fn read_log(step: &str, text: &str) -> LogFacts {
 }
 
 /// The parts of a module result a reader needs: message, then stderr, then stdout.
-fn task_output(result: Option<&Value>) -> String {
-    let Some(r) = result else {
-        return String::new();
-    };
+fn task_output(r: &TaskResult) -> String {
     let mut out = Vec::new();
     for key in ["msg", "stderr", "stdout"] {
         match r.get(key) {

@@ -9,16 +9,18 @@ use serde_json::{Map, Value, json};
 use super::Executor;
 use super::host_task::{Attempt, Flow, OnHost};
 use crate::playbook::{Keywords, Task};
+use crate::report::TaskResult;
 use crate::vars::VarMap;
 
+/// An ok result with the keys of `extra`.
 pub(crate) fn ok(extra: Value) -> Attempt {
-    let mut m = Map::new();
-    m.insert("changed".into(), json!(false));
-    m.insert("failed".into(), json!(false));
+    let mut r = TaskResult::ok();
     if let Value::Object(e) = extra {
-        m.extend(e);
+        for (k, v) in e {
+            r.set(&k, v);
+        }
     }
-    Attempt::ok(Value::Object(m))
+    Attempt::of(r)
 }
 
 impl Executor {
@@ -45,7 +47,7 @@ impl Executor {
                     crate::template::strip_omit(&mut a);
                     a
                 }
-                Err(e) => return Attempt::ok(self.error_result(task, e.to_string())),
+                Err(e) => return Attempt::of(self.error_result(task, e.to_string())),
             }
         };
         if kw.no_log == Some(true) {
@@ -84,7 +86,7 @@ impl Executor {
             return ok(json!({"ansible_job_id": jid, "erased": jid}));
         }
         match self.jobs.lock().unwrap().get(&jid) {
-            Some(result) => Attempt::ok(result.clone()),
+            Some(result) => Attempt::of(result.clone()),
             None => Attempt::failed(format!("could not find job `{jid}`")),
         }
     }
@@ -140,13 +142,14 @@ impl Executor {
                     let msg = render("fail_msg")
                         .or_else(|| render("msg"))
                         .unwrap_or(json!("Assertion failed"));
-                    return Attempt::ok(json!({
-                        "failed": true, "changed": false, "assertion": cond,
-                        "evaluated_to": false, "msg": msg,
-                    }));
+                    let mut r = TaskResult::failed("")
+                        .with("assertion", cond)
+                        .with("evaluated_to", false);
+                    r.msg = Some(msg);
+                    return Attempt::of(r);
                 }
                 Err(e) => {
-                    return Attempt::ok(self.error_result(
+                    return Attempt::of(self.error_result(
                         task,
                         format!("the conditional check `{cond}` failed: {e}"),
                     ));
@@ -218,8 +221,7 @@ fn meta(action: &str) -> Attempt {
         _ => Flow::Continue,
     };
     Attempt {
-        result: json!({"changed": false, "failed": false, "msg": action}),
-        unreachable: false,
+        result: TaskResult::ok().with("msg", action),
         flow,
     }
 }

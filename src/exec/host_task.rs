@@ -3,13 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 use super::include::IncludeReq;
 use super::inherit::Inherit;
 use super::{Executor, PlayRun};
 use crate::playbook::{Action, Keywords, Task};
-use crate::report::{Event, Status};
+use crate::report::{Event, Status, TaskResult};
 use crate::vars::VarMap;
 
 /// What the walker must do after a task, besides moving on.
@@ -27,28 +27,22 @@ pub(crate) enum Flow {
 pub(crate) struct HostOutcome {
     pub status: Status,
     pub flow: Flow,
-    pub result: Value,
+    pub result: TaskResult,
 }
 
 /// One execution of the action (one loop item, one `until` attempt).
 pub(crate) struct Attempt {
-    pub result: Value,
-    pub unreachable: bool,
+    pub result: TaskResult,
     pub flow: Flow,
 }
 
 impl Attempt {
     pub fn failed(msg: impl Into<String>) -> Self {
-        Self {
-            result: json!({"failed": true, "changed": false, "msg": msg.into()}),
-            unreachable: false,
-            flow: Flow::Continue,
-        }
+        Self::of(TaskResult::failed(msg))
     }
-    pub fn ok(result: Value) -> Self {
+    pub fn of(result: TaskResult) -> Self {
         Self {
             result,
-            unreachable: false,
             flow: Flow::Continue,
         }
     }
@@ -56,10 +50,6 @@ impl Attempt {
 
 const CENSORED: &str =
     "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
-
-pub(crate) fn flag(v: &Value, key: &str) -> bool {
-    v.get(key).and_then(Value::as_bool).unwrap_or(false)
-}
 
 /// One task on one host: what every step of running it needs (its play run, the task, its
 /// effective keywords, what enclosing blocks hand down, the host, the task's id in the run).
@@ -89,7 +79,6 @@ impl Executor {
             task: task.display_name(),
         });
         let mut flow = Flow::Continue;
-        let mut unreachable = false;
         let mut delegate_shown = None;
         let result = match self.task_vars(pr, host, inh, &kw.vars) {
             Err(e) => self.error_result(task, e.to_string()),
@@ -110,7 +99,6 @@ impl Executor {
                                 None => self.until_loop(t, &mut ctx).await,
                                 Some(secs) => self.run_async(t, secs, &mut ctx).await,
                             };
-                            unreachable = a.unreachable;
                             flow = a.flow;
                             a.result
                         }
@@ -123,8 +111,7 @@ impl Executor {
                             _ => self.error_result(task, msg),
                         },
                         Ok(items) => {
-                            let (r, u, f) = self.run_items(t, &ctx, &conds, items).await;
-                            unreachable = u;
+                            let (r, f) = self.run_items(t, &ctx, &conds, items).await;
                             flow = f;
                             r
                         }
@@ -143,15 +130,7 @@ impl Executor {
             }
             None => kw,
         };
-        self.finish(
-            OnHost { kw, ..t },
-            started,
-            Attempt {
-                result,
-                unreachable,
-                flow,
-            },
-        )
+        self.finish(OnHost { kw, ..t }, started, Attempt { result, flow })
     }
 
     /// Register, notify, update the host's standing and report.
@@ -164,20 +143,16 @@ impl Executor {
             task_id,
             ..
         } = t;
-        let Attempt {
-            result,
-            unreachable,
-            flow,
-        } = ended;
+        let Attempt { result, flow } = ended;
         let no_log = kw.no_log == Some(true);
         // A loop whose items never ran (skipped, or its items could not be made) reports as
         // one task.
-        let looped = kw.loop_.is_some() && result.get("results").is_some();
-        let failed = flag(&result, "failed");
-        let changed = flag(&result, "changed");
-        let skipped = flag(&result, "skipped");
+        let looped = kw.loop_.is_some() && result.fields.contains_key("results");
+        let failed = result.is_failed();
+        let changed = result.changed;
+        let skipped = result.is_skipped();
         let ignore = kw.ignore_errors == Some(true);
-        let status = if unreachable {
+        let status = if result.unreachable {
             if kw.ignore_unreachable == Some(true) {
                 Status::Ignored
             } else {
@@ -205,9 +180,7 @@ impl Executor {
         let returned_facts = match (status, module) {
             // `set_fact`/`include_vars` keep their own precedence layers (see `actions`).
             (_, Some("set_fact" | "include_vars")) => None,
-            (Status::Ok | Status::Changed, _) => result
-                .as_object()
-                .and_then(crate::modules::setup::host_facts),
+            (Status::Ok | Status::Changed, _) => crate::modules::setup::host_facts(&result.fields),
             _ => None,
         };
         if let Some(facts) = returned_facts {
@@ -223,12 +196,12 @@ impl Executor {
         }
         self.with_state(host, |s| {
             if let Some(r) = &kw.register {
-                s.set_facts.insert(r.clone(), result.clone());
+                s.set_facts.insert(r.clone(), result.to_value());
             }
             match status {
                 Status::Failed => {
                     s.failed = true;
-                    s.failed_result = Some(result.clone());
+                    s.failed_result = Some(result.to_value());
                     s.failed_task = Some(task.display_name());
                 }
                 Status::Unreachable => s.unreachable = true,
@@ -252,7 +225,7 @@ impl Executor {
             }
         }
         let shown = if no_log {
-            self.events.redactor.add_value(&result);
+            self.events.redactor.add_value(&result.to_value());
             censor(&result)
         } else {
             result.clone()
@@ -276,12 +249,12 @@ impl Executor {
         }
     }
 
-    pub(crate) fn error_result(&self, task: &Task, msg: String) -> Value {
-        json!({
-            "failed": true,
-            "changed": false,
-            "msg": format!("task `{}` ({}): {msg}", task.display_name(), task.loc),
-        })
+    pub(crate) fn error_result(&self, task: &Task, msg: String) -> TaskResult {
+        TaskResult::failed(format!(
+            "task `{}` ({}): {msg}",
+            task.display_name(),
+            task.loc
+        ))
     }
 
     /// `None` when every condition holds, else the first one that does not.
@@ -380,15 +353,11 @@ impl Executor {
         };
         let mut a = self.until_loop(OnHost { kw: &kw, ..t }, ctx).await;
         let jid = format!("j{}.{}", t.task_id, t.host);
-        if let Some(obj) = a.result.as_object_mut() {
-            obj.insert("ansible_job_id".into(), json!(jid));
-            obj.insert("started".into(), json!(true));
-            obj.insert("finished".into(), json!(true));
-            self.jobs
-                .lock()
-                .unwrap()
-                .insert(jid, Value::Object(obj.clone()));
-        }
+        let r = &mut a.result;
+        r.set("ansible_job_id", json!(jid));
+        r.set("started", json!(true));
+        r.set("finished", json!(true));
+        self.jobs.lock().unwrap().insert(jid, r.clone());
         a
     }
 
@@ -406,11 +375,10 @@ impl Executor {
             Action::IncludeTasks { .. } | Action::IncludeRole { .. } => {
                 match self.include_request(task, inh, ctx) {
                     Ok(req) => Attempt {
-                        result: json!({"changed": false, "failed": false}),
-                        unreachable: false,
+                        result: TaskResult::ok(),
                         flow: Flow::Include(vec![req]),
                     },
-                    Err(msg) => Attempt::ok(self.error_result(task, msg)),
+                    Err(msg) => Attempt::of(self.error_result(task, msg)),
                 }
             }
             Action::Block { .. } => Attempt::failed("a block is not a single task"),
@@ -429,45 +397,50 @@ impl Executor {
     }
 }
 
-pub(crate) fn item_status(r: &Value, kw: &Keywords) -> Status {
-    if flag(r, "unreachable") {
+pub(crate) fn item_status(r: &TaskResult, kw: &Keywords) -> Status {
+    if r.unreachable {
         Status::Unreachable
-    } else if flag(r, "failed") {
+    } else if r.is_failed() {
         if kw.ignore_errors == Some(true) {
             Status::Ignored
         } else {
             Status::Failed
         }
-    } else if flag(r, "skipped") {
+    } else if r.is_skipped() {
         Status::Skipped
-    } else if flag(r, "changed") {
+    } else if r.changed {
         Status::Changed
     } else {
         Status::Ok
     }
 }
 
-pub(crate) fn skipped(cond: &str) -> Value {
+pub(crate) fn skipped(cond: &str) -> TaskResult {
     // A literal `when: false` is reported as the boolean it was written as.
     let cond = match cond {
         "False" => json!(false),
         other => json!(other),
     };
-    json!({
-        "changed": false,
-        "skipped": true,
-        "skip_reason": "Conditional result was False",
-        "false_condition": cond,
-    })
+    let mut fields = Map::new();
+    fields.insert("skip_reason".into(), json!("Conditional result was False"));
+    fields.insert("false_condition".into(), cond);
+    TaskResult {
+        skipped: Some(true),
+        fields,
+        ..TaskResult::default()
+    }
 }
 
-pub(crate) fn censor(r: &Value) -> Value {
-    let mut m = Map::new();
-    m.insert("censored".into(), json!(CENSORED));
-    for k in ["changed", "failed", "skipped"] {
-        if let Some(v) = r.get(k) {
-            m.insert(k.into(), v.clone());
-        }
+/// What a `no_log` result shows: its outcome and nothing of its content.
+pub(crate) fn censor(r: &TaskResult) -> TaskResult {
+    let mut fields = Map::new();
+    fields.insert("censored".into(), json!(CENSORED));
+    TaskResult {
+        changed: r.changed,
+        failed: r.failed,
+        skipped: r.skipped,
+        unreachable: r.unreachable,
+        msg: None,
+        fields,
     }
-    Value::Object(m)
 }

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::Executor;
-use super::host_task::{Flow, OnHost, censor, flag, item_status, skipped};
+use super::host_task::{Flow, OnHost, censor, item_status, skipped};
 use crate::playbook::LoopKind;
-use crate::report::Event;
+use crate::report::{Event, TaskResult};
 use crate::vars::VarMap;
 
 impl Executor {
@@ -98,7 +98,7 @@ impl Executor {
         ctx: &VarMap,
         conds: &[String],
         items: Vec<Value>,
-    ) -> (Value, bool, Flow) {
+    ) -> (TaskResult, Flow) {
         let OnHost {
             task,
             kw,
@@ -146,20 +146,18 @@ impl Executor {
                 Ok(Some(cond)) => skipped(&cond),
                 Ok(None) => {
                     let a = self.until_loop(t, &mut c).await;
-                    unreachable |= a.unreachable;
+                    unreachable |= a.result.unreachable;
                     if let Flow::Include(reqs) = a.flow {
                         includes.extend(reqs);
                     }
                     a.result
                 }
             };
-            if let Some(obj) = r.as_object_mut() {
-                obj.insert(loop_var.clone(), item.clone());
-                obj.insert("ansible_loop_var".into(), json!(loop_var));
-                if let Some(iv) = &lc.index_var {
-                    obj.insert(iv.clone(), json!(i));
-                    obj.insert("ansible_index_var".into(), json!(iv));
-                }
+            r.set(&loop_var, item.clone());
+            r.set("ansible_loop_var", json!(loop_var));
+            if let Some(iv) = &lc.index_var {
+                r.set(iv, json!(i));
+                r.set("ansible_index_var", json!(iv));
             }
             let label = match &lc.label {
                 Some(l) => self.templar.render_str(l, &c).unwrap_or_else(|_| l.clone()),
@@ -170,14 +168,14 @@ impl Executor {
             };
             if task.module_name() == Some("set_fact")
                 && kw.delegate_facts != Some(true)
-                && !flag(&r, "failed")
-                && let Some(facts) = r.get("ansible_facts").and_then(Value::as_object)
+                && !r.is_failed()
+                && let Some(facts) = r.fields.get("ansible_facts").and_then(Value::as_object)
             {
                 crate::vars::overlay(&mut base, facts);
             }
             let status = item_status(&r, kw);
             if no_log {
-                self.events.redactor.add_value(&r);
+                self.events.redactor.add_value(&r.to_value());
             }
             self.emit(Event::ItemResult {
                 host: host.to_string(),
@@ -190,34 +188,36 @@ impl Executor {
             });
             results.push(r);
         }
-        let any = |k: &str| results.iter().any(|r| flag(r, k));
-        let mut agg = Map::new();
-        agg.insert("changed".into(), json!(any("changed")));
-        let failed = any("failed");
-        if let Some(lost) = results.iter().rev().find(|r| flag(r, "unreachable")) {
-            agg.insert("unreachable".into(), json!(true));
-            agg.insert("msg".into(), lost.get("msg").cloned().unwrap_or(json!("")));
-        } else if failed {
-            agg.insert("failed".into(), json!(true));
-            agg.insert("msg".into(), json!("One or more items failed"));
+        let mut agg = TaskResult {
+            changed: results.iter().any(|r| r.changed),
+            ..TaskResult::default()
+        };
+        if let Some(lost) = results.iter().rev().find(|r| r.unreachable) {
+            agg.unreachable = true;
+            agg.msg = Some(lost.msg.clone().unwrap_or(json!("")));
+        } else if results.iter().any(TaskResult::is_failed) {
+            agg.failed = Some(true);
+            agg.msg = Some(json!("One or more items failed"));
         } else {
-            agg.insert("failed".into(), json!(false));
-            agg.insert("msg".into(), json!("All items completed"));
+            agg.failed = Some(false);
+            agg.msg = Some(json!("All items completed"));
         }
-        if !results.is_empty() && results.iter().all(|r| flag(r, "skipped")) {
-            agg.insert("skipped".into(), json!(true));
+        if results.iter().all(TaskResult::is_skipped) {
+            agg.skipped = Some(true);
         }
         if results.is_empty() {
-            agg.insert("skipped".into(), json!(true));
-            agg.insert("skipped_reason".into(), json!("No items in the list"));
+            agg.set("skipped_reason", json!("No items in the list"));
         }
-        agg.insert("results".into(), Value::Array(results));
+        agg.set(
+            "results",
+            Value::Array(results.iter().map(TaskResult::to_value).collect()),
+        );
         let flow = if includes.is_empty() {
             Flow::Continue
         } else {
             Flow::Include(includes)
         };
-        (Value::Object(agg), unreachable, flow)
+        (agg, flow)
     }
 }
 

@@ -126,7 +126,7 @@ pub struct Executor {
     /// when `kinit run` runs the phases one after another through the same executor.
     tags: RwLock<TagFilter>,
     /// Results of `async` tasks by job id, for `async_status`.
-    pub(crate) jobs: Mutex<HashMap<String, serde_json::Value>>,
+    pub(crate) jobs: Mutex<HashMap<String, crate::report::TaskResult>>,
     /// Warnings already given (`warn_once`).
     warned: Mutex<std::collections::HashSet<String>>,
 }
@@ -481,7 +481,11 @@ impl Executor {
             delegated_to: None,
             looped: false,
             duration: std::time::Duration::ZERO,
-            result: serde_json::json!({"failed": true, "msg": msg}),
+            result: crate::report::TaskResult {
+                failed: Some(true),
+                msg: Some(msg.into()),
+                ..Default::default()
+            },
         });
     }
 

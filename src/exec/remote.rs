@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::Executor;
 use super::host_task::{Attempt, OnHost};
@@ -13,7 +13,7 @@ use super::inherit::Inherit;
 use crate::inventory::{ConnectionDefaults, ResolvedHost, resolve_target};
 use crate::modules::{ModuleCtx, ModuleError, ModuleResult, ProgressSink, Render};
 use crate::playbook::{Keywords, Task};
-use crate::report::{Event, EventSender};
+use crate::report::{Event, EventSender, TaskResult};
 use crate::template::{Templar, TemplateError};
 use crate::transport::{BecomeOptions, TransportError};
 use crate::vars::VarMap;
@@ -55,24 +55,25 @@ impl ProgressSink for TaskProgress<'_> {
     }
 }
 
-/// The registered form of a module's result.
-pub fn result_value(r: ModuleResult) -> Value {
-    let mut m: Map<String, Value> = r.data;
-    m.insert("changed".into(), json!(r.changed));
-    m.insert("failed".into(), json!(r.failed));
-    if r.skipped {
-        m.insert("skipped".into(), json!(true));
+/// A module's result as the task's.
+pub fn task_result(r: ModuleResult) -> TaskResult {
+    TaskResult {
+        changed: r.changed,
+        failed: Some(r.failed),
+        skipped: r.skipped.then_some(true),
+        unreachable: false,
+        msg: r.msg.map(Value::String),
+        fields: {
+            let mut fields = r.data;
+            if let Some(d) = r.diff {
+                fields.insert(
+                    "diff".into(),
+                    serde_json::to_value(d).unwrap_or(Value::Null),
+                );
+            }
+            fields
+        },
     }
-    if let Some(msg) = r.msg {
-        m.insert("msg".into(), json!(msg));
-    }
-    if let Some(d) = r.diff {
-        m.insert(
-            "diff".into(),
-            serde_json::to_value(d).unwrap_or(Value::Null),
-        );
-    }
-    Value::Object(m)
 }
 
 impl Executor {
@@ -180,7 +181,7 @@ impl Executor {
                 crate::template::strip_omit(&mut a);
                 a
             }
-            Err(e) => return Attempt::ok(self.error_result(task, e.to_string())),
+            Err(e) => return Attempt::of(self.error_result(task, e.to_string())),
         };
         if kw.no_log == Some(true) {
             self.events.redactor.add_value(&args);
@@ -188,13 +189,13 @@ impl Executor {
         let delegate = match &kw.delegate_to {
             Some(d) => match self.templar.render_str(d, ctx) {
                 Ok(d) => d,
-                Err(e) => return Attempt::ok(self.error_result(task, e.to_string())),
+                Err(e) => return Attempt::of(self.error_result(task, e.to_string())),
             },
             None => host.to_string(),
         };
         let resolved = match self.target_for(&delegate, host, kw, ctx) {
             Ok(r) => r,
-            Err(e) => return Attempt::ok(self.error_result(task, e.to_string())),
+            Err(e) => return Attempt::of(self.error_result(task, e.to_string())),
         };
         let conn = tokio::select! {
             c = self.conns_get(&resolved.target) => c,
@@ -206,7 +207,7 @@ impl Executor {
         };
         let env = match self.environment(inh, kw, ctx) {
             Ok(e) => e,
-            Err(msg) => return Attempt::ok(self.error_result(task, msg)),
+            Err(msg) => return Attempt::of(self.error_result(task, msg)),
         };
         let become_ = self.become_options(kw, &resolved, ctx);
         let search = self.search_paths(task, inh);
@@ -242,11 +243,11 @@ impl Executor {
                 if crate::modules::short_name(name) == "win_reboot"
                     && r.data.get("reboot_requested") == Some(&json!(true)) =>
             {
-                Attempt::ok(result_value(
+                Attempt::of(task_result(
                     self.await_reboot(&resolved.target, conn, r).await,
                 ))
             }
-            Ok(r) => Attempt::ok(result_value(r)),
+            Ok(r) => Attempt::of(task_result(r)),
             // Only the task's own `timeout` is reported as the task timing out; a transport's
             // timeout (a WinRM HTTP read, say) keeps its own words.
             Err(ModuleError::Transport(TransportError::Timeout { after, .. }))
@@ -380,9 +381,5 @@ async fn transport_failure(conn: &crate::transport::Connection, e: TransportErro
 /// The host is unreachable; the message carries every cause (`connection refused`, the DNS
 /// or TLS error), not only "cannot connect".
 fn unreachable(e: TransportError) -> Attempt {
-    Attempt {
-        result: json!({"unreachable": true, "changed": false, "msg": crate::provider::error::chain(&e)}),
-        unreachable: true,
-        flow: super::host_task::Flow::Continue,
-    }
+    Attempt::of(TaskResult::unreachable(crate::provider::error::chain(&e)))
 }

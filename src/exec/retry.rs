@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Executor;
-use super::host_task::{Attempt, OnHost, flag};
+use super::host_task::{Attempt, OnHost};
 use crate::playbook::{Keywords, Task};
 use crate::report::Event;
 use crate::vars::VarMap;
@@ -65,23 +65,22 @@ impl Executor {
             attempt += 1;
             let a = self.attempt(t, ctx).await;
             let mut a = self.post_process(task, kw, ctx, a);
-            if let Some(obj) = a.result.as_object_mut() {
-                obj.insert("attempts".into(), json!(attempt));
-            }
-            if a.unreachable || self.cancel.is_cancelled() {
+            a.result.set("attempts", json!(attempt));
+            if a.result.unreachable || self.cancel.is_cancelled() {
                 return a;
             }
             let mut c = ctx.clone();
-            if let Some(r) = &kw.register {
-                c.insert(r.clone(), a.result.clone());
-            }
-            if let Some(obj) = a.result.as_object() {
+            let registered = a.result.to_value();
+            if let Value::Object(obj) = &registered {
                 for (k, v) in obj {
                     c.entry(k.clone()).or_insert(v.clone());
                 }
             }
+            if let Some(r) = &kw.register {
+                c.insert(r.clone(), registered);
+            }
             let done = match &kw.until {
-                None => !flag(&a.result, "failed"),
+                None => !a.result.is_failed(),
                 Some(until) => match self.templar.eval_bool(until, &c) {
                     Ok(b) => b,
                     Err(e) => {
@@ -96,10 +95,8 @@ impl Executor {
             }
             if attempt > retries {
                 // Ansible reports the retries (not the runs) once they are exhausted.
-                if let Some(obj) = a.result.as_object_mut() {
-                    obj.insert("failed".into(), json!(true));
-                    obj.insert("attempts".into(), json!(retries));
-                }
+                a.result.failed = Some(true);
+                a.result.set("attempts", json!(retries));
                 return a;
             }
             self.emit(Event::Retry {
@@ -114,15 +111,15 @@ impl Executor {
 
     /// `changed_when` / `failed_when`, evaluated with the result registered.
     fn post_process(&self, task: &Task, kw: &Keywords, ctx: &VarMap, mut a: Attempt) -> Attempt {
-        if a.unreachable || (kw.changed_when.is_none() && kw.failed_when.is_none()) {
+        if a.result.unreachable || (kw.changed_when.is_none() && kw.failed_when.is_none()) {
             return a;
         }
-        if flag(&a.result, "skipped") {
+        if a.result.is_skipped() {
             return a;
         }
         let mut c = ctx.clone();
         if let Some(r) = &kw.register {
-            c.insert(r.clone(), a.result.clone());
+            c.insert(r.clone(), a.result.to_value());
         }
         let mut eval = |conds: &Vec<String>, key: &str| -> Result<(), String> {
             let mut all = true;
@@ -132,11 +129,9 @@ impl Executor {
                     Err(e) => return Err(format!("error in `{key}` condition `{cond}`: {e}")),
                 }
             }
-            if let Some(obj) = a.result.as_object_mut() {
-                obj.insert(key.into(), json!(all));
-            }
+            a.result.set(key, json!(all));
             if let Some(r) = &kw.register {
-                c.insert(r.clone(), a.result.clone());
+                c.insert(r.clone(), a.result.to_value());
             }
             Ok(())
         };
@@ -152,14 +147,13 @@ impl Executor {
             error = Some(e);
         }
         if let Some(e) = error {
-            return Attempt::ok(self.error_result(task, e));
+            return Attempt::of(self.error_result(task, e));
         }
         if let Some(conds) = &kw.failed_when
             && !conds.is_empty()
-            && let Some(obj) = a.result.as_object_mut()
         {
-            let failed = obj.get("failed").cloned().unwrap_or(json!(false));
-            obj.insert("failed_when_result".into(), failed);
+            let failed = a.result.is_failed();
+            a.result.set("failed_when_result", json!(failed));
         }
         a
     }

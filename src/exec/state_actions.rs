@@ -11,6 +11,7 @@ use super::actions::ok;
 use super::host_task::Attempt;
 use super::inherit::Inherit;
 use crate::playbook::{Keywords, Task};
+use crate::report::TaskResult;
 use crate::vars::VarMap;
 
 impl Executor {
@@ -59,10 +60,12 @@ impl Executor {
                 }
             }
         }
-        Attempt::ok(json!({
-            "changed": new, "failed": false,
-            "add_host": {"host_name": name, "groups": groups, "host_vars": vars},
-        }))
+        let mut r = TaskResult::ok().with(
+            "add_host",
+            json!({"host_name": name, "groups": groups, "host_vars": vars}),
+        );
+        r.changed = new;
+        Attempt::of(r)
     }
 
     pub(crate) fn group_by(&self, args: &Value, host: &str) -> Attempt {

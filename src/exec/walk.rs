@@ -255,6 +255,7 @@ impl Executor {
         let facts = match task.module_name() {
             Some("set_fact") => first
                 .result
+                .fields
                 .get("ansible_facts")
                 .and_then(Value::as_object)
                 .cloned(),
@@ -263,7 +264,7 @@ impl Executor {
         for h in others {
             self.with_state(h, |s| {
                 if let Some(r) = &kw.register {
-                    s.set_facts.insert(r.clone(), first.result.clone());
+                    s.set_facts.insert(r.clone(), first.result.to_value());
                 }
                 if let Some(f) = &facts {
                     crate::vars::overlay(&mut s.set_facts, f);

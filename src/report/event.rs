@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::TaskResult;
+
 /// How one task ended on one host (or one loop item).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -96,7 +98,7 @@ pub enum Event {
         item: String,
         status: Status,
         module: Option<String>,
-        result: Value,
+        result: TaskResult,
     },
     TaskResult {
         host: String,
@@ -111,7 +113,7 @@ pub enum Event {
         looped: bool,
         #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
         duration: Duration,
-        result: Value,
+        result: TaskResult,
     },
     /// How a long-running task is getting on for a host (rendered as the host's live line;
     /// plain output prints a line when `status` changes).

@@ -6,8 +6,6 @@
 
 use std::fmt::Write;
 
-use serde_json::Value;
-
 use super::event::{Event, Status};
 
 /// How one test case ended.
@@ -152,11 +150,7 @@ impl Junit {
                         ..Suite::default()
                     });
                 }
-                let msg = result
-                    .get("msg")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
+                let msg = result.msg_str().unwrap_or_default().to_string();
                 // An unreachable host is an error, not a failure: its task did not run, so
                 // nothing was tested. (Ansible's junit callback leaves such a host out of the
                 // report altogether, which hides it; the recap still counts it unreachable.)
@@ -207,7 +201,7 @@ mod tests {
             delegated_to: None,
             looped: false,
             duration: std::time::Duration::from_millis(10),
-            result: serde_json::json!({ "msg": msg }),
+            result: crate::report::TaskResult::failed(msg),
         };
         junit.observe(&Event::PlayStart {
             name: "p".into(),

@@ -5,6 +5,7 @@
 
 pub mod event;
 pub mod junit;
+mod outcome;
 pub mod plain;
 mod progress;
 pub mod recap;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 pub use event::{Event, PhaseStatus, Status};
+pub use outcome::TaskResult;
 pub use recap::{HostStats, RunStats};
 pub use redact::Redactor;
 
@@ -130,8 +132,7 @@ async fn run(
                 // Meta tasks steer the run; ansible-playbook leaves them out of the recap.
                 if module.as_deref() != Some("meta") {
                     stats.record(host, *status);
-                    let changed = result.get("changed").and_then(serde_json::Value::as_bool);
-                    if *status == Status::Ignored && changed == Some(true) {
+                    if *status == Status::Ignored && result.changed {
                         stats.hosts.entry(host.clone()).or_default().changed += 1;
                     }
                 }

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use super::TaskResult;
 use super::event::{Event, Status, minutes_seconds};
 
 pub struct Plain {
@@ -152,7 +153,7 @@ impl Plain {
         host: &str,
         status: Status,
         item: Option<&String>,
-        result: &Value,
+        result: &TaskResult,
         delegated: Option<&str>,
         module: Option<&str>,
     ) -> String {
@@ -176,13 +177,13 @@ impl Plain {
             head.push_str(&format!(" => (item={i})"));
         }
         let mut tail = String::new();
-        let msg = result.get("msg").and_then(Value::as_str);
+        let msg = result.msg_str();
         match status {
             Status::Failed | Status::Ignored | Status::Unreachable => {
                 if let Some(m) = msg {
                     let _ = write!(tail, " => {m}");
                 }
-                if let Some(a) = result.get("assertion").and_then(Value::as_str) {
+                if let Some(a) = result.str_field("assertion") {
                     let _ = write!(tail, " (assertion: {a})");
                 }
                 if status != Status::Unreachable && self.verbose == 0 {
@@ -191,14 +192,16 @@ impl Plain {
             }
             Status::Ok | Status::Changed => {
                 if module == Some("debug") {
-                    match result.get("msg") {
+                    match &result.msg {
                         Some(m) => {
                             let _ = write!(tail, " => {}", show(m));
                         }
                         None => {
-                            let mut shown = result.as_object().cloned().unwrap_or_default();
-                            shown.retain(|k, _| !matches!(k.as_str(), "changed" | "failed"));
-                            let _ = write!(tail, " => {}", show(&Value::Object(shown)));
+                            let mut shown = result.to_value();
+                            if let Some(m) = shown.as_object_mut() {
+                                m.retain(|k, _| !matches!(k.as_str(), "changed" | "failed"));
+                            }
+                            let _ = write!(tail, " => {}", show(&shown));
                         }
                     }
                 }
@@ -208,11 +211,7 @@ impl Plain {
         let mut s = head + &tail;
         if self.verbose > 0 && status != Status::Skipped {
             for key in ["stdout", "stderr"] {
-                if let Some(t) = result
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                {
+                if let Some(t) = result.str_field(key).filter(|t| !t.is_empty()) {
                     for l in t.lines() {
                         let _ = write!(s, "\n    {key}| {l}");
                     }
@@ -220,7 +219,7 @@ impl Plain {
             }
         }
         if self.diff
-            && let Some(d) = result.get("diff").filter(|d| !d.is_null())
+            && let Some(d) = result.fields.get("diff").filter(|d| !d.is_null())
         {
             s.push_str(&render_diff(d));
         }
@@ -233,10 +232,10 @@ const FAILED_OUTPUT_LINES: usize = 10;
 
 /// What an Ansible user looks for in a failed command without asking for `-v`: its `rc` and
 /// `cmd`, then the end of its stderr (or of its stdout when stderr is empty).
-fn failure_details(out: &mut String, result: &Value) {
-    if let Some(rc) = result.get("rc").and_then(Value::as_i64) {
+fn failure_details(out: &mut String, result: &TaskResult) {
+    if let Some(rc) = result.rc() {
         let _ = write!(out, "\n    rc: {rc}");
-        match result.get("cmd") {
+        match result.fields.get("cmd") {
             Some(Value::String(c)) => {
                 let _ = write!(out, "\n    cmd: {c}");
             }
@@ -248,11 +247,7 @@ fn failure_details(out: &mut String, result: &Value) {
         }
     }
     for key in ["stderr", "stdout"] {
-        let Some(text) = result
-            .get(key)
-            .and_then(Value::as_str)
-            .filter(|t| !t.trim().is_empty())
-        else {
+        let Some(text) = result.str_field(key).filter(|t| !t.trim().is_empty()) else {
             continue;
         };
         let lines: Vec<&str> = text.lines().collect();
@@ -295,8 +290,6 @@ fn render_diff(d: &Value) -> String {
 mod tests {
     use std::time::Duration;
 
-    use serde_json::json;
-
     use super::*;
 
     fn start(id: usize, name: &str) -> Event {
@@ -319,7 +312,7 @@ mod tests {
             delegated_to: None,
             looped: false,
             duration: Duration::ZERO,
-            result: json!({}),
+            result: TaskResult::ok(),
         }
     }
 
