@@ -8,6 +8,12 @@ use serde_json::{Map, Value, json};
 
 use super::Executor;
 use super::host_task::{Attempt, Flow, OnHost};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::playbook::actions::{
+    AssertArgs, AsyncStatusArgs, DebugArgs, ExecAction, Meta, PauseArgs,
+};
 use crate::playbook::{Keywords, Task};
 use crate::report::TaskResult;
 use crate::vars::VarMap;
@@ -27,8 +33,7 @@ impl Executor {
     pub(crate) async fn run_action(
         &self,
         t: OnHost<'_>,
-        name: &str,
-        raw: &Value,
+        action: &ExecAction,
         ctx: &VarMap,
     ) -> Attempt {
         let OnHost {
@@ -38,50 +43,74 @@ impl Executor {
             host,
             ..
         } = t;
-        // `assert: that` holds bare expressions; everything else renders as templates.
-        let args = if name == "assert" || name == "debug" && raw.get("var").is_some() {
-            raw.clone()
-        } else {
-            match self.templar.render_value(raw, ctx) {
-                Ok(mut a) => {
-                    crate::template::strip_omit(&mut a);
-                    a
+        let no_log = kw.no_log == Some(true);
+        // Arguments render as templates when the task runs; `assert: that` and `debug: var`
+        // hold bare expressions and are evaluated instead.
+        macro_rules! rendered {
+            ($args:expr) => {
+                match self.rendered_args($args, ctx, no_log) {
+                    Ok(a) => a,
+                    Err(e) => return Attempt::of(self.error_result(task, e)),
                 }
-                Err(e) => return Attempt::of(self.error_result(task, e.to_string())),
-            }
-        };
-        if kw.no_log == Some(true) {
-            self.events.redactor.add_value(&args);
+            };
         }
-        let s = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
-        match name {
-            "debug" => self.debug(&args, ctx),
-            "assert" => self.assert(&args, ctx, task),
-            "fail" => {
-                Attempt::failed(s("msg").unwrap_or_else(|| "Failed as requested from task".into()))
+        match action {
+            ExecAction::Debug(a) if a.var.is_some() => self.debug(a, ctx),
+            ExecAction::Debug(a) => self.debug(&rendered!(a), ctx),
+            ExecAction::Assert(a) => self.assert(a, ctx, task),
+            ExecAction::Fail(a) => {
+                let a = rendered!(a);
+                let mut r = TaskResult::failed("Failed as requested from task");
+                if let Some(m) = a.msg {
+                    r.msg = Some(m);
+                }
+                Attempt::of(r)
             }
-            "set_fact" => self.set_fact(&args, kw, host, ctx),
-            "add_host" => self.add_host(&args),
-            "group_by" => self.group_by(&args, host),
-            "meta" => meta(&s("_raw_params").unwrap_or_default()),
-            "pause" => self.pause(&args).await,
-            "include_vars" => self.include_vars(&args, task, inh, host),
-            "wait_for_connection" => self.wait_for_connection(&args, host, kw, ctx).await,
-            "async_status" => self.async_status(&args),
-            other => Attempt::failed(format!("unknown action `{other}`")),
+            ExecAction::SetFact(facts) => {
+                let facts = rendered!(facts);
+                self.set_fact(facts, kw, host, ctx)
+            }
+            ExecAction::AddHost(args) => self.add_host(&rendered!(args)),
+            ExecAction::GroupBy(a) => self.group_by(&rendered!(a), host),
+            ExecAction::Meta(m) => meta(*m),
+            ExecAction::Pause(a) => self.pause(&rendered!(a)).await,
+            ExecAction::IncludeVars(a) => self.include_vars(&rendered!(a), task, inh, host),
+            ExecAction::WaitForConnection(a) => {
+                self.wait_for_connection(&rendered!(a), host, kw, ctx).await
+            }
+            ExecAction::AsyncStatus(a) => self.async_status(&rendered!(a)),
         }
+    }
+
+    /// `args` with every template rendered and omitted values left out.
+    fn rendered_args<T: Serialize + DeserializeOwned>(
+        &self,
+        args: &T,
+        ctx: &VarMap,
+        no_log: bool,
+    ) -> Result<T, String> {
+        let raw = serde_json::to_value(args).map_err(|e| e.to_string())?;
+        let mut v = self
+            .templar
+            .render_value(&raw, ctx)
+            .map_err(|e| e.to_string())?;
+        crate::template::strip_omit(&mut v);
+        if no_log {
+            self.events.redactor.add_value(&v);
+        }
+        T::deserialize(&v).map_err(|e| crate::modules::args::explain(&e.to_string()))
     }
 
     /// `async_status: jid=...`: the result of an `async` task of this run. kinit runs async
     /// tasks to their end, so a known job is always `finished`.
-    fn async_status(&self, args: &Value) -> Attempt {
-        let Some(jid) = args.get("jid").map(|j| match j {
+    fn async_status(&self, args: &AsyncStatusArgs) -> Attempt {
+        let Some(jid) = args.jid.as_ref().map(|j| match j {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         }) else {
             return Attempt::failed("`async_status` needs `jid`");
         };
-        if args.get("mode").and_then(Value::as_str) == Some("cleanup") {
+        if args.mode.as_ref().and_then(Value::as_str) == Some("cleanup") {
             self.jobs.lock().unwrap().remove(&jid);
             return ok(json!({"ansible_job_id": jid, "erased": jid}));
         }
@@ -91,12 +120,16 @@ impl Executor {
         }
     }
 
-    fn debug(&self, args: &Value, ctx: &VarMap) -> Attempt {
-        let verbosity = args.get("verbosity").and_then(Value::as_u64).unwrap_or(0);
+    fn debug(&self, args: &DebugArgs, ctx: &VarMap) -> Attempt {
+        let verbosity = match &args.verbosity {
+            Some(Value::Number(n)) => n.as_u64().unwrap_or(0),
+            Some(Value::String(s)) => s.trim().parse().unwrap_or(0),
+            _ => 0,
+        };
         if u64::from(self.opts.verbose) < verbosity {
             return ok(json!({"skipped": true, "skipped_reason": "Verbosity threshold not met."}));
         }
-        if let Some(var) = args.get("var").and_then(Value::as_str) {
+        if let Some(var) = args.var.as_deref() {
             let v = match self.templar.eval(var, ctx) {
                 Ok(Value::Null) if !ctx.contains_key(var) => json!("VARIABLE IS NOT DEFINED!"),
                 Ok(v) => v,
@@ -104,46 +137,34 @@ impl Executor {
             };
             return ok(json!({ var: v }));
         }
-        let msg = args.get("msg").cloned().unwrap_or(json!("Hello world!"));
+        let msg = args.msg.clone().unwrap_or(json!("Hello world!"));
         ok(json!({ "msg": msg }))
     }
 
-    fn assert(&self, args: &Value, ctx: &VarMap, task: &Task) -> Attempt {
-        let that: Vec<String> = match args.get("that") {
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .collect(),
-            Some(Value::String(s)) => vec![s.clone()],
-            Some(other) => vec![other.to_string()],
-            None => Vec::new(),
-        };
-        let render = |k: &str| -> Option<Value> {
-            args.get(k).map(|v| {
+    fn assert(&self, args: &AssertArgs, ctx: &VarMap, task: &Task) -> Attempt {
+        let render = |v: &Option<Value>| -> Option<Value> {
+            v.as_ref().map(|v| {
                 self.templar
                     .render_value(v, ctx)
                     .unwrap_or_else(|_| v.clone())
             })
         };
-        for cond in that {
+        for cond in &args.that {
             let expr = cond
                 .trim()
                 .strip_prefix("{{")
                 .and_then(|c| c.strip_suffix("}}"))
-                .unwrap_or(&cond)
+                .unwrap_or(cond)
                 .trim()
                 .to_string();
             match self.templar.eval_bool(&expr, ctx) {
                 Ok(true) => {}
                 Ok(false) => {
-                    let msg = render("fail_msg")
-                        .or_else(|| render("msg"))
+                    let msg = render(&args.fail_msg)
+                        .or_else(|| render(&args.msg))
                         .unwrap_or(json!("Assertion failed"));
                     let mut r = TaskResult::failed("")
-                        .with("assertion", cond)
+                        .with("assertion", cond.as_str())
                         .with("evaluated_to", false);
                     r.msg = Some(msg);
                     return Attempt::of(r);
@@ -156,20 +177,17 @@ impl Executor {
                 }
             }
         }
-        let msg = render("success_msg").unwrap_or(json!("All assertions passed"));
+        let msg = render(&args.success_msg).unwrap_or(json!("All assertions passed"));
         ok(json!({ "msg": msg }))
     }
 
-    fn set_fact(&self, args: &Value, kw: &Keywords, host: &str, ctx: &VarMap) -> Attempt {
-        let mut facts = Map::new();
-        if let Some(m) = args.as_object() {
-            for (k, v) in m {
-                if k == "cacheable" {
-                    continue;
-                }
-                facts.insert(k.clone(), v.clone());
-            }
-        }
+    fn set_fact(
+        &self,
+        facts: Map<String, Value>,
+        kw: &Keywords,
+        host: &str,
+        ctx: &VarMap,
+    ) -> Attempt {
         let target = match (&kw.delegate_to, kw.delegate_facts) {
             (Some(d), Some(true)) => self
                 .templar
@@ -181,15 +199,15 @@ impl Executor {
         ok(json!({ "ansible_facts": facts }))
     }
 
-    async fn pause(&self, args: &Value) -> Attempt {
-        let num = |k: &str| -> Option<f64> {
-            match args.get(k)? {
+    async fn pause(&self, args: &PauseArgs) -> Attempt {
+        let num = |v: &Option<Value>| -> Option<f64> {
+            match v.as_ref()? {
                 Value::Number(n) => n.as_f64(),
                 Value::String(s) => s.trim().parse().ok(),
                 _ => None,
             }
         };
-        let secs = match (num("seconds"), num("minutes")) {
+        let secs = match (num(&args.seconds), num(&args.minutes)) {
             (Some(s), _) => s,
             (None, Some(m)) => m * 60.0,
             (None, None) => {
@@ -211,17 +229,19 @@ impl Executor {
     }
 }
 
-fn meta(action: &str) -> Attempt {
+fn meta(action: Meta) -> Attempt {
     let flow = match action {
-        "flush_handlers" => Flow::FlushHandlers,
-        "end_play" => Flow::EndPlay,
-        "end_host" => Flow::EndHost,
-        "end_batch" => Flow::EndBatch,
-        "clear_host_errors" => Flow::ClearHostErrors,
-        _ => Flow::Continue,
+        Meta::FlushHandlers => Flow::FlushHandlers,
+        Meta::EndPlay => Flow::EndPlay,
+        Meta::EndHost => Flow::EndHost,
+        Meta::EndBatch => Flow::EndBatch,
+        Meta::ClearHostErrors => Flow::ClearHostErrors,
+        Meta::Noop | Meta::RefreshInventory | Meta::ResetConnection | Meta::ClearFacts => {
+            Flow::Continue
+        }
     };
     Attempt {
-        result: TaskResult::ok().with("msg", action),
+        result: TaskResult::ok().with("msg", action.name()),
         flow,
     }
 }

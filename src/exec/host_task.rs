@@ -365,13 +365,8 @@ impl Executor {
     pub(crate) async fn attempt(&self, t: OnHost<'_>, ctx: &VarMap) -> Attempt {
         let OnHost { task, inh, .. } = t;
         match &task.action {
-            Action::Module { name, args } => {
-                if crate::playbook::actions::is_action(name) {
-                    self.run_action(t, name, args, ctx).await
-                } else {
-                    self.run_module(t, name, args, ctx).await
-                }
-            }
+            Action::Module { name, args } => self.run_module(t, name, args, ctx).await,
+            Action::Exec(action) => self.run_action(t, action, ctx).await,
             Action::IncludeTasks { .. } | Action::IncludeRole { .. } => {
                 match self.include_request(task, inh, ctx) {
                     Ok(req) => Attempt {

@@ -4,21 +4,19 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::Executor;
 use super::actions::ok;
 use super::host_task::Attempt;
 use super::inherit::Inherit;
+use crate::playbook::actions::{GroupByArgs, IncludeVarsArgs, WaitArgs};
 use crate::playbook::{Keywords, Task};
 use crate::report::TaskResult;
 use crate::vars::VarMap;
 
 impl Executor {
-    pub(crate) fn add_host(&self, args: &Value) -> Attempt {
-        let Some(m) = args.as_object() else {
-            return Attempt::failed("`add_host` needs `name`");
-        };
+    pub(crate) fn add_host(&self, m: &Map<String, Value>) -> Attempt {
         let Some(name) = ["name", "hostname", "host"]
             .iter()
             .find_map(|k| m.get(*k).and_then(Value::as_str))
@@ -68,12 +66,14 @@ impl Executor {
         Attempt::of(r)
     }
 
-    pub(crate) fn group_by(&self, args: &Value, host: &str) -> Attempt {
-        let Some(key) = args.get("key").and_then(Value::as_str) else {
-            return Attempt::failed("`group_by` needs `key`");
+    pub(crate) fn group_by(&self, args: &GroupByArgs, host: &str) -> Attempt {
+        let key = match &args.key {
+            Some(Value::String(k)) => k.clone(),
+            Some(other) => other.to_string(),
+            None => return Attempt::failed("`group_by` needs `key`"),
         };
         let key = key.replace([' ', '-'], "_");
-        let parents: Vec<String> = match args.get("parents") {
+        let parents: Vec<String> = match &args.parents {
             Some(Value::Array(a)) => a
                 .iter()
                 .filter_map(Value::as_str)
@@ -97,14 +97,15 @@ impl Executor {
 
     pub(crate) fn include_vars(
         &self,
-        args: &Value,
+        args: &IncludeVarsArgs,
         task: &Task,
         inh: &Inherit,
         host: &str,
     ) -> Attempt {
         let Some(file) = args
-            .get("_raw_params")
-            .or_else(|| args.get("file"))
+            .raw_params
+            .as_ref()
+            .or(args.file.as_ref())
             .and_then(Value::as_str)
         else {
             return Attempt::failed("`include_vars` needs a file");
@@ -114,7 +115,7 @@ impl Executor {
             Ok(v) => v,
             Err(e) => return Attempt::failed(e.to_string()),
         };
-        let facts = match args.get("name").and_then(Value::as_str) {
+        let facts = match args.name.as_ref().and_then(Value::as_str) {
             Some(ns) => {
                 let mut m = VarMap::new();
                 m.insert(ns.to_string(), Value::Object(vars));
@@ -131,19 +132,23 @@ impl Executor {
 
     pub(crate) async fn wait_for_connection(
         &self,
-        args: &Value,
+        args: &WaitArgs,
         host: &str,
         kw: &Keywords,
         ctx: &VarMap,
     ) -> Attempt {
-        let num = |k: &str, d: f64| -> f64 {
-            match args.get(k) {
+        let num = |v: &Option<Value>, d: f64| -> f64 {
+            match v {
                 Some(Value::Number(n)) => n.as_f64().unwrap_or(d),
                 Some(Value::String(s)) => s.parse().unwrap_or(d),
                 _ => d,
             }
         };
-        let (timeout, delay, sleep) = (num("timeout", 600.0), num("delay", 0.0), num("sleep", 1.0));
+        let (timeout, delay, sleep) = (
+            num(&args.timeout, 600.0),
+            num(&args.delay, 0.0),
+            num(&args.sleep, 1.0),
+        );
         let start = Instant::now();
         self.sleep(Duration::from_secs_f64(delay)).await;
         let target = match self.target_for(host, host, kw, ctx) {

@@ -186,8 +186,10 @@ pub struct Keywords {
 
 #[derive(Debug, Clone)]
 pub enum Action {
-    /// A module (`modules::lookup`) or an executor action (`exec::actions`), by short name.
+    /// A module (`modules::lookup`), by short name.
     Module { name: String, args: Value },
+    /// One of the executor's own actions (`debug`, `set_fact`, `meta`...).
+    Exec(actions::ExecAction),
     Block {
         block: Vec<Task>,
         rescue: Vec<Task>,
@@ -220,6 +222,7 @@ impl Task {
         }
         match &self.action {
             Action::Module { name, .. } => name.clone(),
+            Action::Exec(a) => a.name().into(),
             Action::Block { .. } => match &self.role {
                 Some(r) => format!("role {}", r.name),
                 None => "block".into(),
@@ -233,6 +236,7 @@ impl Task {
     pub fn module_name(&self) -> Option<&str> {
         match &self.action {
             Action::Module { name, .. } => Some(name),
+            Action::Exec(a) => Some(a.name()),
             _ => None,
         }
     }

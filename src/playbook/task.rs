@@ -45,7 +45,7 @@ pub fn resolve_action(name: &str) -> Option<String> {
 
 fn all_action_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = crate::modules::names().collect();
-    v.extend(super::actions::ACTIONS);
+    v.extend(super::actions::NAMES);
     v.extend([
         "include_tasks",
         "import_tasks",
@@ -328,15 +328,21 @@ fn finish_module(
                     detail: e.to_string(),
                 });
             }
-            super::actions::validate(&short, &args).map_err(|e| LoadError::ModuleArgs {
-                file: task_loc.file.to_path_buf(),
-                line: task_loc.line,
-                module: short.clone(),
-                detail: e.to_string(),
-            })?;
+            let action = match super::actions::ExecAction::parse(&short, &args) {
+                None => Action::Module { name: short, args },
+                Some(Ok(a)) => Action::Exec(a),
+                Some(Err(e)) => {
+                    return Err(LoadError::ModuleArgs {
+                        file: task_loc.file.to_path_buf(),
+                        line: task_loc.line,
+                        module: short,
+                        detail: e.to_string(),
+                    });
+                }
+            };
             Ok(Task {
                 name,
-                action: Action::Module { name: short, args },
+                action,
                 kw,
                 loc: task_loc,
                 role: None,

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Action, LoadError, Loader, LoaderOptions, Playbook};
+use super::{Action, LoadError, Loader, LoaderOptions, Playbook, actions};
 
 fn load(files: &[(&str, &str)]) -> Result<Playbook, LoadError> {
     let dir = tempfile::tempdir().unwrap();
@@ -32,11 +32,17 @@ fn fqcn_and_free_form_arguments() {
     };
     assert_eq!(name, "command");
     assert_eq!(args, &json!({"chdir": "/tmp", "_raw_params": "echo 'a b'"}));
-    let Action::Module { name, args } = &tasks[1].action else {
-        panic!()
+    let Action::Exec(actions::ExecAction::Debug(debug)) = &tasks[1].action else {
+        panic!("not a debug action: {:?}", tasks[1].action)
     };
-    assert_eq!(name, "debug");
-    assert_eq!(args, &json!({"msg": "x y", "verbosity": "1"}));
+    assert_eq!(
+        debug,
+        &actions::DebugArgs {
+            msg: Some(json!("x y")),
+            var: None,
+            verbosity: Some(json!("1")),
+        }
+    );
     assert_eq!(tasks[1].loc.line, 4);
 }
 
