@@ -1,14 +1,21 @@
-//! Parsed command line → validated settings for `run` and `plan`. Everything a later step needs
-//! is checked here (spec, `*_spec` options, extra vars, layout, phase names), so a command
-//! either starts with a complete, consistent `Config` or fails before touching anything.
+//! Parsed command line → validated settings for `playbook`, `run` and `plan`. Everything a
+//! later step needs is checked here (spec, `*_spec` options, extra vars, layout, phase names,
+//! forks; for `playbook` the command line merged over `ansible.cfg`), so a command either
+//! starts with a complete, consistent config or fails before touching anything.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::Error;
-use crate::cli::{ClusterArgs, ExecArgs, PlanArgs, PlanFormat, RunArgs};
+use crate::ansible_cfg::AnsibleSettings;
+use crate::cli::{ClusterArgs, ExecArgs, PlanArgs, PlanFormat, PlaybookArgs, RunArgs};
 use crate::cluster::{Cluster, Phase, PhaseWindow, expand};
+use crate::exec::session::ReportFiles;
+use crate::exec::{ConnectDefaults, RunOptions, TagFilter};
 use crate::extra_vars::parse_extra_vars;
+use crate::playbook::LoaderOptions;
 use crate::spec::{ClusterSpec, SpecInputs};
+use crate::transport::HostKeyChecking;
 use crate::vars::VarMap;
 
 /// A cluster description, validated and expanded.
@@ -92,6 +99,110 @@ impl RunConfig {
             skip_tags: args.skip_tags.clone(),
             purge_cache: args.purge_cache,
             exec: args.exec.clone(),
+        })
+    }
+}
+
+/// What `kinit playbook` does once its playbooks load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaybookMode {
+    Run,
+    SyntaxCheck,
+    ListTags,
+    ListTasks,
+    ListHosts,
+}
+
+/// `kinit playbook`: the command line over `ANSIBLE_*` variables over `ansible.cfg`, as
+/// ansible-playbook merges them.
+#[derive(Debug, Clone)]
+pub struct PlaybookConfig {
+    pub playbooks: Vec<PathBuf>,
+    pub mode: PlaybookMode,
+    pub loader: LoaderOptions,
+    /// Inventory sources (`-i`, else ansible.cfg's `inventory`).
+    pub inventory: Vec<String>,
+    pub run: RunOptions,
+    pub reports: ReportFiles,
+}
+
+impl PlaybookConfig {
+    /// `roles_path`: role folders from the environment (`KINIT_ROLES_PATH`), searched before
+    /// ansible.cfg's.
+    pub fn from_args(
+        args: &PlaybookArgs,
+        cfg: &AnsibleSettings,
+        base_dir: &Path,
+        mut roles_path: Vec<PathBuf>,
+    ) -> Result<Self, Error> {
+        let forks = args
+            .exec
+            .forks
+            .or(cfg.forks)
+            .unwrap_or(crate::exec::DEFAULT_FORKS);
+        if forks == 0 {
+            return Err(Error::Forks);
+        }
+        let mode = if args.syntax_check {
+            PlaybookMode::SyntaxCheck
+        } else if args.list_tags {
+            PlaybookMode::ListTags
+        } else if args.list_tasks {
+            PlaybookMode::ListTasks
+        } else if args.list_hosts {
+            PlaybookMode::ListHosts
+        } else {
+            PlaybookMode::Run
+        };
+        roles_path.extend(cfg.roles_path.iter().cloned());
+        // `-i` wins over ansible.cfg's `inventory` (and ANSIBLE_INVENTORY), as in Ansible.
+        let inventory = if args.inventory.is_empty() {
+            cfg.inventory.clone()
+        } else {
+            args.inventory.clone()
+        };
+        let c = &args.connect;
+        let run = RunOptions {
+            forks,
+            check: args.exec.check,
+            diff: args.exec.diff,
+            verbose: args.exec.verbose,
+            tags: TagFilter::new(&args.tags, &args.skip_tags),
+            start_at_task: args.start_at_task.clone(),
+            extra_vars: parse_extra_vars(&args.extra_vars, base_dir)?,
+            limit: args.limit.clone(),
+            connect: ConnectDefaults {
+                remote_user: c.remote_user.clone().or(cfg.remote_user.clone()),
+                connection: c.connection.clone(),
+                private_key: c.private_key.clone().or(cfg.private_key_file.clone()),
+                timeout: c.timeout.or(cfg.timeout).map(Duration::from_secs),
+                become_: c.become_ || cfg.become_ == Some(true),
+                become_user: c.become_user.clone().or(cfg.become_user.clone()),
+                ssh_args: cfg.ssh_args.clone(),
+                gathering: cfg.gathering,
+            },
+            host_key_checking: args
+                .exec
+                .host_key_checking
+                .unwrap_or(match cfg.host_key_checking {
+                    Some(false) => HostKeyChecking::Off,
+                    _ => HostKeyChecking::Strict,
+                }),
+            winrm_ca_file: args.exec.winrm_ca_file.clone(),
+        };
+        Ok(Self {
+            playbooks: args.playbooks.clone(),
+            mode,
+            loader: LoaderOptions {
+                roles_path,
+                library_path: cfg.library.clone(),
+            },
+            inventory,
+            run,
+            reports: ReportFiles {
+                log_json: args.exec.log_json.clone(),
+                junit: args.exec.junit.clone(),
+            },
         })
     }
 }

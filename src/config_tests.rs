@@ -157,3 +157,62 @@ fn good_inputs_are_accepted() {
         assert_eq!(error_of(args), None, "{args:?}");
     }
 }
+
+/// `kinit playbook`'s settings: flags win over ansible.cfg, ansible.cfg fills what the flags
+/// leave out, and `--forks 0` is refused (it once became 1 silently).
+#[test]
+fn playbook_flags_win_over_ansible_cfg_and_forks_zero_is_refused() {
+    let config = |args: &[&str], cfg: &AnsibleSettings| {
+        let cli = Cli::try_parse_from(
+            ["kinit", "playbook"]
+                .into_iter()
+                .chain(args.iter().copied()),
+        )
+        .unwrap();
+        let Command::Playbook(a) = &cli.command else {
+            panic!("not `kinit playbook`");
+        };
+        PlaybookConfig::from_args(a, cfg, Path::new("."), vec![PathBuf::from("/env/roles")])
+    };
+    let cfg = AnsibleSettings {
+        forks: Some(7),
+        inventory: vec!["from-cfg.ini".into()],
+        roles_path: vec![PathBuf::from("/cfg/roles")],
+        remote_user: Some("cfg-user".into()),
+        ..AnsibleSettings::default()
+    };
+    let c = config(&["site.yml"], &cfg).unwrap();
+    assert_eq!(c.run.forks, 7);
+    assert_eq!(c.inventory, vec!["from-cfg.ini".to_string()]);
+    assert_eq!(c.run.connect.remote_user.as_deref(), Some("cfg-user"));
+    assert_eq!(
+        c.loader.roles_path,
+        vec![PathBuf::from("/env/roles"), PathBuf::from("/cfg/roles")]
+    );
+    assert_eq!(c.mode, PlaybookMode::Run);
+    let c = config(
+        &[
+            "-i",
+            "hosts",
+            "-f",
+            "3",
+            "-u",
+            "me",
+            "--list-tasks",
+            "site.yml",
+        ],
+        &cfg,
+    )
+    .unwrap();
+    assert_eq!(
+        (c.run.forks, c.inventory, c.run.connect.remote_user, c.mode),
+        (
+            3,
+            vec!["hosts".to_string()],
+            Some("me".into()),
+            PlaybookMode::ListTasks
+        )
+    );
+    let err = config(&["-f", "0", "site.yml"], &cfg).unwrap_err();
+    assert!(err.to_string().contains("forks"), "{err}");
+}

@@ -101,11 +101,11 @@ impl From<Outcome> for ExitCode {
 pub fn run(cli: cli::Cli) -> Result<Outcome, Error> {
     use cli::Command;
     match cli.command {
-        Command::Run(args) => deploy::run(args),
+        Command::Run(args) => commands::run::run(args),
         Command::Plan(args) => deploy::plan(args),
         Command::Playbook(args) => commands::playbook::playbook(args),
-        Command::Ssh(args) => deploy::ssh(args),
-        Command::State(args) => deploy::state(args),
+        Command::Ssh(args) => commands::ssh::ssh(args),
+        Command::State(args) => commands::state::state(args),
         Command::Ci(args) => ci::command(args),
     }
 }

@@ -1,5 +1,9 @@
-//! Subcommand handlers that are not a domain of their own: `kinit playbook`. (`kinit run`,
-//! `plan`, `ssh` and `state` are `deploy`'s; `kinit ci` is `ci`'s.) Handlers sit above every
-//! other layer: they turn the parsed command line into validated settings and call down.
+//! Subcommand handlers, one file each: they turn the parsed command line into validated
+//! settings (`config`: `PlaybookConfig`, `RunConfig`, `PlanConfig`, `ClusterConfig`) and call
+//! down into the layers below. `kinit plan` is still `deploy::plan`'s and `kinit ci` is
+//! `ci::command`. Handlers sit above every other layer.
 
 pub mod playbook;
+pub mod run;
+pub mod ssh;
+pub mod state;

@@ -8,12 +8,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ansible_cfg;
 use crate::cli::PlaybookArgs;
-use crate::exec::session::{ReportFiles, Session};
-use crate::exec::{Executor, RunOptions, TagFilter};
+use crate::config::{PlaybookConfig, PlaybookMode};
+use crate::exec::Executor;
+use crate::exec::session::Session;
 use crate::inventory::Inventory;
-use crate::playbook::{Loader, LoaderOptions, Playbook, list};
+use crate::playbook::{Loader, Playbook, list};
 use crate::report::{EventSender, Redactor};
-use crate::transport::HostKeyChecking;
 use crate::{Error, Outcome};
 
 pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
@@ -32,103 +32,52 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
             "[WARNING]: become_method `{m}` from ansible.cfg/ANSIBLE_BECOME_METHOD: kinit becomes with sudo"
         );
     }
-    let forks = args
-        .exec
-        .forks
-        .or(cfg.forks)
-        .unwrap_or(crate::exec::DEFAULT_FORKS);
-    if forks == 0 {
-        return Err(Error::Forks);
-    }
-    let mut roles = roles_path();
-    roles.extend(cfg.roles_path.iter().cloned());
-    let loader = Arc::new(Loader::new(LoaderOptions {
-        roles_path: roles,
-        library_path: cfg.library.clone(),
-    }));
+    let config = PlaybookConfig::from_args(&args, &cfg, &cwd, roles_path())?;
+    let loader = Arc::new(Loader::new(config.loader.clone()));
     let mut books = Vec::new();
-    for p in &args.playbooks {
+    for p in &config.playbooks {
         books.push(loader.load_playbook(p)?);
     }
     for w in loader.take_warnings() {
         eprintln!("[WARNING]: {w}");
     }
-    if args.syntax_check {
-        for b in &books {
-            println!("\nplaybook: {}", b.path.display());
+    match config.mode {
+        PlaybookMode::SyntaxCheck => {
+            for b in &books {
+                println!("\nplaybook: {}", b.path.display());
+            }
+            return Ok(Outcome::Success);
         }
-        return Ok(Outcome::Success);
-    }
-    if args.list_tags {
-        for b in &books {
-            print!("{}", list::list_tags(b));
+        PlaybookMode::ListTags => {
+            for b in &books {
+                print!("{}", list::list_tags(b));
+            }
+            return Ok(Outcome::Success);
         }
-        return Ok(Outcome::Success);
-    }
-    let tags = TagFilter::new(&args.tags, &args.skip_tags);
-    if args.list_tasks {
-        for b in &books {
-            print!("{}", list::list_tasks(b, &tags));
+        PlaybookMode::ListTasks => {
+            for b in &books {
+                print!("{}", list::list_tasks(b, &config.run.tags));
+            }
+            return Ok(Outcome::Success);
         }
-        return Ok(Outcome::Success);
+        PlaybookMode::ListHosts | PlaybookMode::Run => {}
     }
-    // `-i` wins over ansible.cfg's `inventory` (and ANSIBLE_INVENTORY), as in Ansible.
-    let sources = if args.inventory.is_empty() {
-        &cfg.inventory
-    } else {
-        &args.inventory
-    };
-    let inventory = load_inventory(sources)?;
-    let extra_vars = crate::extra_vars::parse_extra_vars(&args.extra_vars, &cwd)?;
-    let c = &args.connect;
-    let opts = RunOptions {
-        forks,
-        check: args.exec.check,
-        diff: args.exec.diff,
-        verbose: args.exec.verbose,
-        tags,
-        start_at_task: args.start_at_task.clone(),
-        extra_vars,
-        limit: args.limit.clone(),
-        // Flags, then ANSIBLE_* variables, then ansible.cfg (`cfg` has merged those two).
-        connect: crate::exec::ConnectDefaults {
-            remote_user: c.remote_user.clone().or(cfg.remote_user.clone()),
-            connection: c.connection.clone(),
-            private_key: c.private_key.clone().or(cfg.private_key_file.clone()),
-            timeout: c
-                .timeout
-                .or(cfg.timeout)
-                .map(std::time::Duration::from_secs),
-            become_: c.become_ || cfg.become_ == Some(true),
-            become_user: c.become_user.clone().or(cfg.become_user.clone()),
-            ssh_args: cfg.ssh_args.clone(),
-            gathering: cfg.gathering,
-        },
-        host_key_checking: args
-            .exec
-            .host_key_checking
-            .unwrap_or(match cfg.host_key_checking {
-                Some(false) => HostKeyChecking::Off,
-                _ => HostKeyChecking::Strict,
-            }),
-        winrm_ca_file: args.exec.winrm_ca_file.clone(),
-    };
+    let inventory = load_inventory(&config.inventory)?;
     let runtime = crate::exec::session::runtime()?;
-    runtime.block_on(run(args, loader, books, inventory, opts))
+    runtime.block_on(run(config, loader, books, inventory))
 }
 
 async fn run(
-    args: PlaybookArgs,
+    config: PlaybookConfig,
     loader: Arc<Loader>,
     books: Vec<Playbook>,
     inventory: Inventory,
-    opts: RunOptions,
 ) -> Result<Outcome, Error> {
-    if args.list_hosts {
+    if config.mode == PlaybookMode::ListHosts {
         let exec = Executor::new(
             loader,
             inventory,
-            opts,
+            config.run,
             EventSender::discard(),
             CancellationToken::new(),
         );
@@ -140,11 +89,13 @@ async fn run(
         }
         return Ok(Outcome::Success);
     }
-    let files = ReportFiles {
-        log_json: args.exec.log_json.clone(),
-        junit: args.exec.junit.clone(),
-    };
-    let session = Session::start(loader, inventory, opts, files, Redactor::default())?;
+    let session = Session::start(
+        loader,
+        inventory,
+        config.run,
+        config.reports,
+        Redactor::default(),
+    )?;
     for b in &books {
         if session.executor().run(b).await {
             break;

@@ -1,18 +1,17 @@
-//! `kinit run`, `kinit ssh` and `kinit state`: the orchestration around the playbook engine.
-//!
-//! `kinit run` validates its inputs exactly as `kinit plan` does, takes the cluster lock
-//! (`lock`), prepares the state folder (`state`), finds the bundled playbooks (`locate`) and
-//! runs the phase plays of `site.yml` one phase at a time (`phases`), each selected by its
-//! tag, through one session for the whole run (connections, facts and reporter), so the
-//! recap lists every phase with its duration.
+//! The orchestration around the playbook engine that `kinit run`, `plan`, `ssh` and `state`
+//! (`commands`) use: the cluster lock (`lock`), the state folder (`state`), the bundled
+//! playbooks (`locate`) and their phases (`catalog`), and running the phase plays of
+//! `site.yml` one phase at a time (`phases`), each selected by its tag, through one session
+//! for the whole run (connections, facts and reporter), so the recap lists every phase with
+//! its duration.
 
 mod atomic;
 pub mod catalog;
 mod locate;
-mod lock;
-mod phases;
-mod ssh;
-mod state;
+pub mod lock;
+pub mod phases;
+pub mod ssh;
+pub mod state;
 
 pub use locate::NotFound as PlaybookDirNotFound;
 pub use lock::{LockError, rfc3339};
@@ -23,9 +22,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::cli::{PlanArgs, PlanFormat, RunArgs, StateArgs, StateCommand};
+use crate::cli::{PlanArgs, PlanFormat};
 use crate::cluster::Cluster;
-use crate::config::{ClusterConfig, PlanConfig, RunConfig};
+use crate::config::PlanConfig;
 use crate::inventory::Inventory;
 use crate::playbook::{Loader, LoaderOptions, Playbook};
 use crate::{Error, Outcome};
@@ -61,74 +60,18 @@ pub enum DeployError {
     },
 }
 
-fn cwd() -> PathBuf {
+pub(crate) fn cwd() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
 }
 
 /// The state folder of an expanded cluster.
-fn state_of(cluster: &Cluster) -> Result<StateDir, Error> {
+pub(crate) fn state_of(cluster: &Cluster) -> Result<StateDir, Error> {
     Ok(StateDir::new(crate::cluster::state_dir::state_dir(
         &cluster.name,
     )?))
 }
 
-/// `kinit run`.
-pub fn run(args: RunArgs) -> Result<Outcome, Error> {
-    let cfg = RunConfig::from_args(&args, &cwd())?;
-    // The playbooks are loaded and checked before anything on disk changes.
-    let (loader, book) = load_site(args.playbook_dir.as_deref())?;
-    let cluster = &cfg.cluster.cluster;
-    let state = state_of(cluster)?;
-    state.create().map_err(DeployError::from)?;
-    let _lock = lock::acquire(
-        &state.path(state::LOCK),
-        &cluster.name,
-        args.wait_lock,
-        |msg| eprintln!("kinit: {msg}"),
-    )
-    .map_err(DeployError::from)?;
-    let windows = cluster.nodes.iter().any(|n| n.os.is_windows());
-    let prepared = state.prepare(windows).map_err(DeployError::from)?;
-    let inventory = cluster_inventory(cluster, &state);
-    state
-        .write_inventory(&inventory)
-        .map_err(DeployError::from)?;
-    let stamp = rfc3339(std::time::SystemTime::now()).replace(':', "");
-    let run_dir = state.new_run_dir(&stamp).map_err(DeployError::from)?;
-    let mut extra_vars = state_vars(&state, &run_dir);
-    if let Some(password) = &prepared.password {
-        extra_vars.insert(
-            "kinit_windows_admin_password".into(),
-            json!(password.expose()),
-        );
-    }
-    extra_vars.insert("kinit_purge_cache".into(), json!(cfg.purge_cache));
-    // The user's -e wins over kinit's own values, as any extra var does.
-    crate::vars::overlay(&mut extra_vars, &cfg.cluster.extra_vars);
-    let job = phases::Job {
-        loader,
-        book,
-        inventory,
-        extra_vars,
-        run_dir: run_dir.clone(),
-        password: prepared.password,
-    };
-    let outcome = phases::run(&cfg, job)?;
-    copy_report(&run_dir.join(phases::EVENTS), cfg.exec.log_json.as_deref())?;
-    copy_report(&run_dir.join(phases::JUNIT), cfg.exec.junit.as_deref())?;
-    println!("\nrun logs: {}", run_dir.display());
-    let kubeconfig = state.path(state::KUBECONFIG);
-    if kubeconfig.is_file() {
-        println!(
-            "kubeconfig: {}\n  export KUBECONFIG={}",
-            kubeconfig.display(),
-            kubeconfig.display()
-        );
-    }
-    Ok(outcome)
-}
-
-fn copy_report(from: &Path, to: Option<&Path>) -> Result<(), DeployError> {
+pub(crate) fn copy_report(from: &Path, to: Option<&Path>) -> Result<(), DeployError> {
     let Some(to) = to else { return Ok(()) };
     std::fs::copy(from, to)
         .map(|_| ())
@@ -139,7 +82,7 @@ fn copy_report(from: &Path, to: Option<&Path>) -> Result<(), DeployError> {
 }
 
 /// Paths the playbooks use, as extra variables.
-fn state_vars(state: &StateDir, run_dir: &Path) -> crate::vars::VarMap {
+pub(crate) fn state_vars(state: &StateDir, run_dir: &Path) -> crate::vars::VarMap {
     let p = |f: &str| json!(state.path(f).display().to_string());
     let mut v = crate::vars::VarMap::new();
     v.insert(
@@ -155,7 +98,7 @@ fn state_vars(state: &StateDir, run_dir: &Path) -> crate::vars::VarMap {
 }
 
 /// The expanded inventory, with the cluster key for the SSH guests.
-fn cluster_inventory(cluster: &Cluster, state: &StateDir) -> Inventory {
+pub(crate) fn cluster_inventory(cluster: &Cluster, state: &StateDir) -> Inventory {
     let mut inv = cluster.to_inventory();
     let key = state.path(state::PRIVATE_KEY).display().to_string();
     for n in &cluster.nodes {
@@ -191,7 +134,7 @@ pub fn plan(args: PlanArgs) -> Result<Outcome, Error> {
 
 /// `site.yml` of the playbook folder `flag` names (or the default one), loaded, with every
 /// play in exactly one phase, and the loader that loaded it (its roles and files).
-fn load_site(flag: Option<&Path>) -> Result<(Arc<Loader>, Playbook), Error> {
+pub(crate) fn load_site(flag: Option<&Path>) -> Result<(Arc<Loader>, Playbook), Error> {
     let dir = locate::playbook_dir(flag).map_err(DeployError::from)?;
     let loader = Arc::new(Loader::new(LoaderOptions {
         library_path: Vec::new(),
@@ -203,29 +146,4 @@ fn load_site(flag: Option<&Path>) -> Result<(Arc<Loader>, Playbook), Error> {
     }
     catalog::check(&book).map_err(DeployError::from)?;
     Ok((loader, book))
-}
-
-/// `kinit ssh`.
-pub fn ssh(args: crate::cli::SshArgs) -> Result<Outcome, Error> {
-    let cfg = ClusterConfig::from_args(&args.cluster, &cwd())?;
-    let state = state_of(&cfg.cluster)?;
-    let inventory = cluster_inventory(&cfg.cluster, &state);
-    let argv = ssh::command(&cfg.cluster, &inventory, &state, &args.node, &args.command)?;
-    Err(ssh::exec(argv).into())
-}
-
-/// `kinit state show|path`.
-pub fn state(args: StateArgs) -> Result<Outcome, Error> {
-    let (cluster, show) = match &args.command {
-        StateCommand::Show { cluster } => (cluster, true),
-        StateCommand::Path { cluster } => (cluster, false),
-    };
-    let cfg = ClusterConfig::from_args(cluster, &cwd())?;
-    let state = state_of(&cfg.cluster)?;
-    if show {
-        print!("{}", state.describe());
-    } else {
-        println!("{}", state.root.display());
-    }
-    Ok(Outcome::Success)
 }
