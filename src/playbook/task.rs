@@ -321,11 +321,16 @@ fn finish_module(
                 && !contains_template(&args)
                 && let Err(e) = m.validate(&args)
             {
+                // The error names the module already; the detail alone follows it.
+                let detail = match e {
+                    crate::modules::ModuleError::BadArgs { detail, .. } => detail,
+                    other => other.to_string(),
+                };
                 return Err(LoadError::ModuleArgs {
                     file: task_loc.file.to_path_buf(),
                     line: task_loc.line,
                     module: short,
-                    detail: e.to_string(),
+                    detail,
                 });
             }
             let action = match super::actions::ExecAction::parse(&short, &args) {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::event::Event;
 
@@ -12,22 +12,31 @@ pub struct Progress {
     multi: MultiProgress,
     overall: ProgressBar,
     hosts: HashMap<String, ProgressBar>,
+    /// Redraw on a timer (off where the drawing is compared, in tests).
+    ticking: bool,
 }
 
 impl Progress {
     pub fn new() -> Self {
-        let multi = MultiProgress::new();
+        Self::drawing_to(ProgressDrawTarget::stderr(), true)
+    }
+
+    fn drawing_to(target: ProgressDrawTarget, ticking: bool) -> Self {
+        let multi = MultiProgress::with_draw_target(target);
         let overall = multi.add(ProgressBar::new(0));
         overall.set_style(
             ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
         );
-        overall.enable_steady_tick(Duration::from_millis(200));
+        if ticking {
+            overall.enable_steady_tick(Duration::from_millis(200));
+        }
         Self {
             multi,
             overall,
             hosts: HashMap::new(),
+            ticking,
         }
     }
 
@@ -49,7 +58,9 @@ impl Progress {
                             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                     );
                     b.set_prefix(host.clone());
-                    b.enable_steady_tick(Duration::from_millis(120));
+                    if self.ticking {
+                        b.enable_steady_tick(Duration::from_millis(120));
+                    }
                     b
                 });
                 bar.set_message(task.clone());
@@ -88,5 +99,69 @@ impl Progress {
             b.finish_and_clear();
         }
         self.overall.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use indicatif::InMemoryTerm;
+
+    use super::*;
+    use crate::report::{Status, TaskResult};
+
+    /// The screen as a user sees it: the overall bar, one line per busy host with its task
+    /// (and a module's own status), result lines printed above the bars.
+    #[test]
+    fn progress_lines_snapshot() {
+        let term = InMemoryTerm::new(10, 80);
+        let mut p = Progress::drawing_to(
+            ProgressDrawTarget::term_like_with_hz(Box::new(term.clone()), 255),
+            false,
+        );
+        let hosts = vec!["node-1".to_string(), "node-2".to_string()];
+        p.handle(
+            &Event::PlayStart {
+                name: "Deploy".into(),
+                hosts,
+                planned: 4,
+            },
+            "",
+        );
+        for host in ["node-1", "node-2"] {
+            p.handle(
+                &Event::HostTask {
+                    host: host.into(),
+                    task: "Download the Windows ISO".into(),
+                },
+                "",
+            );
+        }
+        p.handle(
+            &Event::Progress {
+                host: "node-2".into(),
+                task: "Download the Windows ISO".into(),
+                status: "1.2 GiB of 4.7 GiB".into(),
+                elapsed: Duration::from_secs(65),
+                detail: serde_json::Value::Null,
+            },
+            "",
+        );
+        let result = Event::TaskResult {
+            host: "node-1".into(),
+            task_id: 1,
+            task: "Download the Windows ISO".into(),
+            location: "site.yml:4".into(),
+            status: Status::Changed,
+            module: Some("get_url".into()),
+            delegated_to: None,
+            looped: false,
+            duration: Duration::ZERO,
+            result: TaskResult::ok(),
+        };
+        p.handle(&result, "changed: [node-1]\n");
+        // The elapsed clock of the overall bar is the one part that moves; the run is far
+        // under a second here.
+        insta::assert_snapshot!("progress_lines", term.contents());
+        p.finish();
     }
 }

@@ -14,6 +14,7 @@ mod deploy;
 mod deploy_resume;
 mod deps;
 mod engine_fixes;
+mod error_chains;
 mod fidelity;
 mod fixtures;
 mod get_url_resume;
