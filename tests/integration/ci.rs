@@ -112,18 +112,19 @@ fn dry_run_writes_junit_event_log_and_page() {
 fn failure_in_the_middle_phase_still_tears_down() {
     let t = Test::new().write("jobs.yml", &jobs());
     let out = t.path().join("reports");
-    t.args([
-        "ci",
-        "run",
-        "k8s-libvirt-1-1-1-h",
-        "--jobs",
-        "jobs.yml",
-        "--out",
-        "reports",
-    ])
-    .args(["--kinit", &fake()])
-    .env("FAKE_FAIL_PHASE", "create-network")
-    .fails_with(2);
+    let _ran = t
+        .args([
+            "ci",
+            "run",
+            "k8s-libvirt-1-1-1-h",
+            "--jobs",
+            "jobs.yml",
+            "--out",
+            "reports",
+        ])
+        .args(["--kinit", &fake()])
+        .env("FAKE_FAIL_PHASE", "create-network")
+        .fails_with(2);
     let dir = run_dir(&out);
     assert!(dir.to_str().unwrap().ends_with("-1"));
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
@@ -154,26 +155,29 @@ fn failure_in_the_middle_phase_still_tears_down() {
 
 /// Two runs of one job (a pass, then a failure) plus `kinit ci index`: the index has the job
 /// row with a failing badge, when it last passed, and both runs.
-fn two_runs_and_index(t: Test) -> PathBuf {
+/// The first run's `Ran` keeps the scratch folder (and the reports in it) alive.
+fn two_runs_and_index(t: Test) -> (crate::support::Ran, PathBuf) {
     let root = t.path().to_path_buf();
     let t = t.write("jobs.yml", &jobs());
-    t.args([
-        "ci",
-        "run",
-        "k8s-libvirt-1-1-1-h",
-        "--jobs",
-        "jobs.yml",
-        "--out",
-        "reports",
-    ])
-    .args(["--dry-run", "--kinit", &fake()])
-    .succeeds();
+    let first = t
+        .args([
+            "ci",
+            "run",
+            "k8s-libvirt-1-1-1-h",
+            "--jobs",
+            "jobs.yml",
+            "--out",
+            "reports",
+        ])
+        .args(["--dry-run", "--kinit", &fake()])
+        .succeeds();
     // Run names carry a one-second timestamp; keep the two runs apart.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let t2 = Test::new();
     let jobs_file = root.join("jobs.yml");
     let out = root.join("reports");
-    t2.args(["ci", "run", "k8s-libvirt-1-1-1-h", "--jobs"])
+    let _ran = t2
+        .args(["ci", "run", "k8s-libvirt-1-1-1-h", "--jobs"])
         .args([jobs_file.to_str().unwrap(), "--out", out.to_str().unwrap()])
         .args(["--kinit", &fake()])
         .env("FAKE_FAIL_PHASE", "create-network")
@@ -181,12 +185,12 @@ fn two_runs_and_index(t: Test) -> PathBuf {
     Test::new()
         .args(["ci", "index", out.to_str().unwrap(), "--history", "5"])
         .succeeds();
-    out
+    (first, out)
 }
 
 #[test]
 fn index_shows_badges_last_pass_and_history() {
-    let out = two_runs_and_index(Test::new());
+    let (_first, out) = two_runs_and_index(Test::new());
     let index = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(index.contains("data-label=\"k8s-libvirt-1-1-1-h\""));
     assert_eq!(index.matches("class=\"run passed\"").count(), 1);
@@ -250,7 +254,7 @@ fn chromium(page: &Path, shot: &str) -> Option<String> {
 
 #[test]
 fn index_and_run_page_render_in_chromium() {
-    let out = two_runs_and_index(Test::new());
+    let (_first, out) = two_runs_and_index(Test::new());
     let Some(dom) = chromium(&out.join("index.html"), "ci-index.png") else {
         return;
     };

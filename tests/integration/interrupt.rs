@@ -12,6 +12,7 @@ use kinit::transport::local::LocalConnection;
 use kinit::transport::winrm::WinRmConnection;
 use kinit::transport::{ConnectionKind, HostTarget, Source};
 
+use crate::support::Test;
 use crate::winrm_server::{Mode, WinRmServer};
 
 fn sigint(pid: u32) {
@@ -42,7 +43,6 @@ async fn temps_gone(dir: &Path) -> Vec<String> {
 
 #[test]
 fn sigint_while_the_playbook_is_still_loading_exits_130() {
-    let dir = tempfile::tempdir().unwrap();
     // 20000 tasks take a good second to load in a debug build: the signal lands while
     // kinit parses (100 ms after `main` began), long before the executor and its runtime
     // exist.
@@ -50,26 +50,18 @@ fn sigint_while_the_playbook_is_still_loading_exits_130() {
     for i in 0..20000 {
         book.push_str(&format!("    - debug: msg=\"task {i}\"\n"));
     }
-    std::fs::write(dir.path().join("site.yml"), book).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_kinit"))
+    let ran = Test::new()
+        .write("site.yml", &book)
         .args(["playbook", "site.yml", "-i", "localhost,"])
-        .current_dir(dir.path())
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
-    crate::support::wait_catching_sigint(child.id());
-    std::thread::sleep(Duration::from_millis(100));
-    sigint(child.id());
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+        .interrupt_after(Duration::from_millis(100));
+    let stdout = ran.stdout();
     assert_eq!(
-        out.status.signal(),
+        ran.output.status.signal(),
         None,
         "kinit was killed by the signal instead of handling it"
     );
-    assert_eq!(out.status.code(), Some(130), "{stdout}");
+    assert_eq!(ran.output.status.code(), Some(130), "{stdout}");
     assert!(
         !stdout.contains("task 0"),
         "a task ran after Ctrl-C: {stdout}"

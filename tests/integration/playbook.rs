@@ -106,7 +106,8 @@ fn tags_select_tasks_and_always_runs() {
     let dir = playbooks().join("keywords");
     let t = Test::new();
     let log = t.path().join("events.json");
-    t.args(["playbook", "-i"])
+    let _ran = t
+        .args(["playbook", "-i"])
         .args([dir.join("hosts.ini").display().to_string()])
         .args([dir.join("site.yml").display().to_string()])
         .args(["-e", "workdir=/nonexistent", "--tags", "selected"])
@@ -403,7 +404,8 @@ fn run_control_serial_free_end_host_end_play_runtime_inventory() {
     let work = t.path().to_path_buf();
     let log = work.join("events.json");
     // h3 fails (any_errors_fatal), so the run ends with failed hosts.
-    t.args(["playbook", "-i"])
+    let _ran = t
+        .args(["playbook", "-i"])
         .args([dir.join("hosts.ini").display().to_string()])
         .args([dir.join("site.yml").display().to_string()])
         .args(["-e", &format!("workdir={}", work.display())])
@@ -447,7 +449,8 @@ fn start_at_task_and_limit() {
     let dir = playbooks().join("keywords");
     let t = Test::new();
     let log = t.path().join("events.json");
-    t.args(["playbook", "-i"])
+    let _ran = t
+        .args(["playbook", "-i"])
         .args([dir.join("hosts.ini").display().to_string()])
         .args([dir.join("site.yml").display().to_string()])
         .args(["-e", "workdir=/nonexistent", "--limit", "beta"])

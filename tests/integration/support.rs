@@ -2,11 +2,16 @@
 //!
 //! ```ignore
 //! Test::new().args(["plan", "--spec", "k8s-libvirt-1-1-1"]).succeeds().stdout_has("10.0.0.1");
+//! Test::new().write("site.yml", BOOK).args(["playbook", "site.yml"]).spawn().interrupt_after(d);
 //! ```
+//!
+//! The scratch folder lives as long as the `Ran` (tests read what kinit wrote there) and is
+//! removed then, unless the test is failing: then it is kept and its path printed.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
 pub struct Test {
     dir: tempfile::TempDir,
@@ -16,7 +21,48 @@ pub struct Test {
 
 pub struct Ran {
     pub output: Output,
+    /// The scratch folder kinit ran in.
     pub dir: PathBuf,
+    scratch: Option<tempfile::TempDir>,
+}
+
+impl Drop for Ran {
+    fn drop(&mut self) {
+        if std::thread::panicking()
+            && let Some(t) = self.scratch.take()
+        {
+            eprintln!("test folder kept: {}", t.keep().display());
+        }
+    }
+}
+
+/// A kinit started with `Test::spawn`, still running.
+pub struct Running {
+    pub child: Child,
+    dir: PathBuf,
+    scratch: tempfile::TempDir,
+}
+
+impl Running {
+    /// Wait for kinit to end, failing the test (with its output) after `limit`.
+    pub fn wait(self, limit: Duration) -> Ran {
+        let output = wait_bounded(self.child, limit, "kinit");
+        Ran {
+            output,
+            dir: self.dir,
+            scratch: Some(self.scratch),
+        }
+    }
+
+    /// Ctrl-C kinit `delay` after it began catching the signal, and wait for it to end.
+    pub fn interrupt_after(self, delay: Duration) -> Ran {
+        let output = interrupt_after(self.child, delay);
+        Ran {
+            output,
+            dir: self.dir,
+            scratch: Some(self.scratch),
+        }
+    }
 }
 
 impl Default for Test {
@@ -70,17 +116,38 @@ impl Test {
         self
     }
 
-    pub fn run(self) -> Ran {
-        let output = Command::new(env!("CARGO_BIN_EXE_kinit"))
-            .args(&self.args)
+    fn command(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_kinit"));
+        c.args(&self.args)
             .current_dir(self.dir.path())
             .env("XDG_STATE_HOME", self.dir.path().join(".state"))
             .env("NO_COLOR", "1")
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .output()
-            .expect("run kinit");
-        let dir = self.dir.keep();
-        Ran { output, dir }
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        c
+    }
+
+    pub fn run(self) -> Ran {
+        let output = self.command().output().expect("run kinit");
+        Ran {
+            output,
+            dir: self.dir.path().to_path_buf(),
+            scratch: Some(self.dir),
+        }
+    }
+
+    /// Start kinit with its output captured, to interrupt it or wait for it.
+    pub fn spawn(self) -> Running {
+        let child = self
+            .command()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kinit");
+        Running {
+            child,
+            dir: self.dir.path().to_path_buf(),
+            scratch: self.dir,
+        }
     }
 
     /// Run and assert exit code 0.
