@@ -1,0 +1,288 @@
+//! One play: its hosts (after `--limit`), its `serial` batches, fact gathering, `vars_files`,
+//! and its sections (`pre_tasks`, roles and `tasks`, `post_tasks`, each followed by its
+//! notified handlers) on each batch; and a playbook as its plays in order.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+
+use super::{Executor, PlayRun, inherit};
+use crate::playbook::{Play, Playbook, Serial, Strategy, Task};
+use crate::report::Event;
+use crate::vars::VarMap;
+
+impl Executor {
+    /// Run every play of `pb`. Connections, facts and host state stay for the next playbook
+    /// run through this executor; `end_run` closes the connections. Returns whether the run
+    /// was interrupted.
+    pub async fn run(&self, pb: &Playbook) -> bool {
+        *self.playbook_dir.lock().unwrap() = match pb.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        self.emit(Event::PlaybookStart {
+            path: pb.path.display().to_string(),
+        });
+        for play in &pb.plays {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            self.run_play(play).await;
+        }
+        self.cancel.is_cancelled()
+    }
+
+    /// End the run: close every connection (warning about any that left something behind,
+    /// such as a WinRM shell that could not be deleted) and report the end.
+    pub async fn end_run(&self) {
+        for message in self.conns.close_all().await {
+            self.emit(Event::Warning { message });
+        }
+        self.emit(Event::RunEnd {
+            interrupted: self.cancel.is_cancelled(),
+        });
+    }
+
+    /// The hosts a play targets, after `--limit`.
+    pub fn play_hosts(&self, play: &Play) -> Result<Vec<String>, crate::inventory::InventoryError> {
+        let inv = self.inventory.read().unwrap();
+        let pattern = self
+            .templar
+            .render_str(&play.hosts, &self.opts.extra_vars)
+            .unwrap_or_else(|_| play.hosts.clone());
+        inv.select_limited(&pattern, self.opts.limit.as_deref())
+    }
+
+    async fn run_play(&self, play: &Play) {
+        let hosts = match self.play_hosts(play) {
+            Ok(h) => h,
+            Err(e) => {
+                self.emit(Event::Warning {
+                    message: format!("{}: {e}", play.loc),
+                });
+                Vec::new()
+            }
+        };
+        let hosts: Vec<String> = hosts
+            .into_iter()
+            .filter(|h| self.with_state(h, |s| !s.failed && !s.unreachable))
+            .collect();
+        self.emit(Event::PlayStart {
+            name: play.name.clone(),
+            hosts: hosts.clone(),
+            planned: hosts.len() * count_tasks(&play.tasks, &play.pre_tasks, &play.post_tasks),
+        });
+        if hosts.is_empty() {
+            self.emit(Event::Warning {
+                message: format!("no hosts matched `{}`, skipping play", play.hosts),
+            });
+        }
+        let serial = match &play.serial_template {
+            None => play.serial.clone(),
+            Some(t) => match self
+                .templar
+                .render_value(
+                    &serde_json::Value::String(t.clone()),
+                    &self.play_level_vars(play),
+                )
+                .map_err(|e| e.to_string())
+                .and_then(|v| match v {
+                    serde_json::Value::String(s) => crate::playbook::serial_from_text(&s),
+                    other => crate::playbook::serial_from_text(&other.to_string()),
+                }) {
+                Ok(s) => s,
+                Err(msg) => {
+                    for h in &hosts {
+                        self.fail_host(h, "serial", &play.loc.to_string(), msg.clone());
+                    }
+                    Vec::new()
+                }
+            },
+        };
+        if hosts.iter().any(|h| self.with_state(h, |s| s.failed)) {
+            self.emit(Event::PlayEnd {
+                name: play.name.clone(),
+            });
+            return;
+        }
+        for batch in batches(&hosts, &serial) {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let pr = PlayRun {
+                play,
+                all_hosts: hosts.clone(),
+                batch: batch.clone(),
+                handlers: Mutex::new(play.handlers.clone()),
+                ended: AtomicBool::new(false),
+            };
+            for h in &batch {
+                self.with_state(h, |s| {
+                    s.ended = false;
+                    s.notified.clear();
+                });
+            }
+            self.load_vars_files(&pr).await;
+            let gather = play
+                .gather_facts
+                .unwrap_or(self.opts.connect.gathering != crate::ansible_cfg::Gathering::Explicit);
+            if gather {
+                self.gather_facts(&pr).await;
+            }
+            match play.strategy {
+                Strategy::Linear => self.run_sections(&pr, &batch).await,
+                Strategy::Free => {
+                    let runs = batch
+                        .iter()
+                        .map(|h| self.run_sections(&pr, std::slice::from_ref(h)));
+                    futures_util::future::join_all(runs).await;
+                }
+            }
+            if pr.is_ended() && self.batch_aborted(&pr) {
+                break;
+            }
+        }
+        self.emit(Event::PlayEnd {
+            name: play.name.clone(),
+        });
+    }
+
+    /// What a play-level template (`serial`) sees: the play's `vars` under the extra vars.
+    fn play_level_vars(&self, play: &Play) -> VarMap {
+        let mut v = play.vars.clone();
+        crate::vars::overlay(&mut v, &self.opts.extra_vars);
+        v
+    }
+
+    /// A play ended by failures (not by `meta: end_play`) stops its later batches too.
+    fn batch_aborted(&self, pr: &PlayRun<'_>) -> bool {
+        pr.batch
+            .iter()
+            .any(|h| self.with_state(h, |s| s.failed || s.unreachable))
+    }
+
+    async fn run_sections(&self, pr: &PlayRun<'_>, hosts: &[String]) {
+        let inh = inherit::Inherit::from_play(pr.play);
+        for section in [&pr.play.pre_tasks, &pr.play.tasks, &pr.play.post_tasks] {
+            if pr.is_ended() || self.cancel.is_cancelled() {
+                break;
+            }
+            self.run_tasks(pr, hosts, section, &inh).await;
+            self.flush_handlers(pr, hosts).await;
+        }
+    }
+
+    /// Fact gathering: `setup` as an implicit first task on the hosts not gathered yet;
+    /// `finish` stores the returned facts.
+    async fn gather_facts(&self, pr: &PlayRun<'_>) {
+        if crate::modules::lookup("setup").is_none() {
+            return;
+        }
+        let task = Task {
+            name: Some("Gathering Facts".into()),
+            action: crate::playbook::Action::Module {
+                name: "setup".into(),
+                args: serde_json::json!({}),
+            },
+            kw: Default::default(),
+            loc: pr.play.loc.clone(),
+            role: None,
+        };
+        let mut inh = inherit::Inherit::from_play(pr.play);
+        inh.tags = vec!["always".into()];
+        // Facts are gathered once per host per run; later plays reuse them.
+        let hosts: Vec<String> = pr
+            .batch
+            .iter()
+            .filter(|h| !self.with_state(h, |s| s.facts_gathered))
+            .cloned()
+            .collect();
+        if hosts.is_empty() {
+            return;
+        }
+        self.run_tasks(pr, &hosts, std::slice::from_ref(&task), &inh)
+            .await;
+    }
+
+    async fn load_vars_files(&self, pr: &PlayRun<'_>) {
+        if pr.play.vars_files.is_empty() {
+            return;
+        }
+        for h in &pr.batch {
+            let inh = inherit::Inherit::from_play(pr.play);
+            let ctx = match self.task_vars(pr, h, &inh, &VarMap::new()) {
+                Ok(c) => c,
+                Err(_) => continue,
+            };
+            let mut loaded = VarMap::new();
+            let mut error = None;
+            for f in &pr.play.vars_files {
+                let name = self
+                    .templar
+                    .render_str(f, &ctx)
+                    .unwrap_or_else(|_| f.clone());
+                // Relative to the file that holds the play (an imported playbook's own
+                // folder), as Ansible resolves them.
+                let path = match pr.play.loc.file.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.join(&name),
+                    _ => self.playbook_dir().join(&name),
+                };
+                match self.loader.vars_file(&path) {
+                    Ok(v) => crate::vars::overlay(&mut loaded, &v),
+                    Err(e) => error = Some(e.to_string()),
+                }
+            }
+            self.with_state(h, |s| s.vars_files = loaded);
+            if let Some(e) = error {
+                self.fail_host(h, "vars_files", &pr.play.loc.to_string(), e);
+            }
+        }
+    }
+}
+
+/// Split hosts into `serial` batches (the last size repeats, as in Ansible).
+fn batches(hosts: &[String], serial: &[Serial]) -> Vec<Vec<String>> {
+    if serial.is_empty() || hosts.is_empty() {
+        return vec![hosts.to_vec()];
+    }
+    let mut out = Vec::new();
+    let mut rest = hosts;
+    let mut i = 0;
+    while !rest.is_empty() {
+        let s = serial[i.min(serial.len() - 1)];
+        let n = match s {
+            Serial::Count(c) => c,
+            Serial::Percent(p) => ((hosts.len() as f64 * p / 100.0).floor() as usize).max(1),
+        }
+        .clamp(1, rest.len());
+        out.push(rest[..n].to_vec());
+        rest = &rest[n..];
+        i += 1;
+    }
+    out
+}
+
+/// Leaf tasks in a play (for the progress bar's first estimate).
+fn count_tasks(a: &[Task], b: &[Task], c: &[Task]) -> usize {
+    fn n(ts: &[Task]) -> usize {
+        ts.iter()
+            .map(|t| match &t.action {
+                crate::playbook::Action::Block { block, .. } => n(block),
+                _ => 1,
+            })
+            .sum()
+    }
+    n(a) + n(b) + n(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serial_batches_repeat_the_last_size() {
+        let hosts: Vec<String> = (1..=6).map(|i| format!("h{i}")).collect();
+        let b = batches(&hosts, &[Serial::Count(1), Serial::Percent(50.0)]);
+        assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), [1, 3, 2]);
+    }
+}
