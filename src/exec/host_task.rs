@@ -1,5 +1,8 @@
 //! One task on one host: `when`, loops, `until`/`retries`, `changed_when`/`failed_when`,
 //! `register`, `notify`, `ignore_errors`, `no_log` censoring, and the result event.
+//!
+//! Longer than most files: the steps above are one sequence whose order is Ansible's, easier
+//! to check against it in one place (loops, retries and actions have files of their own).
 
 use std::time::{Duration, Instant};
 

@@ -13,6 +13,9 @@
 //!
 //! Over 300 lines because the module interface (context, result, error, params) and the one
 //! registry table are read together by every module file.
+//!
+//! Longer than most files: the registry, the context every module gets and the result type
+//! are the module interface, kept together.
 
 pub mod args;
 pub mod filewrite;

@@ -9,6 +9,8 @@
 //!
 //! Over 300 lines because it is one element tree: the structs follow the answer file's nesting
 //! top to bottom, which splitting would scatter.
+//!
+//! One file: the types and the writer are one format (its tests are `unattend_tests.rs`).
 
 use serde::{Deserialize, Serialize, Serializer};
 

@@ -2,6 +2,9 @@
 //! `first_found`, `lines`, `items`/`list` and `dict`, run on the controller. Relative paths
 //! are searched in the `ansible_search_path` variable (each entry, then its `files/` or
 //! `templates/` folder), then the current folder, as Ansible does for roles and playbooks.
+//!
+//! The lookups share one search-path resolver and one argument convention; each is a short
+//! function, so they stay together rather than one file each.
 
 use std::path::{Path, PathBuf};
 

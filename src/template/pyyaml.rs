@@ -3,6 +3,9 @@
 //! flow style for leaf collections when `auto_flow`, PyYAML's choice between plain, single-
 //! and double-quoted scalars (YAML 1.1 look-alikes such as `yes`, `010`, `1.0` get quoted),
 //! and line folding at 80 columns.
+//!
+//! One file on purpose: the scalar-style choice and the emitter share PyYAML's rules, which
+//! only read correctly side by side.
 
 use std::sync::LazyLock;
 

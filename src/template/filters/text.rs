@@ -1,5 +1,8 @@
 //! String filters: Python-flavoured regular expressions (`regex_replace`, `regex_search`,
 //! `regex_findall`, `regex_escape`), base64, path parts and digests.
+//!
+//! Longer than most files: each filter is small, and the regex ones share the Python-to-Rust
+//! pattern translation.
 
 use base64::Engine;
 use minijinja::value::{Kwargs, Rest};

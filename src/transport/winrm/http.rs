@@ -9,6 +9,8 @@
 //! kinit re-authenticates once and resends. A request whose future was dropped midway
 //! (cancellation) leaves the connection state unknown, so it is closed and the next request
 //! re-authenticates on a new one.
+//!
+//! One file: auth, sealing and retry decide together whether a request may be sent again.
 
 use std::time::Duration;
 

@@ -1,6 +1,8 @@
 //! WS-Management SOAP for the WinRS shell: request envelopes for Create, Command, Send,
 //! Receive, Signal and Delete, and one event-driven (quick-xml) parser for every response,
 //! faults included. Shapes follow recorded Windows traffic (MS-WSMV).
+//!
+//! One file: the envelopes and the parser follow the same message shapes, read side by side.
 
 use base64::Engine as _;
 use quick_xml::events::Event;
