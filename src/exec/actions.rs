@@ -74,7 +74,9 @@ impl Executor {
             ExecAction::GroupBy(a) => self.group_by(&rendered!(a), host),
             ExecAction::Meta(m) => meta(*m),
             ExecAction::Pause(a) => self.pause(&rendered!(a)).await,
-            ExecAction::IncludeVars(a) => self.include_vars(&rendered!(a), task, inh, host),
+            ExecAction::IncludeVars(a) => {
+                self.include_vars(&rendered!(a.as_ref()), task, inh, host)
+            }
             ExecAction::WaitForConnection(a) => {
                 self.wait_for_connection(&rendered!(a), host, kw, ctx).await
             }

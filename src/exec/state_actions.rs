@@ -2,6 +2,7 @@
 //! inventory), `include_vars` (a host's variables) and `wait_for_connection` (a host's
 //! connection).
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
@@ -102,18 +103,34 @@ impl Executor {
         inh: &Inherit,
         host: &str,
     ) -> Attempt {
-        let Some(file) = args
-            .raw_params
-            .as_ref()
-            .or(args.file.as_ref())
-            .and_then(Value::as_str)
-        else {
-            return Attempt::failed("`include_vars` needs a file");
-        };
-        let path = self.find_file(file, task, inh, "vars");
-        let vars = match self.loader.vars_file(&path) {
-            Ok(v) => v,
-            Err(e) => return Attempt::failed(e.to_string()),
+        let (vars, files) = if let Some(dir) = &args.dir {
+            match self.vars_dir(args, dir, task, inh) {
+                Ok(loaded) => loaded,
+                // Ansible reports these in `message`, not `msg`.
+                Err(message) => {
+                    return Attempt::of(
+                        TaskResult {
+                            failed: Some(true),
+                            ..TaskResult::default()
+                        }
+                        .with("message", message),
+                    );
+                }
+            }
+        } else {
+            let Some(file) = args
+                .raw_params
+                .as_ref()
+                .or(args.file.as_ref())
+                .and_then(Value::as_str)
+            else {
+                return Attempt::failed("`include_vars` needs a file or `dir`");
+            };
+            let path = self.find_file(file, task, inh, "vars");
+            match self.loader.vars_file(&path) {
+                Ok(v) => (v, vec![path.display().to_string()]),
+                Err(e) => return Attempt::failed(e.to_string()),
+            }
         };
         let facts = match args.name.as_ref().and_then(Value::as_str) {
             Some(ns) => {
@@ -126,8 +143,132 @@ impl Executor {
         self.with_state(host, |s| crate::vars::overlay(&mut s.include_vars, &facts));
         ok(json!({
             "ansible_facts": facts,
-            "ansible_included_var_files": [path.display().to_string()],
+            "ansible_included_var_files": files,
         }))
+    }
+
+    /// `include_vars: dir=...`, as Ansible's action reads a folder: relative to the role's
+    /// `vars/` (or the role, when it starts with `vars`) or to the task's file, walked in
+    /// sorted order down to `depth`, each file's variables over the earlier ones'.
+    fn vars_dir(
+        &self,
+        args: &IncludeVarsArgs,
+        dir: &Value,
+        task: &Task,
+        inh: &Inherit,
+    ) -> Result<(VarMap, Vec<String>), String> {
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let list = |v: &Option<Value>| -> Vec<String> {
+            match v {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(a)) => a.iter().map(text).collect(),
+                Some(other) => text(other).split_whitespace().map(str::to_string).collect(),
+            }
+        };
+        let dir = text(dir);
+        let root = match inh.roles.last() {
+            _ if std::path::Path::new(&dir).is_absolute() => PathBuf::from(&dir),
+            Some(r) if dir.split('/').next() == Some("vars") && r.path.join(&dir).exists() => {
+                r.path.join(&dir)
+            }
+            Some(r) => r.path.join("vars").join(&dir),
+            None => task
+                .loc
+                .file
+                .parent()
+                .unwrap_or(std::path::Path::new("."))
+                .join(&dir),
+        };
+        let root = std::path::absolute(&root).unwrap_or(root);
+        if !root.exists() {
+            return Err(format!("{} directory does not exist", root.display()));
+        }
+        if !root.is_dir() {
+            return Err(format!("{} is not a directory", root.display()));
+        }
+        let depth = args
+            .depth
+            .as_ref()
+            .and_then(|d| text(d).trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        let regex =
+            |p: &str| regex::Regex::new(p).map_err(|_| format!("Invalid regular expression: {p}"));
+        let matcher = args
+            .files_matching
+            .as_ref()
+            .map(|m| regex(&text(m)))
+            .transpose()?;
+        let ignore = list(&args.ignore_files)
+            .iter()
+            .map(|p| regex(&format!("(?:{p})$")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut extensions = list(&args.extensions);
+        if extensions.is_empty() {
+            extensions = vec!["yaml".into(), "yml".into(), "json".into()];
+        }
+        let skip_unknown = args.ignore_unknown_extensions.as_ref().is_some_and(|v| {
+            matches!(v, Value::Bool(true)) || text(v).eq_ignore_ascii_case("true")
+        });
+        let mut folders = vec![root.clone()];
+        let mut i = 0;
+        while i < folders.len() {
+            let level = folders[i]
+                .strip_prefix(&root)
+                .map_or(0, |r| r.components().count())
+                + 1;
+            if depth == 0 || level < depth {
+                let mut subs: Vec<PathBuf> = std::fs::read_dir(&folders[i])
+                    .map_err(|e| format!("{}: {e}", folders[i].display()))?
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect();
+                folders.append(&mut subs);
+            }
+            i += 1;
+        }
+        folders.sort();
+        let mut vars = VarMap::new();
+        let mut files = Vec::new();
+        for folder in folders {
+            let mut names: Vec<String> = std::fs::read_dir(&folder)
+                .map_err(|e| format!("{}: {e}", folder.display()))?
+                .flatten()
+                .filter(|e| e.path().is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            for name in names {
+                if matcher.as_ref().is_some_and(|m| !m.is_match(&name)) {
+                    continue;
+                }
+                if ignore.iter().any(|r| r.is_match(&name)) {
+                    continue;
+                }
+                let ext = std::path::Path::new(&name)
+                    .extension()
+                    .map(|e| e.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let path = folder.join(&name);
+                if !extensions.contains(&ext) {
+                    if skip_unknown {
+                        continue;
+                    }
+                    return Err(format!(
+                        "{} does not have a valid extension: {}",
+                        path.display(),
+                        extensions.join(", ")
+                    ));
+                }
+                let loaded = self.loader.vars_file(&path).map_err(|e| e.to_string())?;
+                crate::vars::overlay(&mut vars, &loaded);
+                files.push(path.display().to_string());
+            }
+        }
+        Ok((vars, files))
     }
 
     pub(crate) async fn wait_for_connection(

@@ -37,6 +37,8 @@ pub struct Params {
     /// Remove trailing empty lines from stdout/stderr (default yes).
     #[serde(default = "yes", deserialize_with = "boolish")]
     strip_empty_ends: bool,
+    /// Ignored with a warning, as Ansible has since 2.4 (`shell` takes `executable`).
+    executable: Option<String>,
 }
 
 /// Options every command-like module has (each module's params repeat these fields, because
@@ -68,11 +70,9 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 detail: "`argv` and `cmd`/free-form text are mutually exclusive".into(),
             });
         }
+        // As Ansible's command module words it, with its `rc`.
         _ => {
-            return Err(ModuleError::BadArgs {
-                module: "command",
-                detail: "no command given (expected free-form text, `cmd` or `argv`)".into(),
-            });
+            return Ok(ModuleResult::failed("no command given").with("rc", 256));
         }
     };
     let script = sh_join(&argv);
@@ -84,7 +84,17 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         stdin_add_newline: p.stdin_add_newline,
         strip_empty_ends: p.strip_empty_ends,
     };
-    run_script(ctx, &script, &common).await
+    let r = run_script(ctx, &script, &common).await?;
+    Ok(match p.executable {
+        Some(exe) => r.with(
+            "warnings",
+            serde_json::json!([format!(
+                "As of Ansible 2.4, the parameter 'executable' is no longer supported with the \
+                 'command' module. Not using '{exe}'."
+            )]),
+        ),
+        None => r,
+    })
 }
 
 /// Run `script` (sh text) honouring `creates`/`removes`, `chdir`, `stdin` and check mode.

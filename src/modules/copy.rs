@@ -30,6 +30,8 @@ pub struct Params {
     /// Text to write instead of `src`.
     content: Option<String>,
     /// Path on the host; a directory (or a path ending in `/`) receives `basename(src)`.
+    /// Required; a task without it fails when it runs (as in Ansible), not at load.
+    #[serde(default)]
     dest: String,
     /// Permissions of the file(s) (`"0644"`, `u=rw,g=r`, `preserve`).
     #[serde(default, deserialize_with = "opt_mode")]
@@ -56,6 +58,9 @@ pub struct Params {
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    if p.dest.is_empty() {
+        return Ok(ModuleResult::failed("dest is required"));
+    }
     let attrs = Attrs {
         mode: p.mode.clone(),
         owner: p.owner.clone(),
@@ -86,7 +91,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             (Content::file(&local).await?, Some(base), Some(local))
         }
         (Some(_), Some(_)) => return Err(bad("`src` and `content` are mutually exclusive")),
-        (None, None) => return Err(bad("one of `src` or `content` is required")),
+        (None, None) => return Ok(ModuleResult::failed("src (or content) is required")),
     };
     let attrs = match (&attrs.mode, &local) {
         (Some(Mode::Preserve), Some(l)) => Attrs {

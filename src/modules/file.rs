@@ -53,6 +53,38 @@ pub struct Params {
     /// Act on a link's target rather than the link itself (default yes).
     #[serde(default = "yes", deserialize_with = "boolish")]
     follow: bool,
+    /// `now`, `preserve` or a time in `access_time_format` (default: `now` for
+    /// `state: touch`, else `preserve`).
+    access_time: Option<String>,
+    /// The format of `access_time`; only touch's own `%Y%m%d%H%M.%S` (the default).
+    access_time_format: Option<String>,
+    /// As `access_time`, for the modification time.
+    modification_time: Option<String>,
+    /// The format of `modification_time`; only `%Y%m%d%H%M.%S` (the default).
+    modification_time_format: Option<String>,
+}
+
+/// `touch` flags that set the access (`-a`) or modification (`-m`) time as asked; `None`
+/// for `preserve`. A fixed time uses touch's own `-t` format, which is Ansible's default
+/// `%Y%m%d%H%M.%S`; another format is refused rather than misread.
+fn time_flags(
+    which: char,
+    value: Option<&str>,
+    format: Option<&str>,
+    default_now: bool,
+) -> Result<Option<String>, ModuleError> {
+    if let Some(f) = format.filter(|f| *f != "%Y%m%d%H%M.%S") {
+        return Err(ModuleError::BadArgs {
+            module: "file",
+            detail: format!("time format `{f}`: kinit takes only `%Y%m%d%H%M.%S`"),
+        });
+    }
+    Ok(match value {
+        None if default_now => Some(format!("-{which}")),
+        None | Some("preserve") => None,
+        Some("now") => Some(format!("-{which}")),
+        Some(t) => Some(format!("-{which} -t {}", sh(t))),
+    })
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
@@ -130,7 +162,32 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             _ => return fail(format!("`{path}` exists and is not a directory")),
         },
         State::Touch => {
-            script.push(format!("touch -- {}", sh(path)));
+            let atime = time_flags(
+                'a',
+                p.access_time.as_deref(),
+                p.access_time_format.as_deref(),
+                true,
+            )?;
+            let mtime = time_flags(
+                'm',
+                p.modification_time.as_deref(),
+                p.modification_time_format.as_deref(),
+                true,
+            )?;
+            match (atime, mtime) {
+                (Some(a), Some(m)) if a == "-a" && m == "-m" => {
+                    script.push(format!("touch -- {}", sh(path)));
+                }
+                (a, m) => {
+                    // Both preserved: only create a missing file.
+                    if !stat.exists() {
+                        script.push(format!(": > {}", sh(path)));
+                    }
+                    for flags in [a, m].into_iter().flatten() {
+                        script.push(format!("touch {flags} -- {}", sh(path)));
+                    }
+                }
+            }
             let now = if stat.exists() {
                 stat.clone()
             } else {
@@ -167,9 +224,26 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             }
         }
     }
+    if matches!(state, State::File | State::Directory) {
+        // Times other than `preserve` on an existing path: applied, and reported as a
+        // change (kinit does not compare a fixed time with the current one first).
+        for (which, value, format) in [
+            ('a', &p.access_time, &p.access_time_format),
+            ('m', &p.modification_time, &p.modification_time_format),
+        ] {
+            if let Some(flags) = time_flags(which, value.as_deref(), format.as_deref(), false)? {
+                script.push(format!("touch -c {flags} -- {}", sh(path)));
+            }
+        }
+    }
     script.retain(|s| !s.is_empty());
     let changed = !script.is_empty();
-    let state_name = format!("{state:?}").to_lowercase();
+    // Ansible reports what the path is afterwards: a touched file is a `file`.
+    let state_name = match state {
+        State::Touch if stat.kind == Kind::Directory => "directory".to_string(),
+        State::Touch => "file".to_string(),
+        other => format!("{other:?}").to_lowercase(),
+    };
     let mut r = ModuleResult {
         changed,
         ..ModuleResult::ok()

@@ -47,13 +47,14 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             });
         }
         // Only a daemon-reload: what the systemd module does with no name.
-        return super::systemd::daemon_reload_only(ctx).await;
+        return super::systemd::manager_only(ctx, true, false).await;
     };
     let want = Want {
         name,
         state: p.state,
         enabled: p.enabled,
         daemon_reload: p.daemon_reload,
+        daemon_reexec: false,
         ..Want::default()
     };
     svc::ensure(ctx, &want).await

@@ -25,6 +25,8 @@ pub struct Want {
     pub enabled: Option<bool>,
     /// systemd only: `systemctl daemon-reload` first.
     pub daemon_reload: bool,
+    /// systemd only: `systemctl daemon-reexec` first (after a reload).
+    pub daemon_reexec: bool,
     /// systemd only: mask / unmask.
     pub masked: Option<bool>,
 }
@@ -143,12 +145,18 @@ pub async fn ensure(ctx: &ModuleCtx<'_>, want: &Want) -> Result<ModuleResult, Mo
     let seen = parse(&out.stdout_str());
     let mut pre = Vec::new();
     let (cmds, mut notes) = decide(want, &seen);
-    match (want.daemon_reload, seen.init) {
-        (true, Init::Systemd) => pre.push("systemctl daemon-reload".to_string()),
-        (true, Init::SysV) => {
-            notes.push("`daemon_reload` ignored: the host does not run systemd".into())
+    for (verb, asked) in [
+        ("daemon-reload", want.daemon_reload),
+        ("daemon-reexec", want.daemon_reexec),
+    ] {
+        match (asked, seen.init) {
+            (true, Init::Systemd) => pre.push(format!("systemctl {verb}")),
+            (true, Init::SysV) => notes.push(format!(
+                "`{}` ignored: the host does not run systemd",
+                verb.replace('-', "_")
+            )),
+            _ => {}
         }
-        _ => {}
     }
     let touches_unit = want.state.is_some() || want.enabled.is_some() || want.masked.is_some();
     if touches_unit

@@ -28,6 +28,9 @@ pub struct Params {
     /// Run `systemctl daemon-reload` before anything else.
     #[serde(default, alias = "daemon-reload", deserialize_with = "boolish")]
     daemon_reload: bool,
+    /// Run `systemctl daemon-reexec` (after `daemon_reload`) before anything else.
+    #[serde(default, alias = "daemon-reexec", deserialize_with = "boolish")]
+    daemon_reexec: bool,
     /// Accepted for compatibility; kinit always waits for the job.
     #[serde(default, deserialize_with = "boolish")]
     no_block: bool,
@@ -44,36 +47,56 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         });
     }
     let Some(name) = p.name else {
-        if !p.daemon_reload {
+        if !p.daemon_reload && !p.daemon_reexec {
             return Err(ModuleError::BadArgs {
                 module: "systemd",
-                detail: "`name` is required unless only `daemon_reload` is asked for".into(),
+                detail:
+                    "`name` is required unless only `daemon_reload`/`daemon_reexec` is asked for"
+                        .into(),
             });
         }
-        return daemon_reload_only(ctx).await;
+        return manager_only(ctx, p.daemon_reload, p.daemon_reexec).await;
     };
     let want = Want {
         name,
         state: p.state,
         enabled: p.enabled,
         daemon_reload: p.daemon_reload,
+        daemon_reexec: p.daemon_reexec,
         masked: p.masked,
     };
     svc::ensure(ctx, &want).await
 }
 
-/// `systemctl daemon-reload` on a host that runs systemd (nothing elsewhere); nothing in check
-/// mode. The whole task of `systemd`/`service` with `daemon_reload` and no `name`.
-pub(super) async fn daemon_reload_only(ctx: &ModuleCtx<'_>) -> Result<ModuleResult, ModuleError> {
+/// `systemctl daemon-reload` and/or `daemon-reexec` on a host that runs systemd (nothing
+/// elsewhere); nothing in check mode. The whole task of `systemd`/`service` with one of them
+/// and no `name`. Like Ansible's, these do not count as a change.
+pub(super) async fn manager_only(
+    ctx: &ModuleCtx<'_>,
+    reload: bool,
+    reexec: bool,
+) -> Result<ModuleResult, ModuleError> {
     if ctx.check_mode {
         return Ok(ModuleResult::ok());
     }
+    let verbs: Vec<&str> = [("daemon-reload", reload), ("daemon-reexec", reexec)]
+        .into_iter()
+        .filter_map(|(v, on)| on.then_some(v))
+        .collect();
+    let calls: Vec<String> = verbs.iter().map(|v| format!("systemctl {v}")).collect();
     let out = ctx
-        .run("if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi")
+        .run(format!(
+            "if [ -d /run/systemd/system ]; then {}; fi",
+            calls.join(" && ")
+        ))
         .await?;
     Ok(if out.success() {
         ModuleResult::ok()
     } else {
-        ModuleResult::failed(format!("daemon-reload failed: {}", out.stderr_str().trim()))
+        ModuleResult::failed(format!(
+            "{} failed: {}",
+            verbs.join("/"),
+            out.stderr_str().trim()
+        ))
     })
 }

@@ -31,7 +31,7 @@ pub enum ExecAction {
     GroupBy(GroupByArgs),
     Meta(Meta),
     Pause(PauseArgs),
-    IncludeVars(IncludeVarsArgs),
+    IncludeVars(Box<IncludeVarsArgs>),
     WaitForConnection(WaitArgs),
     AsyncStatus(AsyncStatusArgs),
 }
@@ -107,6 +107,18 @@ pub struct IncludeVarsArgs {
     pub file: Option<Value>,
     /// Put the variables under this one name.
     pub name: Option<Value>,
+    /// Load every variables file of this folder (and below), in sorted order.
+    pub dir: Option<Value>,
+    /// How many folder levels `dir` reads (1: the folder only); 0 (the default): all.
+    pub depth: Option<Value>,
+    /// Only files whose name this regular expression finds.
+    pub files_matching: Option<Value>,
+    /// File names (regular expressions, matched at the end) to leave out.
+    pub ignore_files: Option<Value>,
+    /// File extensions a `dir` file must have (default `yaml`, `yml`, `json`).
+    pub extensions: Option<Value>,
+    /// Skip files with other extensions instead of failing on them.
+    pub ignore_unknown_extensions: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -211,7 +223,7 @@ impl ExecAction {
                     .trim(),
             )?),
             "pause" => Self::Pause(typed("pause", args)?),
-            "include_vars" => Self::IncludeVars(typed("include_vars", args)?),
+            "include_vars" => Self::IncludeVars(Box::new(typed("include_vars", args)?)),
             "wait_for_connection" => Self::WaitForConnection(typed("wait_for_connection", args)?),
             _ => Self::AsyncStatus(typed("async_status", args)?),
         })

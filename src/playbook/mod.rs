@@ -189,7 +189,7 @@ pub enum Action {
     /// A module (`modules::lookup`), by short name.
     Module { name: String, args: Value },
     /// One of the executor's own actions (`debug`, `set_fact`, `meta`...).
-    Exec(actions::ExecAction),
+    Exec(Box<actions::ExecAction>),
     Block {
         block: Vec<Task>,
         rescue: Vec<Task>,

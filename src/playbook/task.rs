@@ -335,7 +335,7 @@ fn finish_module(
             }
             let action = match super::actions::ExecAction::parse(&short, &args) {
                 None => Action::Module { name: short, args },
-                Some(Ok(a)) => Action::Exec(a),
+                Some(Ok(a)) => Action::Exec(Box::new(a)),
                 Some(Err(e)) => {
                     return Err(LoadError::ModuleArgs {
                         file: task_loc.file.to_path_buf(),

@@ -32,8 +32,11 @@ fn fqcn_and_free_form_arguments() {
     };
     assert_eq!(name, "command");
     assert_eq!(args, &json!({"chdir": "/tmp", "_raw_params": "echo 'a b'"}));
-    let Action::Exec(actions::ExecAction::Debug(debug)) = &tasks[1].action else {
-        panic!("not a debug action: {:?}", tasks[1].action)
+    let Action::Exec(exec) = &tasks[1].action else {
+        panic!("not an executor action: {:?}", tasks[1].action)
+    };
+    let actions::ExecAction::Debug(debug) = exec.as_ref() else {
+        panic!("not a debug action: {exec:?}")
     };
     assert_eq!(
         debug,

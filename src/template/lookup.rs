@@ -167,6 +167,32 @@ fn run(
                 })
                 .collect()
         }
+        // As Ansible's `inventory_hostnames` lookup: an inventory made of the `groups`
+        // variable (so `--limit` does not apply), matched against the terms as one pattern.
+        "inventory_hostnames" => {
+            let mut inv = crate::inventory::Inventory::default();
+            if let Some(groups) = state
+                .lookup("groups")
+                .filter(|g| g.kind() == ValueKind::Map)
+            {
+                for group in groups.try_iter()? {
+                    let Some(g) = group.as_str() else { continue };
+                    let hosts = groups.get_item(&group)?;
+                    for h in hosts.try_iter()? {
+                        if let Some(h) = h.as_str() {
+                            inv.add_host(h, Some(g), crate::vars::VarMap::new());
+                        }
+                    }
+                }
+            }
+            let pattern = term_strings(terms)?.join(",");
+            // Ansible returns no hosts for a pattern it cannot match.
+            inv.select(&pattern)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|h| Ok(Value::from(h)))
+                .collect()
+        }
         "items" | "list" | "flattened" => {
             let mut out = Vec::new();
             for t in terms {
@@ -351,6 +377,7 @@ pub const NAMES: &[&str] = &[
     "cartesian",
     "together",
     "subelements",
+    "inventory_hostnames",
 ];
 
 /// The folders relative paths are searched in.
