@@ -184,6 +184,10 @@ fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
     assert_eq!(mode(&st), 0o700);
     assert_eq!(mode(&st.join("id_ed25519")), 0o600);
     assert_eq!(mode(&st.join("windows-admin-password")), 0o600);
+    // The cluster's WinRM CA: its key private, its certificate what the Windows node trusts.
+    assert_eq!(mode(&st.join("winrm-ca.key")), 0o600);
+    let ca = std::fs::read(st.join("winrm-ca.pem")).unwrap();
+    assert!(ca.starts_with(b"-----BEGIN CERTIFICATE-----"));
     assert!(
         std::fs::read_to_string(st.join("id_ed25519.pub"))
             .unwrap()
@@ -195,6 +199,12 @@ fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
         inv["_meta"]["hostvars"]["controller-01"]["kinit_ip"],
         "10.0.0.1"
     );
+    let hostvars = &inv["_meta"]["hostvars"];
+    assert_eq!(
+        hostvars["compute-01"]["ansible_winrm_ca_trust_path"],
+        st.join("winrm-ca.pem").display().to_string()
+    );
+    assert!(hostvars["controller-01"]["ansible_winrm_ca_trust_path"].is_null());
     assert!(!st.join("lock").exists(), "the lock is released at the end");
     let key = std::fs::read(st.join("id_ed25519")).unwrap();
     let password = std::fs::read_to_string(st.join("windows-admin-password")).unwrap();
@@ -230,6 +240,11 @@ fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
         password,
         "password never regenerated"
     );
+    assert_eq!(
+        std::fs::read(st.join("winrm-ca.pem")).unwrap(),
+        ca,
+        "CA never regenerated"
+    );
 
     // `kinit state show` names what is there, never a secret.
     let show = s
@@ -244,6 +259,10 @@ fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
         "{shown}"
     );
     assert!(shown.contains("ssh keypair: yes"), "{shown}");
+    assert!(
+        shown.contains("winrm-ca.key  (secret, not shown)"),
+        "{shown}"
+    );
     let path = s
         .cmd(&["state", "path", "--spec", "k8s-libvirt-1-1-1"])
         .output()
@@ -393,6 +412,10 @@ fn no_windows_password_without_windows_nodes() {
     assert!(out.contains("defined False"), "{out}");
     assert!(s.state().join("id_ed25519").is_file());
     assert!(!s.state().join("windows-admin-password").exists());
+    assert!(
+        !s.state().join("winrm-ca.pem").exists(),
+        "no WinRM CA without Windows nodes"
+    );
     // The same cluster with a Windows compute node gets one, readable by the playbooks.
     let mut c = s.cmd(&[
         "run",
