@@ -549,6 +549,8 @@ fn ssh_builds_the_openssh_command() {
     );
 }
 
+const ISO_SHA256: &str = "sha256:53f73f17e88f82c4c360b1e28b99fcb3a6a126426079932ad91870251a8540d6";
+
 /// The cached base images survive a teardown; `--purge-cache` removes the ones the cluster's
 /// guests use (the Debian image, a partial download of it, and with a Windows node the two
 /// ISOs), leaves every other file in the image directory alone, and a second purge finds
@@ -564,7 +566,7 @@ fn purge_cache_removes_only_the_clusters_cached_images() {
         format!("{debian}.kinit-dl"),
         "noble-server-cloudimg-amd64.img".into(),
         "SERVER_EVAL_x64FRE_en-us.iso".into(),
-        "virtio-win.iso".into(),
+        "virtio-win-0.1.285.iso".into(),
         "somebody-elses.qcow2".into(),
     ];
     for f in &cached {
@@ -605,7 +607,7 @@ fn purge_cache_removes_only_the_clusters_cached_images() {
             "SERVER_EVAL_x64FRE_en-us.iso",
             "noble-server-cloudimg-amd64.img",
             "somebody-elses.qcow2",
-            "virtio-win.iso"
+            "virtio-win-0.1.285.iso"
         ],
         "{}",
         text(&out.stdout)
@@ -684,6 +686,9 @@ fn guests_are_built_in_parallel_and_timed_one_by_one() {
                                     "checksum": format!("sha256:{}", url("SHA256SUMS"))}},
         "windows_iso_url": url("windows.iso"),
         "virtio_iso_url": url("virtio.iso"),
+        // sha256 of "iso\n", both ISOs' stand-in content.
+        "windows_iso_checksum": ISO_SHA256,
+        "virtio_iso_checksum": ISO_SHA256,
     })
     .to_string();
     let out = s.run(&[

@@ -29,6 +29,11 @@ use crate::support::Test;
 use crate::winrm_server::{PASSWORD, WinRmServer};
 
 const FQDN: &str = "compute-01.k8scluster.kubeinit.local";
+/// The digests the role requires for the downloads that publish none (stand-in values: the
+/// stand-in downloads nothing; what start.ps1 receives is asserted).
+const FLANNELD: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+const FLANNEL_CNI: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+const PINNED_DIGESTS: &str = "{\"windows_flanneld_sha256\": \"1111111111111111111111111111111111111111111111111111111111111111\", \"flannel_cni_plugin_sha256\": \"2222222222222222222222222222222222222222222222222222222222222222\"}";
 
 /// The fake Windows host: a WinRM test server in recording mode and its fake drive.
 struct Windows {
@@ -164,7 +169,7 @@ fn join_windows_worker_from(
     std::fs::write(dir.join("inventory.yml"), inventory).unwrap();
     let manifest = serve("# stand-in for the upstream flannel release manifest\n");
     let backend_var = format!("flannel_backend={backend}");
-    let extra = ["-e", backend_var.as_str()];
+    let extra = ["-e", backend_var.as_str(), "-e", PINNED_DIGESTS];
 
     // First run: the Windows worker joins.
     let (stdout, stderr) = run_with(&lab, &dir, &manifest, &extra);
@@ -176,6 +181,9 @@ fn join_windows_worker_from(
          -FlannelCniVersion v1.7.1-flannel2 -WindowsCniVersion v0.3.1 -CniPluginsVersion v1.6.2 \
          -PauseImage registry.k8s.io/pause:3.10 \
          -NssmUrl https://k8stestinfrabinaries.blob.core.windows.net/nssm-mirror/nssm-2.24.zip \
+         -NssmSha256 727d1e42275c605e0f04aba98095c38a8e1e46def453cdffce42869428aa6743 \
+         -WindowsCniSha256 4f36ee6905ada238ca2a9e1bfb8a1fb2912c2d88c4b6e5af4c41a42db70d7d68 \
+         -FlanneldSha256 {FLANNELD} -FlannelCniSha256 {FLANNEL_CNI} \
          -KubeDir {k}"
     );
     let install: &[&str] = match containers {
