@@ -165,14 +165,33 @@ async fn cluster_ca_certificate_is_trusted_through_the_generated_inventory() {
 }
 
 /// (B) A certificate from another CA (another cluster's, say) is refused: the issuer is
-/// unknown to the cluster's trust, and no shell is opened.
+/// unknown to the cluster's trust, and no shell is opened. The server presents it from PEM
+/// files (`--cert-chain/--key`), as issued by kinit's `issue`.
 #[tokio::test]
 async fn certificate_from_another_ca_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let state = prepared_state(dir.path());
     let other = dir.path().join("other-cluster");
     std::fs::create_dir(&other).unwrap();
-    let srv = server_with(&guest_pfx(&other, "127.0.0.1"));
+    winrm_cert::ensure_ca(&other).unwrap();
+    let req = LeafRequest {
+        name: "compute-01".into(),
+        ip: "127.0.0.1".parse().unwrap(),
+        dns: vec!["compute-01".into()],
+    };
+    let issued = winrm_cert::issue(&other, &req).unwrap();
+    let (chain, key) = (other.join("chain.pem"), other.join("key.pem"));
+    std::fs::write(&chain, &issued.cert_pem).unwrap();
+    std::fs::write(&key, issued.key_pem.expose()).unwrap();
+    let srv = WinRmServer::start(
+        true,
+        &[
+            "--cert-chain",
+            chain.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+        ],
+    );
     let err = Connection::open(&target(&compute_vars(&state), &srv))
         .await
         .err()
