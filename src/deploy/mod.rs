@@ -97,17 +97,25 @@ pub(crate) fn state_vars(state: &StateDir, run_dir: &Path) -> crate::vars::VarMa
     v
 }
 
-/// The expanded inventory, with the cluster key for the SSH guests.
-pub(crate) fn cluster_inventory(cluster: &Cluster, state: &StateDir) -> Inventory {
+/// The expanded inventory, with the cluster key for the SSH guests and the cluster's WinRM
+/// CA as the only trust of the Windows guests (`provider::winrm_cert` issues their
+/// certificates). Hosts outside the cluster are not in it: a user's own Windows hosts keep
+/// the system trust store.
+pub fn cluster_inventory(cluster: &Cluster, state: &StateDir) -> Inventory {
     let mut inv = cluster.to_inventory();
     let key = state.path(state::PRIVATE_KEY).display().to_string();
+    let ca = state.path(state::WINRM_CA).display().to_string();
     for n in &cluster.nodes {
-        if !n.os.is_windows()
-            && let Some(h) = inv.hosts.get_mut(&n.name)
-            && !h.vars.contains_key("ansible_ssh_private_key_file")
-        {
-            h.vars
-                .insert("ansible_ssh_private_key_file".into(), json!(key));
+        let Some(h) = inv.hosts.get_mut(&n.name) else {
+            continue;
+        };
+        let (var, value) = if n.os.is_windows() {
+            ("ansible_winrm_ca_trust_path", &ca)
+        } else {
+            ("ansible_ssh_private_key_file", &key)
+        };
+        if !h.vars.contains_key(var) {
+            h.vars.insert(var.into(), json!(value));
         }
     }
     inv

@@ -2,6 +2,8 @@
 //! keypair (made once with `ssh-keygen`), the generated Windows administrator password (0600,
 //! never regenerated: a lost password locks the user out of the node), the cluster
 //! known_hosts, the expanded inventory, and one folder per run for its logs and reports.
+//! With Windows nodes also the cluster's WinRM CA (`winrm-ca.pem`, `winrm-ca.key` 0600, made
+//! once) and the guests' certificates it issued (`winrm/`, see `provider::winrm_cert`).
 //! Every file is written atomically (`atomic`). `kinit state show` lists it without secrets.
 
 use std::fs;
@@ -20,9 +22,14 @@ pub const INVENTORY: &str = "inventory.json";
 pub const KUBECONFIG: &str = "kubeconfig";
 pub const LOCK: &str = "lock";
 pub const RUNS: &str = "runs";
+pub use crate::provider::winrm_cert::{CA_CERT as WINRM_CA, CA_KEY as WINRM_CA_KEY};
 
-/// Files whose content is never shown.
-const SECRET_FILES: [&str; 3] = [PRIVATE_KEY, PASSWORD, KUBECONFIG];
+/// Files whose content is never shown (and the guests' PKCS#12 files, `winrm/*.pfx`).
+const SECRET_FILES: [&str; 4] = [PRIVATE_KEY, PASSWORD, KUBECONFIG, WINRM_CA_KEY];
+
+fn is_secret(name: &str) -> bool {
+    SECRET_FILES.contains(&name) || name.ends_with(".pfx")
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -36,6 +43,8 @@ pub enum StateError {
     Keygen { path: PathBuf, stderr: String },
     #[error("the Windows administrator password file `{}` is empty; remove it only if no Windows node was installed with it", path.display())]
     EmptyPassword { path: PathBuf },
+    #[error(transparent)]
+    WinrmCa(#[from] crate::provider::winrm_cert::CertError),
 }
 
 /// A cluster's state folder.
@@ -73,8 +82,8 @@ impl StateDir {
         mkdir(&self.root).map_err(self.io(&self.root))
     }
 
-    /// Keypair and password: made when missing (the password only when the cluster has
-    /// `windows` nodes), never replaced. A password on file is always read, so a cluster that
+    /// Keypair, password and WinRM CA: made when missing (the password and the CA only when
+    /// the cluster has `windows` nodes), never replaced. A password on file is always read, so a cluster that
     /// once had Windows nodes keeps it and its redaction. The cluster known_hosts is left to
     /// OpenSSH and the transports (cleanup removes it with the guests).
     pub fn prepare(&self, windows: bool) -> Result<Prepared, StateError> {
@@ -102,6 +111,9 @@ impl StateDir {
             }
             Err(e) => return Err(self.io(&pw_path)(e)),
         };
+        if windows && crate::provider::winrm_cert::ensure_ca(&self.root)? {
+            created.extend([WINRM_CA_KEY, WINRM_CA]);
+        }
         Ok(Prepared { password, created })
     }
 
@@ -176,7 +188,7 @@ impl StateDir {
             let mode = meta.permissions().mode() & 0o7777;
             let kind = if meta.is_dir() { "dir " } else { "file" };
             let name = rel.to_string_lossy();
-            let note = if SECRET_FILES.contains(&name.as_ref()) {
+            let note = if is_secret(&name) {
                 "  (secret, not shown)"
             } else {
                 ""
@@ -190,9 +202,10 @@ impl StateDir {
         let yes = |f: &str| if self.path(f).exists() { "yes" } else { "no" };
         let _ = writeln!(
             out,
-            "ssh keypair: {}\nwindows administrator password: {}\nkubeconfig: {}",
+            "ssh keypair: {}\nwindows administrator password: {}\nwinrm ca: {}\nkubeconfig: {}",
             yes(PRIVATE_KEY),
             yes(PASSWORD),
+            yes(WINRM_CA),
             yes(KUBECONFIG)
         );
         out
@@ -282,22 +295,34 @@ mod tests {
         );
         fs::remove_file(s.path(PRIVATE_KEY)).unwrap();
         let first = s.prepare(true).unwrap();
-        assert_eq!(first.created, [PRIVATE_KEY, PASSWORD]);
+        assert_eq!(
+            first.created,
+            [PRIVATE_KEY, PASSWORD, WINRM_CA_KEY, WINRM_CA]
+        );
         let first = first.password.unwrap();
         let mode = |f| fs::metadata(s.path(f)).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(PRIVATE_KEY), 0o600);
         assert_eq!(mode(PASSWORD), 0o600);
         assert_eq!(mode(PUBLIC_KEY), 0o644);
+        assert_eq!(mode(WINRM_CA_KEY), 0o600);
+        assert_eq!(mode(WINRM_CA), 0o644);
+        let ca = fs::read(s.path(WINRM_CA)).unwrap();
         let key = fs::read(s.path(PRIVATE_KEY)).unwrap();
         let again = s.prepare(true).unwrap();
         assert!(again.created.is_empty());
         assert_eq!(again.password.unwrap().expose(), first.expose());
         assert_eq!(fs::read(s.path(PRIVATE_KEY)).unwrap(), key);
+        assert_eq!(fs::read(s.path(WINRM_CA)).unwrap(), ca);
         // Without Windows nodes now, the password on file is still read (kept, redacted).
         let later = s.prepare(false).unwrap();
         assert_eq!(later.password.unwrap().expose(), first.expose());
         let shown = s.describe();
         assert!(!shown.contains(first.expose()), "{shown}");
+        assert!(
+            shown.contains("winrm-ca.key  (secret, not shown)"),
+            "{shown}"
+        );
+        assert!(shown.contains("winrm ca: yes"), "{shown}");
         assert!(
             shown.contains("windows administrator password: yes"),
             "{shown}"

@@ -6,6 +6,11 @@
 //! stdin as a tar archive and `genisoimage` (or `xorriso -as mkisofs`) builds the image.
 //! Idempotent by the fingerprint stored in the image's application id (see
 //! `provider::iso`). Nothing of the contents (the Windows password) is returned or logged.
+//!
+//! With `windows.winrm_ca_dir` (the cluster state folder, on the machine running kinit), the
+//! guest's WinRM certificate is issued by the cluster CA there, or the one issued before is
+//! reused (`provider::winrm_cert`), and goes on the ISO as PKCS#12. Check mode issues in
+//! memory only and stores nothing.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -16,6 +21,7 @@ use crate::provider::ProviderError;
 use crate::provider::cloud_init::CloudInit;
 use crate::provider::iso::IsoImage;
 use crate::provider::windows_config::{CONFIG_LABEL, WindowsConfig};
+use crate::provider::winrm_cert::{self, CertError};
 use crate::transport::quote;
 
 const NAME: &str = "virt_config_iso";
@@ -100,9 +106,40 @@ fn check(p: &Params, args: &Value) -> Result<(), ModuleError> {
     Ok(())
 }
 
+/// The guest's WinRM certificate from the cluster CA in `winrm_ca_dir`, made when missing
+/// (outside check mode). In check mode without a CA there is none yet: the ISO would change.
+fn winrm_pfx(w: &WindowsConfig, check_mode: bool) -> Result<Option<Vec<u8>>, CertError> {
+    let Some(dir) = &w.winrm_ca_dir else {
+        return Ok(None);
+    };
+    let dir = std::path::Path::new(dir);
+    if !check_mode {
+        winrm_cert::ensure_ca(dir)?;
+    }
+    match winrm_cert::guest_pkcs12(dir, &w.winrm_request(), &w.admin_password, !check_mode) {
+        Ok(pfx) => Ok(Some(pfx)),
+        Err(CertError::NoCa { .. }) if check_mode => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 async fn run(ctx: &ModuleCtx<'_>, args: Value) -> Result<ModuleResult, ModuleError> {
-    let p: Params = params(NAME, &args)?;
+    let mut p: Params = params(NAME, &args)?;
     check(&p, &args)?;
+    if let Some(w) = p.windows.as_mut()
+        && p.state == IsoState::Present
+    {
+        match winrm_pfx(w, ctx.check_mode) {
+            Ok(pfx) => w.winrm_pfx = pfx,
+            Err(e) => {
+                return Ok(ModuleResult::failed(format!(
+                    "the guest's WinRM certificate: {}",
+                    crate::provider::error::chain(&e)
+                ))
+                .with("path", p.path.clone()));
+            }
+        }
+    }
     let base = ModuleResult::default().with("path", p.path.clone());
     if p.state == IsoState::Absent {
         let path = quote::sh(&p.path);

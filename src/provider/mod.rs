@@ -36,6 +36,7 @@ pub mod unattend;
 pub mod virt_type;
 pub mod windows_config;
 pub mod windows_guest;
+pub mod winrm_cert;
 pub mod xml;
 
 pub use error::ProviderError;

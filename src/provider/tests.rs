@@ -114,6 +114,8 @@ pub(crate) fn windows_config() -> WindowsConfig {
         time_zone: "UTC".into(),
         containers: true,
         firmware: Firmware::Bios,
+        winrm_ca_dir: None,
+        winrm_pfx: None,
     }
 }
 

@@ -5,7 +5,9 @@ use base64::Engine;
 use super::install_stage::InstallStage;
 use super::tests::windows_config;
 use super::unattend::Unattend;
-use super::windows_config::{CONFIG_LABEL, CONTAINERS_SCRIPT, WINRM_SCRIPT, WindowsConfig};
+use super::windows_config::{
+    CONFIG_LABEL, CONTAINERS_SCRIPT, WINRM_PFX, WINRM_SCRIPT, WindowsConfig,
+};
 use super::windows_guest::Firmware;
 use super::xml;
 
@@ -315,6 +317,35 @@ fn winrm_script_opens_an_https_listener_and_the_firewall() {
         .unwrap()
         .1;
     assert!(containers.contains("Install-WindowsFeature -Name Containers"));
+}
+
+/// With a certificate from the cluster CA the listener uses it, imported from the PKCS#12
+/// beside the script (opened with the administrator password); nothing self-signed.
+#[test]
+fn winrm_script_uses_the_cluster_certificate_when_given() {
+    let c = WindowsConfig {
+        winrm_pfx: Some(b"pkcs12 bytes".to_vec()),
+        ..windows_config()
+    };
+    let files = c.files().unwrap();
+    let ps = &files.iter().find(|(n, _)| n == WINRM_SCRIPT).unwrap().1;
+    let ps = String::from_utf8_lossy(ps);
+    assert!(!ps.contains("New-SelfSignedCertificate"), "{ps}");
+    assert!(
+        ps.contains(
+            "$cert = Import-PfxCertificate -FilePath (Join-Path $PSScriptRoot 'kinit-winrm.pfx') \
+             -CertStoreLocation Cert:\\LocalMachine\\My -Password $pfxPassword \
+             | Where-Object { $_.HasPrivateKey } | Select-Object -First 1"
+        ),
+        "{ps}"
+    );
+    assert!(ps.contains("ConvertTo-SecureString -String 'S3cret-Pa55!<&>' -AsPlainText"));
+    assert!(ps.contains("-CertificateThumbPrint $cert.Thumbprint"));
+    let pfx = &files.iter().find(|(n, _)| n == WINRM_PFX).unwrap().1;
+    assert_eq!(pfx, b"pkcs12 bytes");
+    // Without one: no PKCS#12 on the ISO.
+    let plain = windows_config().files().unwrap();
+    assert!(!plain.iter().any(|(n, _)| n == WINRM_PFX));
 }
 
 #[test]

@@ -16,6 +16,7 @@ use super::install_stage::InstallStage;
 use super::network::check_dns_name;
 use super::unattend::*;
 use super::windows_guest::Firmware;
+use super::winrm_cert::LeafRequest;
 use super::{MacAddr, ProviderError, xml};
 use crate::secret::Secret;
 use crate::transport::quote;
@@ -24,6 +25,8 @@ use crate::transport::quote;
 pub const CONFIG_LABEL: &str = "KINITCFG";
 pub const WINRM_SCRIPT: &str = "kinit-winrm.ps1";
 pub const CONTAINERS_SCRIPT: &str = "kinit-containers.ps1";
+/// The WinRM certificate and key (PKCS#12) the cluster CA issued, beside `WINRM_SCRIPT`.
+pub const WINRM_PFX: &str = "kinit-winrm.pfx";
 
 /// The settings of a Windows config ISO (`virt_config_iso`'s `windows:`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -62,6 +65,17 @@ pub struct WindowsConfig {
     /// `bios` (default) MBR, `uefi` GPT.
     #[serde(default)]
     pub firmware: Firmware,
+    /// The folder, on the machine running kinit, holding the cluster's WinRM CA (the cluster
+    /// state folder, see `winrm_cert`). With it the guest's WinRM certificate is issued by
+    /// that CA for `address`, `computer_name` and `fqdn`; without it the guest makes a
+    /// self-signed one, which kinit trusts only through a CA file of the user's or with
+    /// validation off.
+    #[serde(default)]
+    pub winrm_ca_dir: Option<String>,
+    /// The issued certificate as PKCS#12, encrypted with `admin_password`: filled in by
+    /// `virt_config_iso` from `winrm_ca_dir`, never an argument.
+    #[serde(skip)]
+    pub winrm_pfx: Option<Vec<u8>>,
 }
 
 fn default_image() -> String {
@@ -86,6 +100,9 @@ impl WindowsConfig {
             format!("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n{unattend}").into_bytes(),
         )];
         files.push((WINRM_SCRIPT.into(), self.winrm_script().into_bytes()));
+        if let Some(pfx) = &self.winrm_pfx {
+            files.push((WINRM_PFX.into(), pfx.clone()));
+        }
         if self.containers {
             files.push((CONTAINERS_SCRIPT.into(), CONTAINERS.as_bytes().to_vec()));
         }
@@ -282,7 +299,11 @@ impl WindowsConfig {
         commands.push(mark(InstallStage::Winrm));
         commands.push((
             run_from_config_iso(WINRM_SCRIPT),
-            "Open WinRM over HTTPS (5986) with a self-signed certificate".into(),
+            if self.winrm_pfx.is_some() {
+                "Open WinRM over HTTPS (5986) with the certificate from the cluster CA".into()
+            } else {
+                "Open WinRM over HTTPS (5986) with a self-signed certificate".into()
+            },
         ));
         oobe.first_logon_commands = Some(FirstLogonCommands {
             synchronous_command: commands
@@ -317,18 +338,45 @@ impl WindowsConfig {
         })
     }
 
-    /// Enables remoting, replaces any HTTPS listener with one on a fresh self-signed
-    /// certificate for the node's names, allows Basic auth (HTTPS only: unencrypted stays
-    /// off) and opens TCP 5986 in the firewall.
-    pub fn winrm_script(&self) -> String {
-        let mut names = vec![quote::ps(&self.computer_name)];
-        if let Some(f) = &self.fqdn {
-            names.push(quote::ps(f));
+    /// What the guest's WinRM certificate is issued for: its address, computer name and FQDN.
+    pub fn winrm_request(&self) -> LeafRequest {
+        let mut dns = vec![self.computer_name.clone()];
+        dns.extend(self.fqdn.clone());
+        LeafRequest {
+            name: self.computer_name.clone(),
+            ip: self.address.addr().into(),
+            dns,
         }
+    }
+
+    /// Enables remoting, replaces any HTTPS listener with one on the certificate the cluster
+    /// CA issued (imported from the PKCS#12 beside the script) or, without one, on a fresh
+    /// self-signed certificate for the node's names; allows Basic auth (HTTPS only:
+    /// unencrypted stays off) and opens TCP 5986 in the firewall.
+    pub fn winrm_script(&self) -> String {
+        let cert = if self.winrm_pfx.is_some() {
+            // Import-PfxCertificate returns every certificate it imported; the listener takes
+            // the one with the key.
+            format!(
+                "$pfxPassword = ConvertTo-SecureString -String {pw} -AsPlainText -Force\r\n\
+                 $cert = Import-PfxCertificate -FilePath (Join-Path $PSScriptRoot {pfx}) -CertStoreLocation Cert:\\LocalMachine\\My -Password $pfxPassword | Where-Object {{ $_.HasPrivateKey }} | Select-Object -First 1\r\n",
+                pw = quote::ps(self.admin_password.expose()),
+                pfx = quote::ps(WINRM_PFX),
+            )
+        } else {
+            let mut names = vec![quote::ps(&self.computer_name)];
+            if let Some(f) = &self.fqdn {
+                names.push(quote::ps(f));
+            }
+            format!(
+                "$cert = New-SelfSignedCertificate -DnsName {names} -CertStoreLocation Cert:\\LocalMachine\\My -NotAfter (Get-Date).AddYears(5)\r\n",
+                names = names.join(","),
+            )
+        };
         format!(
             "$ErrorActionPreference = 'Stop'\r\n\
              Enable-PSRemoting -SkipNetworkProfileCheck -Force\r\n\
-             $cert = New-SelfSignedCertificate -DnsName {names} -CertStoreLocation Cert:\\LocalMachine\\My -NotAfter (Get-Date).AddYears(5)\r\n\
+             {cert}\
              Get-ChildItem WSMan:\\localhost\\Listener | Where-Object {{ $_.Keys -contains 'Transport=HTTPS' }} | Remove-Item -Recurse -Force\r\n\
              New-Item -Path WSMan:\\localhost\\Listener -Transport HTTPS -Address * -CertificateThumbPrint $cert.Thumbprint -Force | Out-Null\r\n\
              Set-Item -Path WSMan:\\localhost\\Service\\Auth\\Basic -Value $true\r\n\
@@ -336,7 +384,6 @@ impl WindowsConfig {
              New-NetFirewallRule -Name 'kinit-winrm-https' -DisplayName 'WinRM over HTTPS (kinit)' -Direction Inbound -Protocol TCP -LocalPort 5986 -Action Allow -Profile Any | Out-Null\r\n\
              Set-Service -Name WinRM -StartupType Automatic\r\n\
              Restart-Service -Name WinRM\r\n",
-            names = names.join(","),
         )
     }
 }

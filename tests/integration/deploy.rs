@@ -184,6 +184,10 @@ fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
     assert_eq!(mode(&st), 0o700);
     assert_eq!(mode(&st.join("id_ed25519")), 0o600);
     assert_eq!(mode(&st.join("windows-admin-password")), 0o600);
+    // The cluster's WinRM CA: its key private, its certificate what the Windows node trusts.
+    assert_eq!(mode(&st.join("winrm-ca.key")), 0o600);
+    let ca = std::fs::read(st.join("winrm-ca.pem")).unwrap();
+    assert!(ca.starts_with(b"-----BEGIN CERTIFICATE-----"));
     assert!(
         std::fs::read_to_string(st.join("id_ed25519.pub"))
             .unwrap()
@@ -195,6 +199,12 @@ fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
         inv["_meta"]["hostvars"]["controller-01"]["kinit_ip"],
         "10.0.0.1"
     );
+    let hostvars = &inv["_meta"]["hostvars"];
+    assert_eq!(
+        hostvars["compute-01"]["ansible_winrm_ca_trust_path"],
+        st.join("winrm-ca.pem").display().to_string()
+    );
+    assert!(hostvars["controller-01"]["ansible_winrm_ca_trust_path"].is_null());
     assert!(!st.join("lock").exists(), "the lock is released at the end");
     let key = std::fs::read(st.join("id_ed25519")).unwrap();
     let password = std::fs::read_to_string(st.join("windows-admin-password")).unwrap();
@@ -230,6 +240,11 @@ fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
         password,
         "password never regenerated"
     );
+    assert_eq!(
+        std::fs::read(st.join("winrm-ca.pem")).unwrap(),
+        ca,
+        "CA never regenerated"
+    );
 
     // `kinit state show` names what is there, never a secret.
     let show = s
@@ -244,6 +259,10 @@ fn run_to_create_network_then_teardown_converges_and_leaks_no_secret() {
         "{shown}"
     );
     assert!(shown.contains("ssh keypair: yes"), "{shown}");
+    assert!(
+        shown.contains("winrm-ca.key  (secret, not shown)"),
+        "{shown}"
+    );
     let path = s
         .cmd(&["state", "path", "--spec", "k8s-libvirt-1-1-1"])
         .output()
@@ -393,6 +412,10 @@ fn no_windows_password_without_windows_nodes() {
     assert!(out.contains("defined False"), "{out}");
     assert!(s.state().join("id_ed25519").is_file());
     assert!(!s.state().join("windows-admin-password").exists());
+    assert!(
+        !s.state().join("winrm-ca.pem").exists(),
+        "no WinRM CA without Windows nodes"
+    );
     // The same cluster with a Windows compute node gets one, readable by the playbooks.
     let mut c = s.cmd(&[
         "run",
@@ -526,6 +549,8 @@ fn ssh_builds_the_openssh_command() {
     );
 }
 
+const ISO_SHA256: &str = "sha256:53f73f17e88f82c4c360b1e28b99fcb3a6a126426079932ad91870251a8540d6";
+
 /// The cached base images survive a teardown; `--purge-cache` removes the ones the cluster's
 /// guests use (the Debian image, a partial download of it, and with a Windows node the two
 /// ISOs), leaves every other file in the image directory alone, and a second purge finds
@@ -541,7 +566,7 @@ fn purge_cache_removes_only_the_clusters_cached_images() {
         format!("{debian}.kinit-dl"),
         "noble-server-cloudimg-amd64.img".into(),
         "SERVER_EVAL_x64FRE_en-us.iso".into(),
-        "virtio-win.iso".into(),
+        "virtio-win-0.1.285.iso".into(),
         "somebody-elses.qcow2".into(),
     ];
     for f in &cached {
@@ -582,7 +607,7 @@ fn purge_cache_removes_only_the_clusters_cached_images() {
             "SERVER_EVAL_x64FRE_en-us.iso",
             "noble-server-cloudimg-amd64.img",
             "somebody-elses.qcow2",
-            "virtio-win.iso"
+            "virtio-win-0.1.285.iso"
         ],
         "{}",
         text(&out.stdout)
@@ -661,6 +686,9 @@ fn guests_are_built_in_parallel_and_timed_one_by_one() {
                                     "checksum": format!("sha256:{}", url("SHA256SUMS"))}},
         "windows_iso_url": url("windows.iso"),
         "virtio_iso_url": url("virtio.iso"),
+        // sha256 of "iso\n", both ISOs' stand-in content.
+        "windows_iso_checksum": ISO_SHA256,
+        "virtio_iso_checksum": ISO_SHA256,
     })
     .to_string();
     let out = s.run(&[

@@ -35,5 +35,6 @@ mod session;
 mod ssh;
 mod support;
 mod winrm;
+mod winrm_cluster_ca;
 mod winrm_playbook;
 mod winrm_server;

@@ -61,8 +61,14 @@ pub const PASSWORD: &str = "Vagrant-Secret-42";
 
 impl WinRmServer {
     pub fn start(https: bool, extra: &[&str]) -> Self {
+        Self::start_env(https, extra, &[])
+    }
+
+    /// `start` with environment variables for the server (`KINIT_WINRM_PFX_PASSWORD`).
+    pub fn start_env(https: bool, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let state = tempfile::tempdir().unwrap();
         let mut cmd = Command::new(python());
+        cmd.envs(env.iter().copied());
         cmd.arg(server_dir().join("server.py"))
             .arg("--state-dir")
             .arg(state.path())

@@ -14,6 +14,9 @@ speaks the wire protocol the way Windows does (shapes copied from recorded Windo
   over HTTP get an empty HTTP 500 unless `--allow-unencrypted` (Windows' AllowUnencrypted).
 * HTTPS (`--https`) with a freshly generated throwaway CA (written to `STATE_DIR/cert.pem`,
   the file clients trust) and a leaf for 127.0.0.1/localhost; NTLM checks channel bindings.
+  Or a given certificate: `--cert-chain PEM --key PEM` (leaf first), or `--pfx FILE` with its
+  password in the environment variable `KINIT_WINRM_PFX_PASSWORD` (what kinit puts on a
+  Windows guest's config ISO, read here by an independent PKCS#12 implementation).
 * Real faults: `w:InvalidSelectors` 2150858843 for an unknown shell, `w:InternalError`
   2150859174 once a user holds `--max-shells` shells (Windows' MaxShellsPerUser, 30).
 * GET /_stats: JSON counters (shells created/deleted/open, handshakes, sealed and plaintext
@@ -37,7 +40,8 @@ pipeline with the same protocol (base64 lines in, SHA-256 hex out / base64 lines
 With `--windows-root DIR` (recording mode) the decoded scripts go to `windows_standin.py` instead, which acts out kinit's Windows module scripts and start.ps1 on
 a fake C: drive in DIR and records every action in DIR/calls.log.
 
-Usage: server.py --state-dir DIR [--port 0] [--https] [--auth basic,ntlm]
+Usage: server.py --state-dir DIR [--port 0] [--https [--cert-chain PEM --key PEM | --pfx FILE]]
+       [--auth basic,ntlm]
        [--allow-unencrypted] [--max-shells 30] [--user 'DOMAIN\\user:password']...
        [--windows-root DIR]
 Prints `READY <port>` on stdout once listening.
@@ -712,11 +716,39 @@ def make_certs(state_dir):
     return chain_path, key_path, leaf.public_bytes(serialization.Encoding.DER)
 
 
+def given_certs(state_dir, opts):
+    """The chain and key the options name, as files `ssl` loads, and the leaf as DER."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    pem = serialization.Encoding.PEM
+    if opts.pfx:
+        from cryptography.hazmat.primitives.serialization import pkcs12
+        password = os.environ.get("KINIT_WINRM_PFX_PASSWORD", "").encode()
+        with open(opts.pfx, "rb") as f:
+            key, leaf, extra = pkcs12.load_key_and_certificates(f.read(), password)
+        chain_path = os.path.join(state_dir, "pfx-chain.pem")
+        key_path = os.path.join(state_dir, "pfx-key.pem")
+        with open(chain_path, "wb") as f:
+            f.write(leaf.public_bytes(pem) + b"".join(c.public_bytes(pem) for c in extra))
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+        return chain_path, key_path, leaf.public_bytes(serialization.Encoding.DER)
+    with open(opts.cert_chain, "rb") as f:
+        leaf = x509.load_pem_x509_certificates(f.read())[0]
+    return opts.cert_chain, opts.key, leaf.public_bytes(serialization.Encoding.DER)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--state-dir", required=True)
     p.add_argument("--https", action="store_true")
+    p.add_argument("--cert-chain", help="PEM: the certificate to present, then its chain")
+    p.add_argument("--key", help="PEM: the key of --cert-chain")
+    p.add_argument("--pfx", help="PKCS#12 with the key and certificate to present "
+                   "(password in KINIT_WINRM_PFX_PASSWORD)")
     p.add_argument("--auth", default="basic,ntlm")
     p.add_argument("--allow-unencrypted", action="store_true")
     p.add_argument("--max-shells", type=int, default=30)
@@ -728,6 +760,10 @@ def main():
                    help="answer the first N shell Deletes with an internal-error fault (HTTP 500), "
                    "as a busy WinRM service does")
     opts = p.parse_args()
+    if (opts.cert_chain is None) != (opts.key is None):
+        p.error("--cert-chain and --key go together")
+    if (opts.cert_chain or opts.pfx) and not opts.https:
+        p.error("--cert-chain/--key and --pfx need --https")
     opts.auth = opts.auth.split(",")
     if not opts.user:
         opts.user = ["KINIT\\vagrant:vagrant"]
@@ -754,7 +790,10 @@ def main():
         from windows_standin import Windows
         srv.windows = Windows(opts.windows_root)
     if opts.https:
-        cert, key, der = make_certs(opts.state_dir)
+        if opts.cert_chain or opts.pfx:
+            cert, key, der = given_certs(opts.state_dir, opts)
+        else:
+            cert, key, der = make_certs(opts.state_dir)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)

@@ -17,6 +17,11 @@
 
     Idempotent: every step checks before it changes anything. The last line of output is
     KINIT_CHANGED=True or KINIT_CHANGED=False.
+
+    Every download is checked against its SHA-256 before it is used (Get-Download): the digest
+    file the release publishes beside it (containerd, dl.k8s.io, CNI plugins), or the digest
+    kinit pins for those that publish none (-FlanneldSha256, -FlannelCniSha256,
+    -WindowsCniSha256, -NssmSha256).
 #>
 [CmdletBinding()]
 param(
@@ -34,6 +39,10 @@ param(
     [string]$CniPluginsVersion = "v1.6.2",
     [string]$PauseImage = "registry.k8s.io/pause:3.10",
     [string]$NssmUrl = "https://k8stestinfrabinaries.blob.core.windows.net/nssm-mirror/nssm-2.24.zip",
+    [Parameter(Mandatory = $true)][string]$NssmSha256,
+    [Parameter(Mandatory = $true)][string]$WindowsCniSha256,
+    [Parameter(Mandatory = $true)][string]$FlanneldSha256,
+    [Parameter(Mandatory = $true)][string]$FlannelCniSha256,
     [string]$KubeDir = "C:\k",
     [string]$JoinConfig = "",
     [int]$WaitSeconds = 600
@@ -104,15 +113,48 @@ function Invoke-Native {
     [pscustomobject]@{ ExitCode = $exitCode; Output = $output; ErrorOutput = $errorOutput }
 }
 
-# Download once; a file already in place is kept.
-function Get-Download([string]$Url, [string]$Destination) {
+# The SHA-256 a release publishes in a file beside an asset (dl.k8s.io's `<file>.sha256`, a
+# bare digest; containerd's `.sha256sum` and the CNI plugins' `.sha256`, `<digest>  <name>`).
+function Get-PublishedSha256([string]$Url) {
+    $content = (Invoke-WebRequest -UseBasicParsing -Uri $Url).Content
+    if ($content -is [byte[]]) {
+        $content = [System.Text.Encoding]::ASCII.GetString($content)
+    }
+    $digest = ("$content".Trim() -split "\s+")[0]
+    if ($digest -notmatch "^[0-9a-fA-F]{64}$") {
+        throw "no SHA-256 digest in $Url"
+    }
+    return $digest
+}
+
+# Download once, into place only after its SHA-256 matched (a file already in place got
+# there that way and is kept). -Sha256 is the digest (64 hex digits) or the URL of the digest
+# file the release publishes, read only when the download happens.
+function Get-Download {
+    param(
+        [Parameter(Mandatory = $true)][string]$Url,
+        [Parameter(Mandatory = $true)][string]$Destination,
+        [Parameter(Mandatory = $true)][string]$Sha256
+    )
     if (Test-Path $Destination) {
         return $false
+    }
+    $expected = $Sha256
+    if ($expected -match "^https?://") {
+        $expected = Get-PublishedSha256 $expected
+    }
+    if ($expected -notmatch "^[0-9a-fA-F]{64}$") {
+        throw "the SHA-256 given for $Url is not 64 hex digits: '$Sha256'"
     }
     New-Item -ItemType Directory -Force -Path (Split-Path $Destination) | Out-Null
     Write-Step "downloading $Url"
     $partial = "$Destination.partial"
     Invoke-WebRequest -UseBasicParsing -Uri $Url -OutFile $partial
+    $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $partial).Hash.ToLowerInvariant()
+    if ($actual -ne $expected.ToLowerInvariant()) {
+        Remove-Item -Force -LiteralPath $partial
+        throw "checksum of $Url is $actual, expected $($expected.ToLowerInvariant())"
+    }
     Move-Item -Force $partial $Destination
     Set-Changed
     return $true
@@ -218,7 +260,7 @@ New-Item -ItemType Directory -Force -Path $DownloadDir, (Join-Path $KubeDir "log
 # 2. containerd.
 $containerdArchive = Join-Path $DownloadDir "containerd-$ContainerdVersion-windows-amd64.tar.gz"
 $containerdUrl = "https://github.com/containerd/containerd/releases/download/v$ContainerdVersion/containerd-$ContainerdVersion-windows-amd64.tar.gz"
-if (Get-Download $containerdUrl $containerdArchive) {
+if (Get-Download $containerdUrl $containerdArchive -Sha256 "$containerdUrl.sha256sum") {
     New-Item -ItemType Directory -Force -Path $ContainerdDir | Out-Null
     $null = Invoke-Native -FilePath "tar.exe" -ArgumentList @("-xzf", $containerdArchive, "-C", $ContainerdDir, "--strip-components=1")
 }
@@ -244,7 +286,7 @@ foreach ($binary in @("kubelet", "kubeadm", "kube-proxy", "kubectl")) {
     $target = Join-Path $KubeDir "$binary.exe"
     $versioned = Join-Path $DownloadDir "$binary-v$KubernetesVersion.exe"
     $url = "https://dl.k8s.io/v$KubernetesVersion/bin/windows/amd64/$binary.exe"
-    if ((Get-Download $url $versioned) -or -not (Test-Path $target)) {
+    if ((Get-Download $url $versioned -Sha256 "$url.sha256") -or -not (Test-Path $target)) {
         Copy-Item -Force $versioned $target
         Set-Changed
     }
@@ -253,27 +295,28 @@ foreach ($binary in @("kubelet", "kubeadm", "kube-proxy", "kubectl")) {
 # 4. flanneld and the CNI plugins.
 $flanneldExe = Join-Path $KubeDir "flanneld.exe"
 $flanneldVersioned = Join-Path $DownloadDir "flanneld-$FlannelVersion.exe"
-if ((Get-Download "https://github.com/flannel-io/flannel/releases/download/$FlannelVersion/flanneld.exe" $flanneldVersioned) -or -not (Test-Path $flanneldExe)) {
+if ((Get-Download "https://github.com/flannel-io/flannel/releases/download/$FlannelVersion/flanneld.exe" $flanneldVersioned -Sha256 $FlanneldSha256) -or -not (Test-Path $flanneldExe)) {
     Copy-Item -Force $flanneldVersioned $flanneldExe
     Set-Changed
 }
 $sdnArchive = Join-Path $DownloadDir "windows-container-networking-cni-amd64-$WindowsCniVersion.zip"
-if (Get-Download "https://github.com/microsoft/windows-container-networking/releases/download/$WindowsCniVersion/windows-container-networking-cni-amd64-$WindowsCniVersion.zip" $sdnArchive) {
+if (Get-Download "https://github.com/microsoft/windows-container-networking/releases/download/$WindowsCniVersion/windows-container-networking-cni-amd64-$WindowsCniVersion.zip" $sdnArchive -Sha256 $WindowsCniSha256) {
     Expand-Archive -Force -Path $sdnArchive -DestinationPath $CniBinDir
 }
 $flannelCniArchive = Join-Path $DownloadDir "cni-plugin-flannel-windows-amd64-$FlannelCniVersion.tgz"
-if (Get-Download "https://github.com/flannel-io/cni-plugin/releases/download/$FlannelCniVersion/cni-plugin-flannel-windows-amd64-$FlannelCniVersion.tgz" $flannelCniArchive) {
+if (Get-Download "https://github.com/flannel-io/cni-plugin/releases/download/$FlannelCniVersion/cni-plugin-flannel-windows-amd64-$FlannelCniVersion.tgz" $flannelCniArchive -Sha256 $FlannelCniSha256) {
     $null = Invoke-Native -FilePath "tar.exe" -ArgumentList @("-xzf", $flannelCniArchive, "-C", $CniBinDir)
     Move-Item -Force (Join-Path $CniBinDir "flannel-amd64.exe") (Join-Path $CniBinDir "flannel.exe")
 }
 $cniPluginsArchive = Join-Path $DownloadDir "cni-plugins-windows-amd64-$CniPluginsVersion.tgz"
-if (Get-Download "https://github.com/containernetworking/plugins/releases/download/$CniPluginsVersion/cni-plugins-windows-amd64-$CniPluginsVersion.tgz" $cniPluginsArchive) {
+$cniPluginsUrl = "https://github.com/containernetworking/plugins/releases/download/$CniPluginsVersion/cni-plugins-windows-amd64-$CniPluginsVersion.tgz"
+if (Get-Download $cniPluginsUrl $cniPluginsArchive -Sha256 "$cniPluginsUrl.sha256") {
     $null = Invoke-Native -FilePath "tar.exe" -ArgumentList @("-xzf", $cniPluginsArchive, "-C", $CniBinDir)
 }
 
 # 5. nssm runs the node components as services.
 $nssmArchive = Join-Path $DownloadDir "nssm-2.24.zip"
-if ((Get-Download $NssmUrl $nssmArchive) -or -not (Test-Path $Nssm)) {
+if ((Get-Download $NssmUrl $nssmArchive -Sha256 $NssmSha256) -or -not (Test-Path $Nssm)) {
     Expand-Archive -Force -Path $nssmArchive -DestinationPath $DownloadDir
     Copy-Item -Force (Join-Path $DownloadDir "nssm-2.24\win64\nssm.exe") $Nssm
     Set-Changed

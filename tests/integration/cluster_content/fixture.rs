@@ -60,6 +60,17 @@ pub enum Compute {
 /// hypervisor; with `Compute::Windows` the compute node runs Windows (seed 004's
 /// `[[when_group=compute_nodes,os=windows]]`).
 pub fn inventory(compute: Compute) -> Inventory {
+    let mut inv = cluster(compute).to_inventory();
+    // Set by `kinit run` from the state folder; not part of the expansion.
+    inv.groups["all"].vars.insert(
+        "kinit_state_dir".into(),
+        json!("/var/lib/kinit-test/k8scluster"),
+    );
+    inv
+}
+
+/// The expanded k8s-libvirt-1-1-1 cluster `inventory` is made from.
+pub fn cluster(compute: Compute) -> kinit::cluster::Cluster {
     let rules = match compute {
         Compute::Linux => None,
         Compute::Windows => Some("[[when_group=compute_nodes,os=windows]]"),
@@ -70,15 +81,7 @@ pub fn inventory(compute: Compute) -> Inventory {
         ..SpecInputs::default()
     };
     let spec = ClusterSpec::from_inputs(&inputs, &VarMap::new()).expect("spec");
-    let mut inv = kinit::cluster::expand(&spec)
-        .expect("expand")
-        .to_inventory();
-    // Set by `kinit run` from the state folder; not part of the expansion.
-    inv.groups["all"].vars.insert(
-        "kinit_state_dir".into(),
-        json!("/var/lib/kinit-test/k8scluster"),
-    );
-    inv
+    kinit::cluster::expand(&spec).expect("expand")
 }
 
 /// `groups` as a play sees it: group name → host names (children not used by this inventory).

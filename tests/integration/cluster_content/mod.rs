@@ -7,6 +7,7 @@
 //! check what kinit would hand to them (rendered with kinit's own `Templar`), not a running
 //! cluster.
 
+mod checksums;
 pub mod fixture;
 mod kubeadm;
 mod layout;

@@ -101,9 +101,21 @@ fn start_ps1_parses() {
     ] {
         assert!(params.contains(p), "start.ps1 lacks -{p}: {params:?}");
     }
+    // The digests of the downloads that publish none are mandatory too (no default pin
+    // lives in the script; the role passes them).
     assert_eq!(
         mandatory,
-        BTreeSet::from(["ManagementIP".to_string(), "KubernetesVersion".to_string()])
+        BTreeSet::from(
+            [
+                "ManagementIP",
+                "KubernetesVersion",
+                "NssmSha256",
+                "WindowsCniSha256",
+                "FlanneldSha256",
+                "FlannelCniSha256",
+            ]
+            .map(String::from)
+        )
     );
 }
 
@@ -112,7 +124,10 @@ fn start_ps1_command_line_parses_and_matches_the_param_block() {
     let source = read("roles/kinit_windows_node/files/start.ps1");
     let (params, mandatory) = parameters(&parse(&source), &source);
     let inv = inventory(Compute::Windows);
-    for (_, extra) in backends() {
+    for (_, mut extra) in backends() {
+        // The digests the role requires (its first task stops the play without them).
+        extra["windows_flanneld_sha256"] = "1".repeat(64).into();
+        extra["flannel_cni_plugin_sha256"] = "2".repeat(64).into();
         let vars = context(&inv, "compute-01", "kinit_windows_node", &extra);
         let (line, args) = start_ps1_args(&vars);
         assert_eq!(errors(&parse(&line), &line), Vec::<String>::new(), "{line}");

@@ -102,7 +102,9 @@ fn download_images_fetches_what_the_guests_need_once() {
         "libvirt_image_dir": images.display().to_string(),
         "cloud_images": {"debian": image("bookworm.qcow2"), "debian13": image("trixie.qcow2")},
         "windows_iso_url": url("server2022.iso"),
+        "windows_iso_checksum": format!("sha256:{}", sha256_hex("windows server\n")),
         "virtio_iso_url": url("virtio-win.iso"),
+        "virtio_iso_checksum": format!("sha256:{}", sha256_hex("virtio drivers\n")),
     });
     let extra = vec!["-e".to_string(), vars.to_string()];
     // The controller runs Debian 13, the compute the default Debian 12.
@@ -172,6 +174,46 @@ fn download_images_fetches_what_the_guests_need_once() {
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("the checksum of `"), "{out}");
     assert!(!images.join("trixie.qcow2").exists(), "{out}");
+
+    // The ISOs are pinned too: a tampered ISO is refused, naming both digests.
+    std::fs::write(src.join("trixie.qcow2"), "debian 13 image\n").unwrap();
+    std::fs::remove_file(images.join("server2022.iso")).unwrap();
+    std::fs::write(src.join("server2022.iso"), "tampered windows\n").unwrap();
+    let (code, out) = playbook(&dir, &extra);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains(&format!(
+            "is `{}`, expected `{}`",
+            sha256_hex("tampered windows\n"),
+            sha256_hex("windows server\n")
+        )),
+        "{out}"
+    );
+    assert!(!images.join("server2022.iso").exists(), "{out}");
+
+    // Without an override the role's pinned digest applies: these bytes are not the
+    // Windows Server ISO it names.
+    let mut defaults = vars.clone();
+    defaults
+        .as_object_mut()
+        .unwrap()
+        .remove("windows_iso_checksum");
+    let pinned = yaml("roles/kinit_libvirt/defaults/main.yml")["windows_iso_checksum"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:")
+        .to_string();
+    let (code, out) = playbook(&dir, &["-e".to_string(), defaults.to_string()]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains(&format!("expected `{pinned}`")), "{out}");
+    assert!(!images.join("server2022.iso").exists(), "{out}");
+}
+
+fn sha256_hex(body: &str) -> String {
+    Sha256::digest(body.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The numbers run-validations reports for `hypervisor-01` when the guests ask for more than

@@ -118,6 +118,10 @@ pub(super) fn lab_inventory_with(
     serde_yaml::to_string(&doc).unwrap()
 }
 
+/// The SHA-256 of what `serve` serves at each URL, which `run_with` pins as
+/// `flannel_manifest_checksum` (the role requires one).
+static SERVED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
 /// A one-file HTTP server on 127.0.0.1 standing in for the flannel release download (the
 /// namespace hosts share the machine's network). Returns the URL.
 pub(super) fn serve(body: &'static str) -> String {
@@ -135,6 +139,14 @@ pub(super) fn serve(body: &'static str) -> String {
             );
         }
     });
+    let digest: String = sha2::Digest::finalize(sha2::Digest::chain_update(
+        <sha2::Sha256 as sha2::Digest>::new(),
+        body.as_bytes(),
+    ))
+    .iter()
+    .map(|b| format!("{b:02x}"))
+    .collect();
+    SERVED.lock().unwrap().push((url.clone(), digest));
     url
 }
 
@@ -144,6 +156,16 @@ fn run(lab: &Lab, test_dir: &std::path::Path, manifest: &str) -> (String, String
 
 /// `kinit playbook deploy.yml -i inventory.yml` in `test_dir` with `extra` arguments; fails
 /// the test (with the stand-ins' calls) unless it exits 0.
+/// `-e flannel_manifest_checksum=sha256:<digest>` for a URL `serve` serves.
+fn served_checksum(url: &str) -> Vec<String> {
+    let served = SERVED.lock().unwrap();
+    served
+        .iter()
+        .find(|(u, _)| u == url)
+        .map(|(_, d)| vec!["-e".into(), format!("flannel_manifest_checksum=sha256:{d}")])
+        .unwrap_or_default()
+}
+
 pub(super) fn run_with(
     lab: &Lab,
     test_dir: &std::path::Path,
@@ -154,6 +176,7 @@ pub(super) fn run_with(
         .current_dir(test_dir)
         .args(["playbook", "deploy.yml", "-i", "inventory.yml"])
         .args(["-e", &format!("flannel_manifest_url={manifest}")])
+        .args(served_checksum(manifest))
         .args(extra)
         .env("HOME", test_dir.join("home"))
         .env("NO_COLOR", "1")

@@ -6,7 +6,9 @@
 //! Windows Server cannot run here), so the Windows host is a stand-in. The WinRM test server
 //! runs in recording mode (`--windows-root`, tests/winrm_server/windows_standin.py): it speaks
 //! real WinRM to kinit, and acts out kinit's Windows module scripts and the uploaded start.ps1
-//! on a fake `C:` drive, recording each action in order. What is asserted: the order and
+//! on a fake `C:` drive, recording each action in order. It presents the WinRM certificate
+//! kinit's cluster CA (made in the test's state folder) issued for it, and the inventory
+//! trusts that CA exactly as `kinit run`'s does. What is asserted: the order and
 //! arguments of those actions (Containers feature, the reboot with a reconnection, folders,
 //! uploads, start.ps1 parameters, the kubelet firewall rule, the services start.ps1 registers
 //! and starts, kubelet registered but not started before `kubeadm join`), the files written
@@ -19,11 +21,19 @@ use serde_json::{Value, json};
 
 use super::hosts::Lab;
 use super::{ca_hash, lab_inventory_with, plays_named, run_with, serve, workspace};
-use crate::cluster_content::fixture::Compute;
+use kinit::deploy::state::StateDir;
+use kinit::provider::winrm_cert::{self, LeafRequest};
+
+use crate::cluster_content::fixture::{Compute, cluster};
 use crate::support::Test;
 use crate::winrm_server::{PASSWORD, WinRmServer};
 
 const FQDN: &str = "compute-01.k8scluster.kubeinit.local";
+/// The digests the role requires for the downloads that publish none (stand-in values: the
+/// stand-in downloads nothing; what start.ps1 receives is asserted).
+const FLANNELD: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+const FLANNEL_CNI: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+const PINNED_DIGESTS: &str = "{\"windows_flanneld_sha256\": \"1111111111111111111111111111111111111111111111111111111111111111\", \"flannel_cni_plugin_sha256\": \"2222222222222222222222222222222222222222222222222222222222222222\"}";
 
 /// The fake Windows host: a WinRM test server in recording mode and its fake drive.
 struct Windows {
@@ -32,25 +42,36 @@ struct Windows {
 }
 
 impl Windows {
-    fn start() -> Windows {
-        Windows::start_with_state(None)
-    }
-
-    /// A host whose `state.json` (features, pending reboot, services) is `state` at start.
-    fn start_with_state(state: Option<Value>) -> Windows {
+    /// A host whose `state.json` (features, pending reboot, services) is `state` at start,
+    /// presenting the WinRM certificate the cluster CA in `cluster_state` issued for it, as
+    /// the config ISO delivers it (the PKCS#12 opened with the administrator password).
+    fn start(state: Option<Value>, cluster_state: &std::path::Path) -> Windows {
         let root = tempfile::tempdir().unwrap();
         if let Some(state) = state {
             std::fs::write(root.path().join("state.json"), state.to_string()).unwrap();
         }
+        let password = kinit::secret::Secret::new(PASSWORD);
+        winrm_cert::ensure_ca(cluster_state).unwrap();
+        // The stand-in answers at 127.0.0.1: its certificate is issued for that address.
+        let req = LeafRequest {
+            name: "compute-01".into(),
+            ip: "127.0.0.1".parse().unwrap(),
+            dns: vec!["compute-01".into(), FQDN.into()],
+        };
+        winrm_cert::guest_pkcs12(cluster_state, &req, &password, true).unwrap();
+        let pfx = cluster_state.join("winrm/compute-01.pfx");
         let user = format!("Administrator:{PASSWORD}");
-        let server = WinRmServer::start(
+        let server = WinRmServer::start_env(
             true,
             &[
                 "--windows-root",
                 root.path().to_str().unwrap(),
                 "--user",
                 &user,
+                "--pfx",
+                pfx.to_str().unwrap(),
             ],
+            &[("KINIT_WINRM_PFX_PASSWORD", PASSWORD)],
         );
         Windows { server, root }
     }
@@ -98,18 +119,21 @@ fn join_windows_worker_from(
         crate::support::cannot_run("namespace hosts need root (mount namespaces and overlays)");
         return;
     };
-    let win = match containers {
-        Containers::Absent => Windows::start(),
-        Containers::InstallPending => Windows::start_with_state(Some(json!({
-            "features": ["Containers"],
-            "boots": 1,
-            "reboot_pending": true,
-            "services": {},
-            "firewall": [],
-        }))),
-    };
     let test = Test::new();
     let (dir, state) = workspace(&test, Some(&lab.known_hosts));
+    let win = match containers {
+        Containers::Absent => Windows::start(None, &state),
+        Containers::InstallPending => Windows::start(
+            Some(json!({
+                "features": ["Containers"],
+                "boots": 1,
+                "reboot_pending": true,
+                "services": {},
+                "firewall": [],
+            })),
+            &state,
+        ),
+    };
     // What prepare-environment leaves in the state folder: the cluster key and the password
     // Windows Setup was given (here: the WinRM test server's).
     std::fs::write(state.join("id_ed25519.pub"), "ssh-ed25519 AAAA kinit\n").unwrap();
@@ -127,21 +151,25 @@ fn join_windows_worker_from(
         ]),
     )
     .unwrap();
-    let ca = win.server.ca_file();
+    // The trust `kinit run`'s inventory gives the cluster's Windows nodes: the cluster CA.
+    let real =
+        kinit::deploy::cluster_inventory(&cluster(Compute::Windows), &StateDir::new(state.clone()));
+    let trust = real.hosts["compute-01"].vars["ansible_winrm_ca_trust_path"].clone();
+    assert_eq!(
+        trust,
+        json!(state.join("winrm-ca.pem").display().to_string())
+    );
     let inventory = lab_inventory_with(Compute::Windows, &lab, &state, |h, vars| {
         if h == "compute-01" {
             vars.insert("ansible_host".into(), json!("127.0.0.1"));
             vars.insert("ansible_port".into(), json!(win.server.port));
-            vars.insert(
-                "ansible_winrm_ca_trust_path".into(),
-                json!(ca.display().to_string()),
-            );
+            vars.insert("ansible_winrm_ca_trust_path".into(), trust.clone());
         }
     });
     std::fs::write(dir.join("inventory.yml"), inventory).unwrap();
     let manifest = serve("# stand-in for the upstream flannel release manifest\n");
     let backend_var = format!("flannel_backend={backend}");
-    let extra = ["-e", backend_var.as_str()];
+    let extra = ["-e", backend_var.as_str(), "-e", PINNED_DIGESTS];
 
     // First run: the Windows worker joins.
     let (stdout, stderr) = run_with(&lab, &dir, &manifest, &extra);
@@ -153,6 +181,9 @@ fn join_windows_worker_from(
          -FlannelCniVersion v1.7.1-flannel2 -WindowsCniVersion v0.3.1 -CniPluginsVersion v1.6.2 \
          -PauseImage registry.k8s.io/pause:3.10 \
          -NssmUrl https://k8stestinfrabinaries.blob.core.windows.net/nssm-mirror/nssm-2.24.zip \
+         -NssmSha256 727d1e42275c605e0f04aba98095c38a8e1e46def453cdffce42869428aa6743 \
+         -WindowsCniSha256 4f36ee6905ada238ca2a9e1bfb8a1fb2912c2d88c4b6e5af4c41a42db70d7d68 \
+         -FlanneldSha256 {FLANNELD} -FlannelCniSha256 {FLANNEL_CNI} \
          -KubeDir {k}"
     );
     let install: &[&str] = match containers {

@@ -101,6 +101,60 @@ async fn windows_config_iso_carries_the_answer_file_and_hides_the_password() {
     assert!(!ok("virt_config_iso", args).await.changed);
 }
 
+/// With `winrm_ca_dir` the ISO carries the guest's certificate from the cluster CA as
+/// PKCS#12 (opened with the administrator password, the one stored in the state folder), the
+/// script imports it, and a second run reuses the certificate: the ISO is not rebuilt.
+#[tokio::test]
+async fn windows_config_iso_carries_the_certificate_from_the_cluster_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("k8scluster");
+    std::fs::create_dir(&state).unwrap();
+    let path = dir.path().join("config.iso");
+    let path = path.to_str().unwrap();
+    let args = json!({
+        "path": path,
+        "windows": {
+            "computer_name": "compute-01", "admin_password": "Pa55-w0rd-Xy!",
+            "fqdn": "compute-01.k8scluster.kubeinit.local",
+            "mac": "52:54:00:30:00:02", "address": "10.0.0.2/24", "gateway": "10.0.0.254",
+            "winrm_ca_dir": state.to_str().unwrap()
+        }
+    });
+    // Check mode: nothing is made, not even the CA.
+    let r = run_module("virt_config_iso", args.clone(), true)
+        .await
+        .unwrap();
+    assert!(r.changed);
+    assert!(!state.join("winrm-ca.pem").exists());
+
+    assert!(ok("virt_config_iso", args.clone()).await.changed);
+    let files = isoinfo(&["-J", "-f", "-i", path]);
+    assert!(files.lines().any(|l| l == "/kinit-winrm.pfx"), "{files}");
+    let script = isoinfo(&["-J", "-i", path, "-x", "/kinit-winrm.ps1"]);
+    assert!(script.contains("Import-PfxCertificate"), "{script}");
+    assert!(!script.contains("New-SelfSignedCertificate"), "{script}");
+    let out = Command::new("isoinfo")
+        .args(["-J", "-i", path, "-x", "/kinit-winrm.pfx"])
+        .output()
+        .unwrap();
+    let stored = std::fs::read(state.join("winrm/compute-01.pfx")).unwrap();
+    assert_eq!(out.stdout, stored, "the ISO carries the stored certificate");
+    let store = p12_keystore::KeyStore::from_pkcs12(
+        &stored,
+        "Pa55-w0rd-Xy!",
+        p12_keystore::Pkcs12ImportPolicy::Strict,
+    )
+    .expect("opens with the administrator password");
+    assert!(store.private_key_chain().is_some());
+    let leaf = std::fs::read_to_string(state.join("winrm/compute-01.json")).unwrap();
+    assert!(leaf.contains("\"ip\": \"10.0.0.2\""), "{leaf}");
+
+    assert!(
+        !ok("virt_config_iso", args).await.changed,
+        "certificate reused: same ISO"
+    );
+}
+
 #[tokio::test]
 async fn config_iso_needs_exactly_one_kind() {
     let err = run_module("virt_config_iso", json!({"path": "/tmp/x.iso"}), false)
