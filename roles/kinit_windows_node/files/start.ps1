@@ -21,7 +21,8 @@
     Every download is checked against its SHA-256 before it is used (Get-Download): the digest
     file the release publishes beside it (containerd, dl.k8s.io, CNI plugins), or the digest
     kinit pins for those that publish none (-FlanneldSha256, -FlannelCniSha256,
-    -WindowsCniSha256, -NssmSha256).
+    -WindowsCniSha256, -NssmSha256). `unpinned` for -FlanneldSha256/-FlannelCniSha256 takes
+    the file unverified (nothing publishes their digest) and logs the digest it got.
 #>
 [CmdletBinding()]
 param(
@@ -140,10 +141,12 @@ function Get-Download {
         return $false
     }
     $expected = $Sha256
+    # `unpinned`: no digest exists for this download (the role warned about it).
+    $pinned = $expected -ne "unpinned"
     if ($expected -match "^https?://") {
         $expected = Get-PublishedSha256 $expected
     }
-    if ($expected -notmatch "^[0-9a-fA-F]{64}$") {
+    if ($pinned -and $expected -notmatch "^[0-9a-fA-F]{64}$") {
         throw "the SHA-256 given for $Url is not 64 hex digits: '$Sha256'"
     }
     New-Item -ItemType Directory -Force -Path (Split-Path $Destination) | Out-Null
@@ -151,7 +154,9 @@ function Get-Download {
     $partial = "$Destination.partial"
     Invoke-WebRequest -UseBasicParsing -Uri $Url -OutFile $partial
     $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $partial).Hash.ToLowerInvariant()
-    if ($actual -ne $expected.ToLowerInvariant()) {
+    if (-not $pinned) {
+        Write-Step "$Url is not pinned; its SHA-256 is $actual"
+    } elseif ($actual -ne $expected.ToLowerInvariant()) {
         Remove-Item -Force -LiteralPath $partial
         throw "checksum of $Url is $actual, expected $($expected.ToLowerInvariant())"
     }

@@ -171,12 +171,16 @@ fn every_download_of_start_ps1_passes_a_sha256() {
     assert!(body.contains("[Parameter(Mandatory = $true)][string]$Sha256"));
 }
 
-/// A digest no upstream publishes and kinit could not pin is required: without it the role
-/// stops at its first task, naming the variable, the file and how to pin it; nothing is
+/// A digest no upstream publishes and kinit could not pin: unset, the download goes ahead
+/// unverified after a warning naming it; with `kinit_require_pinned_downloads` the role stops
+/// at its first task, naming the variable, the file and how to pin it, and nothing is
 /// downloaded. Run by the real `kinit playbook` on this machine (`local`), with the
 /// repository's roles and variables.
 #[test]
-fn unset_required_digests_stop_the_play_naming_them() {
+fn unset_digests_warn_by_default_and_stop_the_play_when_pins_are_required() {
+    // Without `kinit_require_pinned_downloads`, the manifest is fetched unverified after a
+    // warning that names it (the URL points at a closed local port: the download fails at
+    // once, and the warning came first).
     let test = crate::support::Test::new();
     let repo = super::fixture::repo();
     std::os::unix::fs::symlink(repo.join("roles"), test.path().join("roles")).unwrap();
@@ -194,6 +198,39 @@ fn unset_required_digests_stop_the_play_naming_them() {
         )
         .args(["playbook", "site.yml", "-i", "hosts.yml", "-e"])
         .args([format!("kinit_config_dir={config}")])
+        .args([
+            "-e",
+            "flannel_manifest_url=http://127.0.0.1:9/kube-flannel.yml",
+        ])
+        .run();
+    let out = ran.stdout();
+    let warned = out
+        .find("WARNING: http://127.0.0.1:9/kube-flannel.yml is downloaded without a checksum")
+        .unwrap_or_else(|| panic!("no warning: {out}"));
+    let tried = out
+        .find("Upstream flannel manifest")
+        .unwrap_or_else(|| panic!("no download: {out}"));
+    assert!(warned < tried, "{out}");
+    assert!(!out.contains("is not set"), "{out}");
+
+    // With pins required, the play stops at its first task instead.
+    let test = crate::support::Test::new();
+    std::os::unix::fs::symlink(repo.join("roles"), test.path().join("roles")).unwrap();
+    std::os::unix::fs::symlink(repo.join("playbooks/vars"), test.path().join("vars")).unwrap();
+    let config = test.path().join("config").display().to_string();
+    let ran = test
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  vars_files: [vars/cluster.yml]\n\
+             \x20 roles: [kinit_network]\n",
+        )
+        .write(
+            "hosts.yml",
+            "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n",
+        )
+        .args(["playbook", "site.yml", "-i", "hosts.yml", "-e"])
+        .args([format!("kinit_config_dir={config}")])
+        .args(["-e", "kinit_require_pinned_downloads=true"])
         .run();
     let out = ran.stdout();
     assert_eq!(ran.output.status.code(), Some(2), "{out}");
@@ -225,6 +262,7 @@ fn unset_required_digests_stop_the_play_naming_them() {
         )
         .args(["playbook", "site.yml", "-i", "hosts.yml"])
         .args(["-e", "windows_flanneld_sha256=abc"])
+        .args(["-e", "kinit_require_pinned_downloads=true"])
         .run();
     let out = ran.stdout();
     assert_eq!(ran.output.status.code(), Some(2), "{out}");
