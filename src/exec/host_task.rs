@@ -86,6 +86,7 @@ impl Executor {
         let result = match self.task_vars(pr, host, inh, &kw.vars) {
             Err(e) => self.error_result(task, e.to_string()),
             Ok(mut ctx) => {
+                self.add_task_dir_to_search_path(task, &mut ctx);
                 // Shown (and used for `delegate_facts`) rendered; one that needs a loop
                 // item cannot be rendered here and is shown as written.
                 delegate_shown = kw
@@ -249,6 +250,26 @@ impl Executor {
             status,
             flow,
             result,
+        }
+    }
+
+    /// Ansible's search path for a task ends with the folder of the task's own file (before
+    /// the playbook's), so `lookup('first_found', ...)` in a role's included task file finds
+    /// its siblings in `tasks/` (`Task.get_search_path`).
+    fn add_task_dir_to_search_path(&self, task: &Task, ctx: &mut VarMap) {
+        let dir = match task.loc.file.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        let dir = std::path::absolute(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .display()
+            .to_string();
+        if let Some(serde_json::Value::Array(paths)) = ctx.get_mut("ansible_search_path")
+            && !paths.iter().any(|p| p.as_str() == Some(dir.as_str()))
+        {
+            let at = paths.len().saturating_sub(1);
+            paths.insert(at, serde_json::Value::String(dir));
         }
     }
 
