@@ -15,6 +15,7 @@
 
 mod filters;
 mod lookup;
+mod now;
 mod predicates;
 mod pyops;
 mod pyrepr;
@@ -105,6 +106,7 @@ impl Templar {
         env.add_function("lookup", lookup::lookup);
         env.add_function("query", lookup::query);
         env.add_function("q", lookup::query);
+        env.add_function("now", now::now);
         filters::register(&mut env);
         pyops::register(&mut env);
         Self {

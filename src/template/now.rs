@@ -1,0 +1,119 @@
+//! `now(utc=false, fmt=None)`, Ansible's template global: the current time as Python's
+//! `str(datetime)` (`2026-11-25 23:59:01.123456`), or formatted with `fmt` (Python's
+//! `strftime` directives). The local offset comes from the `time` crate when it can tell it
+//! safely, else the time is UTC (as it is on most CI machines anyway).
+
+use minijinja::Error;
+use minijinja::value::Kwargs;
+use time::OffsetDateTime;
+
+pub fn now(kwargs: Kwargs) -> Result<String, Error> {
+    let utc = kwargs.get::<Option<bool>>("utc")?.unwrap_or(false);
+    let fmt = kwargs.get::<Option<String>>("fmt")?;
+    kwargs.assert_all_used()?;
+    let t = if utc {
+        OffsetDateTime::now_utc()
+    } else {
+        OffsetDateTime::now_local().unwrap_or_else(|_| OffsetDateTime::now_utc())
+    };
+    match fmt {
+        None => Ok(strftime(&t, "%Y-%m-%d %H:%M:%S.%f")),
+        Some(f) => Ok(strftime(&t, &f)),
+    }
+}
+
+const DAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// Python's `strftime` for the directives playbooks use; an unknown directive stays as
+/// written, as glibc leaves it.
+pub fn strftime(t: &OffsetDateTime, fmt: &str) -> String {
+    let mut out = String::with_capacity(fmt.len() + 16);
+    let mut chars = fmt.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let Some(d) = chars.next() else {
+            out.push('%');
+            break;
+        };
+        let day = DAYS[t.weekday().number_days_from_monday() as usize];
+        let month = MONTHS[u8::from(t.month()) as usize - 1];
+        let s = match d {
+            'Y' => format!("{:04}", t.year()),
+            'y' => format!("{:02}", t.year().rem_euclid(100)),
+            'm' => format!("{:02}", u8::from(t.month())),
+            'd' => format!("{:02}", t.day()),
+            'e' => format!("{:2}", t.day()),
+            'H' => format!("{:02}", t.hour()),
+            'I' => format!("{:02}", (t.hour() + 11) % 12 + 1),
+            'M' => format!("{:02}", t.minute()),
+            'S' => format!("{:02}", t.second()),
+            'f' => format!("{:06}", t.microsecond()),
+            'p' => (if t.hour() < 12 { "AM" } else { "PM" }).to_string(),
+            'j' => format!("{:03}", t.ordinal()),
+            's' => t.unix_timestamp().to_string(),
+            'a' => day[..3].to_string(),
+            'A' => day.to_string(),
+            'b' | 'h' => month[..3].to_string(),
+            'B' => month.to_string(),
+            'w' => t.weekday().number_days_from_sunday().to_string(),
+            'u' => t.weekday().number_from_monday().to_string(),
+            'z' => {
+                let (h, m, _) = t.offset().as_hms();
+                let sign = if t.offset().is_negative() { '-' } else { '+' };
+                format!("{sign}{:02}{:02}", h.unsigned_abs(), m.unsigned_abs())
+            }
+            'Z' if t.offset().is_utc() => "UTC".to_string(),
+            'Z' => String::new(),
+            'F' => format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day()),
+            'T' => format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second()),
+            '%' => "%".to_string(),
+            other => format!("%{other}"),
+        };
+        out.push_str(&s);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    #[test]
+    fn strftime_speaks_pythons_directives() {
+        let t = datetime!(2026-11-05 07:08:09.012345 UTC);
+        assert_eq!(
+            strftime(&t, "%Y-%m-%d %H:%M:%S.%f"),
+            "2026-11-05 07:08:09.012345"
+        );
+        assert_eq!(strftime(&t, "%a %b %e %I%p %j %%"), "Thu Nov  5 07AM 309 %");
+        assert_eq!(strftime(&t, "%s"), "1793862489");
+        assert_eq!(strftime(&t, "%z %Z %q"), "+0000 UTC %q");
+    }
+}
