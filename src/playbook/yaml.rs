@@ -117,6 +117,7 @@ impl Doc {
 
     pub fn parse(path: &Path, text: &str) -> Result<Doc, LoadError> {
         let file = Arc::new(path.to_path_buf());
+        let text = &*explicit_empty_nulls(text);
         let yaml: serde_yaml::Value =
             serde_yaml::from_str(text).map_err(|e| LoadError::Syntax {
                 file: path.to_path_buf(),
@@ -133,6 +134,19 @@ impl Doc {
         };
         Ok(Doc { file, value, pos })
     }
+}
+
+/// `!!null` with no value (`key: !!null`) is YAML's null, as PyYAML reads it; serde_yaml
+/// refuses the empty scalar behind the tag ("expected null"), so such a tag gets an explicit
+/// `~`. Lines and columns stay where they were for everything before it on the line.
+fn explicit_empty_nulls(text: &str) -> std::borrow::Cow<'_, str> {
+    static EMPTY_NULL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?m)!!null([ \t]*)(#.*)?$").expect("valid regex")
+    });
+    if !text.contains("!!null") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    EMPTY_NULL.replace_all(text, "!!null ~$1$2")
 }
 
 /// Convert a YAML value to JSON (mapping keys become strings; tags are dropped).
@@ -232,6 +246,17 @@ impl MarkedEventReceiver for Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_null_tag_is_null_as_pyyaml_reads_it() {
+        let text = "a: !!null\nb: !!null   # none\nc: !!null null\nd: '!!null'\n";
+        let doc = Doc::parse(Path::new("v.yml"), text).unwrap();
+        assert_eq!(
+            doc.value,
+            serde_json::json!({"a": null, "b": null, "c": null, "d": "!!null"})
+        );
+        assert_eq!(doc.root().get("b").unwrap().line(), 2);
+    }
 
     #[test]
     fn nodes_know_their_lines() {
