@@ -19,6 +19,8 @@ pub(crate) struct Inherit {
     pub params: VarMap,
     pub roles: Vec<Arc<RoleCtx>>,
     pub environment: Vec<Value>,
+    /// `module_defaults` of the play and enclosing blocks, outermost first.
+    pub module_defaults: Vec<Value>,
     /// Scalar keywords (`become`, `ignore_errors`, ...): the innermost setting wins.
     pub kw: Keywords,
     pub handler: bool,
@@ -37,6 +39,9 @@ impl Inherit {
         if let Some(e) = &play.kw.environment {
             i.environment.push(e.clone());
         }
+        if let Some(d) = &play.kw.module_defaults {
+            i.module_defaults.push(d.clone());
+        }
         if play.any_errors_fatal {
             i.kw.any_errors_fatal = Some(true);
         }
@@ -51,6 +56,9 @@ impl Inherit {
         crate::vars::overlay(&mut i.vars, &t.kw.vars);
         if let Some(e) = &t.kw.environment {
             i.environment.push(e.clone());
+        }
+        if let Some(d) = &t.kw.module_defaults {
+            i.module_defaults.push(d.clone());
         }
         if let Some(r) = &t.role {
             crate::vars::overlay(&mut i.params, &r.params);

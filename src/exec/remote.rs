@@ -176,6 +176,13 @@ impl Executor {
         let Some(module) = crate::modules::lookup(name) else {
             return Attempt::failed(format!("module `{name}` is not available in this build"));
         };
+        let with_defaults;
+        let args = if inh.module_defaults.is_empty() && kw.module_defaults.is_none() {
+            args
+        } else {
+            with_defaults = module_defaults(name, inh, kw, args);
+            &with_defaults
+        };
         let args = match self.templar.render_value(args, ctx) {
             Ok(mut a) => {
                 crate::template::strip_omit(&mut a);
@@ -352,6 +359,40 @@ impl Executor {
         out.dedup();
         out
     }
+}
+
+/// `args` over the `module_defaults` for module `name` (play, blocks, then the task; inner
+/// settings win, and the task's own arguments win over all). A defaults entry names a module
+/// short or by FQCN; `group/...` entries (action groups) are not expanded. A list of mappings
+/// is read in order, as Ansible reads one.
+fn module_defaults(name: &str, inh: &Inherit, kw: &Keywords, args: &Value) -> Value {
+    let short = crate::modules::short_name(name);
+    let mut merged = serde_json::Map::new();
+    let mut apply = |entry: &Value| {
+        let maps: Vec<&serde_json::Map<String, Value>> = match entry {
+            Value::Object(m) => vec![m],
+            Value::Array(items) => items.iter().filter_map(Value::as_object).collect(),
+            _ => Vec::new(),
+        };
+        for m in maps {
+            for (module, defaults) in m {
+                if crate::modules::short_name(module) == short
+                    && let Value::Object(d) = defaults
+                {
+                    merged.extend(d.clone());
+                }
+            }
+        }
+    };
+    for entry in inh.module_defaults.iter().chain(kw.module_defaults.iter()) {
+        apply(entry);
+    }
+    match args {
+        Value::Object(own) => merged.extend(own.clone()),
+        Value::Null => {}
+        other => return other.clone(),
+    }
+    Value::Object(merged)
 }
 
 /// A module's transport error: the host is unreachable only when its connection is gone.

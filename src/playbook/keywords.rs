@@ -37,6 +37,7 @@ pub const TASK_KEYWORDS: &[&str] = &[
     "become_user",
     "become_method",
     "environment",
+    "module_defaults",
     "no_log",
     "vars",
     "check_mode",
@@ -293,6 +294,7 @@ pub fn parse_keywords(
                 }
             }
             "environment" => kw.environment = Some(n.value.clone()),
+            "module_defaults" => kw.module_defaults = Some(n.value.clone()),
             "no_log" => kw.no_log = templated_or(n, key, &mut kw.templated, parse_bool)?,
             "vars" => kw.vars = var_map(n)?,
             "check_mode" => kw.check_mode = templated_or(n, key, &mut kw.templated, parse_bool)?,

@@ -173,6 +173,8 @@ pub struct Keywords {
     pub become_: Option<bool>,
     pub become_user: Option<String>,
     pub environment: Option<Value>,
+    /// `module_defaults`: per module, arguments a task of it gets unless it sets them.
+    pub module_defaults: Option<Value>,
     pub no_log: Option<bool>,
     pub vars: VarMap,
     pub check_mode: Option<bool>,

@@ -33,6 +33,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "become_method",
     "tags",
     "environment",
+    "module_defaults",
     "no_log",
     "check_mode",
     "diff",
@@ -71,6 +72,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
                 | "become_method"
                 | "tags"
                 | "environment"
+                | "module_defaults"
                 | "no_log"
                 | "check_mode"
                 | "diff"
