@@ -134,6 +134,18 @@ pub struct PlanArgs {
     /// `kinit run`).
     #[arg(long, value_name = "DIR")]
     pub playbook_dir: Option<PathBuf>,
+    /// Instead of the listing, write every file a deployment of the spec would produce into
+    /// DIR, named by machine: each guest's `domain.xml`, its cloud-init `seed/` or Windows
+    /// `config-iso/` (autounattend.xml and first-logon scripts), the network XML on the
+    /// hypervisor, and under `files/` every configuration file and manifest the playbooks
+    /// write (kubeadm init/join configurations, flannel net-conf and patches, validation
+    /// workloads, the Windows CNI config, start.ps1), with the exact PowerShell the Windows
+    /// join runs under `win_shell/`. Made by the same templates and builders as `kinit run`,
+    /// touching nothing else; values only a running cluster knows (join tokens, the cluster
+    /// CA, the generated password) are visible placeholders. `DIR/INDEX` lists every file
+    /// and the task writing it. DIR must be new, empty, or an earlier render (replaced).
+    #[arg(long, value_name = "DIR")]
+    pub render: Option<PathBuf>,
 }
 
 /// `kinit ci run --job-type`.

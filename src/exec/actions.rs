@@ -55,6 +55,13 @@ impl Executor {
             };
         }
         match action {
+            // Render mode: `fail` reports what a task found on a host, and no host was asked;
+            // waiting for a host or a pause would only wait (see `render`).
+            ExecAction::Fail(_) | ExecAction::Pause(_) | ExecAction::WaitForConnection(_)
+                if self.opts.render.is_some() =>
+            {
+                ok(json!({"msg": "not run by a render: it depends on the hosts"}))
+            }
             ExecAction::Debug(a) if a.var.is_some() => self.debug(a, ctx),
             ExecAction::Debug(a) => self.debug(&rendered!(a), ctx),
             ExecAction::Assert(a) => self.assert(a, ctx, task),

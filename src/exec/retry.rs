@@ -16,7 +16,8 @@ impl Executor {
     pub(crate) async fn until_loop(&self, t: OnHost<'_>, ctx: &mut VarMap) -> Attempt {
         let OnHost { task, kw, host, .. } = t;
         // `retries` without `until` repeats until the task does not fail (as in Ansible).
-        if kw.until.is_none() && kw.retries.is_none() {
+        // Render mode answers with stand-ins: repeating them would only wait.
+        if kw.until.is_none() && kw.retries.is_none() || self.opts.render.is_some() {
             let a = self.attempt(t, ctx).await;
             return self.post_process(task, kw, ctx, a);
         }

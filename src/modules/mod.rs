@@ -25,6 +25,7 @@ pub mod mode;
 pub mod pkg;
 pub mod posix;
 pub mod pwsh;
+pub mod render;
 pub mod svc;
 pub mod textedit;
 pub mod wincmd;
@@ -168,25 +169,30 @@ impl<'a> ModuleCtx<'a> {
 
     /// Find a local file by the search paths (absolute paths are taken as they are).
     pub fn find_local(&self, path: &str) -> Result<PathBuf, ModuleError> {
-        let p = PathBuf::from(path);
-        if p.is_absolute() {
-            return Ok(p);
-        }
-        self.search_paths
-            .iter()
-            .map(|dir| dir.join(&p))
-            .find(|c| c.exists())
-            .ok_or_else(|| ModuleError::Failed {
-                msg: format!(
-                    "could not find `{path}` in {}",
-                    self.search_paths
-                        .iter()
-                        .map(|d| format!("`{}`", d.display()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            })
+        find_local(self.search_paths, path)
     }
+}
+
+/// Find a local file by `search_paths` (absolute paths are taken as they are).
+pub fn find_local(search_paths: &[PathBuf], path: &str) -> Result<PathBuf, ModuleError> {
+    let p = PathBuf::from(path);
+    if p.is_absolute() {
+        return Ok(p);
+    }
+    search_paths
+        .iter()
+        .map(|dir| dir.join(&p))
+        .find(|c| c.exists())
+        .ok_or_else(|| ModuleError::Failed {
+            msg: format!(
+                "could not find `{path}` in {}",
+                search_paths
+                    .iter()
+                    .map(|d| format!("`{}`", d.display()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
 }
 
 /// The before/after of a change, for `--diff`.

@@ -15,6 +15,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::render::{Rendered, RenderedFile};
 use super::virt::{bad_args, one_of};
 use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
 use crate::provider::ProviderError;
@@ -63,6 +64,31 @@ impl Params {
             files,
         })
     }
+}
+
+/// The files the image would hold, for `kinit plan --render`: under `seed/` for a
+/// cloud-init seed, `config-iso/` for the Windows config ISO (`None` when it is removed).
+pub fn render(args: &Value) -> Result<Option<Rendered>, ModuleError> {
+    let p: Params = params(NAME, args)?;
+    if p.state == IsoState::Absent {
+        return Ok(None);
+    }
+    let folder = if p.cloud_init.is_some() {
+        "seed"
+    } else {
+        "config-iso"
+    };
+    let image = p.image().map_err(|e| bad_args(NAME, e))?;
+    Ok(Some(Rendered::host(
+        image
+            .files
+            .into_iter()
+            .map(|(name, content)| RenderedFile {
+                name: format!("{folder}/{name}"),
+                content,
+            })
+            .collect(),
+    )))
 }
 
 pub struct VirtConfigIso;
