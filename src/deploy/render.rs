@@ -112,14 +112,16 @@ pub fn prepare_dir(dir: &Path) -> Result<(), RenderError> {
     Ok(())
 }
 
+/// Every file written: (owner folder, name) -> (task, content).
+type Written = BTreeMap<(String, String), (String, Vec<u8>)>;
+
 /// Where render mode writes, and what it answers for the tasks it does not run.
 #[derive(Debug)]
 pub struct RenderDir {
     root: PathBuf,
     /// `host_path` of the cluster state folder: files there go to `state/`.
     state_prefix: String,
-    /// Every file written: (owner folder, name) -> (task, content).
-    files: Mutex<BTreeMap<(String, String), (String, Vec<u8>)>>,
+    files: Mutex<Written>,
 }
 
 impl RenderDir {

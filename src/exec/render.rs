@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::Executor;
 use super::host_task::{Attempt, OnHost};
 use super::remote::TaskRender;
-use crate::modules::render::{self, RenderCtx, Rendered};
+use crate::modules::render::{RenderCtx, Rendered};
 use crate::report::TaskResult;
 use crate::vars::VarMap;
 
@@ -51,7 +51,7 @@ impl Executor {
             render: &templates,
             vars: ctx,
         };
-        match render::files(name, args, &rctx) {
+        match crate::modules::render_files(name, args, &rctx) {
             Ok(Some(files)) => match sink.keep(t.host, target, &task, files) {
                 Ok(result) => Attempt::of(TaskResult::from_value(result)),
                 Err(msg) => Attempt::failed(msg),

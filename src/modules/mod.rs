@@ -416,6 +416,40 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
     MODULES.iter().find(|(n, _)| *n == short).map(|(_, m)| *m)
 }
 
+/// `kinit plan --render`: the files the task would write with these (rendered) `args`, built
+/// by the module's own code, or `None` for a module that writes no file of its own.
+pub fn render_files(
+    module: &str,
+    args: &Value,
+    ctx: &render::RenderCtx<'_>,
+) -> Result<Option<render::Rendered>, ModuleError> {
+    Ok(Some(match short_name(module) {
+        "template" => template::render(ctx, args)?,
+        "copy" => match copy::render(ctx, args)? {
+            Some(r) => r,
+            None => return Ok(None),
+        },
+        "win_copy" => match win_copy::render(ctx, args)? {
+            Some(r) => r,
+            None => return Ok(None),
+        },
+        "win_shell" => win_shell::render(ctx, args)?,
+        "virt_guest" => match virt_guest::render(args)? {
+            Some(r) => r,
+            None => return Ok(None),
+        },
+        "virt_network" => match virt_network::render(args)? {
+            Some(r) => r,
+            None => return Ok(None),
+        },
+        "virt_config_iso" => match virt_config_iso::render(args)? {
+            Some(r) => r,
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    }))
+}
+
 /// Every registered module name, for "did you mean" suggestions.
 pub fn names() -> impl Iterator<Item = &'static str> {
     MODULES.iter().map(|(n, _)| *n)

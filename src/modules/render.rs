@@ -1,13 +1,10 @@
-//! What a task would write, without a host: the one dispatch `kinit plan --render` calls for
-//! each task instead of running it. A module that produces a file (a rendered template, a
-//! copied file or `content`, a libvirt domain or network definition, the files of a seed or
-//! config ISO, the PowerShell a `win_shell` sends) answers with that file, built by the same
-//! functions its `run` uses; every other module answers `None` and the caller stands its
-//! result in.
+//! What a task would write, without a host (`kinit plan --render`): the context, result types
+//! and path helpers of the modules' `render` functions. A module that produces a file (a
+//! rendered template, a copied file or `content`, a libvirt domain or network definition, the
+//! files of a seed or config ISO, the PowerShell a `win_shell` sends) answers with that file,
+//! built by the same functions its `run` uses; `modules::render_files` is the one dispatch.
 
 use std::path::{Path, PathBuf};
-
-use serde_json::Value;
 
 use super::{ModuleError, Render};
 use crate::vars::VarMap;
@@ -65,40 +62,6 @@ impl Rendered {
             files,
         }
     }
-}
-
-/// The files the task would write with these (rendered) `args`, or `None` for a module that
-/// writes no file of its own.
-pub fn files(
-    module: &str,
-    args: &Value,
-    ctx: &RenderCtx<'_>,
-) -> Result<Option<Rendered>, ModuleError> {
-    Ok(Some(match super::short_name(module) {
-        "template" => super::template::render(ctx, args)?,
-        "copy" => match super::copy::render(ctx, args)? {
-            Some(r) => r,
-            None => return Ok(None),
-        },
-        "win_copy" => match super::win_copy::render(ctx, args)? {
-            Some(r) => r,
-            None => return Ok(None),
-        },
-        "win_shell" => super::win_shell::render(ctx, args)?,
-        "virt_guest" => match super::virt_guest::render(args)? {
-            Some(r) => r,
-            None => return Ok(None),
-        },
-        "virt_network" => match super::virt_network::render(args)? {
-            Some(r) => r,
-            None => return Ok(None),
-        },
-        "virt_config_iso" => match super::virt_config_iso::render(args)? {
-            Some(r) => r,
-            None => return Ok(None),
-        },
-        _ => return Ok(None),
-    }))
 }
 
 /// A path on a host as a relative path under its folder: `/etc/kubernetes/x.yaml` becomes
