@@ -84,10 +84,15 @@ fn check(py: &Path, dir: &Path) -> (i32, Value) {
 }
 
 fn render(spec: &str, nodes: Option<&str>) -> (Ran, PathBuf) {
+    render_with(spec, nodes, &[])
+}
+
+fn render_with(spec: &str, nodes: Option<&str>, extra: &[&str]) -> (Ran, PathBuf) {
     let mut t = Test::new().args(["plan", "--spec", spec, "--render", "out"]);
     if let Some(n) = nodes {
         t = t.args(["--cluster-nodes-spec", n]);
     }
+    t = t.args(extra.iter().copied());
     let ran = t.succeeds();
     let out = ran.dir.join("out");
     // Nothing else was touched: no state folder (keys, passwords, inventory) was made.
@@ -127,6 +132,7 @@ fn render_one_one_one_with_a_windows_worker_validates() {
     let Some(py) = tools() else { return };
     let (ran, out) = render("k8s-libvirt-1-1-1", Some(WINDOWS_WORKER));
     let index = read(&out, "INDEX");
+    assert!(!read(&out, "compute-01/domain.xml").contains("firmware=\"efi\""));
     for f in [
         "controller-01/domain.xml",
         "controller-01/seed/user-data",
@@ -182,7 +188,15 @@ fn render_one_one_one_with_a_windows_worker_validates() {
 #[test]
 fn render_three_two_two_validates() {
     let Some(py) = tools() else { return };
-    let (_, out) = render("k8s-libvirt-3-2-2", Some(WINDOWS_COMPUTE_02));
+    // With UEFI firmware for the Windows guest (1-1-1 renders the BIOS default).
+    let (_, out) = render_with(
+        "k8s-libvirt-3-2-2",
+        Some(WINDOWS_COMPUTE_02),
+        &["-e", "windows_firmware=uefi"],
+    );
+    let domain = read(&out, "compute-02/domain.xml");
+    assert!(domain.contains("firmware=\"efi\""), "{domain}");
+    assert!(!read(&out, "compute-01/domain.xml").contains("firmware=\"efi\""));
     // Two hypervisors: OVN, so the network is defined on each, and flannel runs vxlan.
     for h in ["hypervisor-01", "hypervisor-02"] {
         assert!(out.join(h).join("network-kimgtnet0.xml").is_file(), "{h}");
