@@ -154,6 +154,21 @@ fn render_one_one_one_with_a_windows_worker_validates() {
         assert!(out.join(f).is_file(), "{f} not rendered; INDEX:\n{index}");
         assert!(index.contains(f), "{f} not in INDEX:\n{index}");
     }
+    // A task that reads a file an earlier task wrote (`cat net-conf.json`) gets that file, as
+    // on the host: the flannel ConfigMap patch carries the rendered net-conf.json.
+    let kinit = "controller-01/files/etc/kubernetes/kinit";
+    let patch: Value =
+        serde_json::from_str(&read(&out, &format!("{kinit}/kube-flannel-cfg-patch.json"))).unwrap();
+    assert_eq!(
+        patch["data"]["net-conf.json"].as_str().unwrap(),
+        read(&out, &format!("{kinit}/net-conf.json")).trim_end()
+    );
+    // prepare-cluster renders the first controller's kubeadm configuration on the machine
+    // running kinit with that node's variables: the same file as on the node.
+    assert_eq!(
+        read(&out, "localhost/state/config/kubeadm-init.yaml"),
+        read(&out, &format!("{kinit}/kubeadm-init.yaml"))
+    );
     // The exact start.ps1 invocation, with the node's own values.
     let invocation = read(
         &out,
