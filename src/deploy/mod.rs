@@ -3,7 +3,7 @@
 //! playbooks (`locate`) and their phases (`catalog`), and running the phase plays of
 //! `site.yml` one phase at a time (`phases`), each selected by its tag, through one session
 //! for the whole run (connections, facts and reporter), so the recap lists every phase with
-//! its duration.
+//! its duration; and `kinit plan --render`, the same plays walked in render mode (`render`).
 
 mod atomic;
 pub mod catalog;

@@ -119,6 +119,11 @@ fn assert_valid(py: &Path, out: &Path, domains: u64, networks: u64, windows: u64
     assert_eq!(count(&report, "domain"), domains, "{report:#}");
     assert_eq!(count(&report, "network"), networks, "{report:#}");
     assert_eq!(count(&report, "unattend"), windows, "{report:#}");
+    assert_eq!(
+        count(&report, "cloud-init"),
+        3 * (domains - windows),
+        "{report:#}"
+    );
     // start.ps1, its invocation and the two first-logon scripts per Windows guest.
     assert!(count(&report, "powershell") >= 4 * windows, "{report:#}");
     // kubeadm init + one join per further node, kubelet and kubeconfig documents.

@@ -16,7 +16,8 @@
   out (a merge patch carries only what it changes).
 - kubeadm, kubelet and kubeconfig documents, which are not in the Kubernetes OpenAPI: every
   key must be a field of its upstream Go type (`config-fields.json`, which cites its source).
-- Other JSON (flannel net-conf, the CNI config): must parse.
+- Other JSON (flannel net-conf, the CNI config): must parse. cloud-init seed files: YAML
+  mappings, `user-data` a `#cloud-config`.
 """
 
 import json
@@ -218,6 +219,17 @@ def main():
             elif name == "autounattend.xml":
                 kind = "unattend"
                 check_unattend(path, failures)
+            elif os.path.basename(dirpath) == "seed":
+                # cloud-init NoCloud seed: YAML mappings; user-data a #cloud-config.
+                kind = "cloud-init"
+                text = open(path).read()
+                if name == "user-data" and not text.startswith("#cloud-config\n"):
+                    fail(failures, path, "user-data does not start with #cloud-config")
+                try:
+                    if not isinstance(yaml.safe_load(text), dict):
+                        fail(failures, path, "not a YAML mapping")
+                except yaml.YAMLError as e:
+                    fail(failures, path, f"does not parse: {e}")
             elif name.endswith(".ps1"):
                 kind = "powershell"
                 check_ps1(path, parser, failures)
