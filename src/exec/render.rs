@@ -1,11 +1,12 @@
 //! Render mode (`kinit plan --render`): the executor walks the plays exactly as for a run
 //! (variables, `when`, loops, includes, `set_fact`, `register`), but no task reaches a host.
 //! A task whose module writes a file hands that file to the `RenderSink`
-//! (`modules::render`); every other task gets the result the sink stands in for it, and
-//! `until` loops make one attempt. `fail` tasks do not fail a render: in the bundled
-//! playbooks they report what a command found on a host (an address another cluster holds),
-//! and here no host was asked. `assert`, which checks variables, still holds the render to
-//! its conditions. `pause` and `wait_for_connection` return at once.
+//! (`modules::render_files`); every other task gets the result the sink stands in for it.
+//! Those results are no host's answer, so `until` loops make one attempt and
+//! `changed_when`/`failed_when` are not evaluated on them. `fail` tasks do not fail a render:
+//! in the bundled playbooks they report what a command found on a host (an address another
+//! cluster holds), and no host was asked. `assert`, which checks variables, still holds the
+//! render to its conditions. `pause` and `wait_for_connection` return at once.
 
 use std::fmt::Debug;
 

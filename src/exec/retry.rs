@@ -115,6 +115,11 @@ impl Executor {
         if a.result.unreachable || (kw.changed_when.is_none() && kw.failed_when.is_none()) {
             return a;
         }
+        // Render mode: the result is a stand-in (or a rendered file), not a host's answer, so
+        // conditions on that answer say nothing (see `render`).
+        if self.opts.render.is_some() {
+            return a;
+        }
         if a.result.is_skipped() {
             return a;
         }
