@@ -122,6 +122,8 @@ pub struct RenderDir {
     /// `host_path` of the cluster state folder: files there go to `state/`.
     state_prefix: String,
     files: Mutex<Written>,
+    /// Files a task downloads at deploy time: (machine/name, url, checksum).
+    downloads: Mutex<std::collections::BTreeSet<(String, String, String)>>,
 }
 
 impl RenderDir {
@@ -130,6 +132,7 @@ impl RenderDir {
             root: root.to_path_buf(),
             state_prefix: format!("{}/", host_path(&state_dir.display().to_string())),
             files: Mutex::default(),
+            downloads: Mutex::default(),
         }
     }
 
@@ -175,6 +178,18 @@ impl RenderDir {
                         files.push(file);
                     }
                 }
+            }
+        }
+        let downloads = self.downloads.lock().unwrap();
+        if !downloads.is_empty() {
+            out.push_str("\n# downloaded at deploy time, not rendered (where, from, checksum):\n");
+            for (file, url, checksum) in downloads.iter() {
+                let checksum = if checksum.is_empty() {
+                    "no checksum"
+                } else {
+                    checksum
+                };
+                let _ = writeln!(out, "#   {file}\t{url}\t{checksum}");
             }
         }
         if !stood.is_empty() {
@@ -247,6 +262,15 @@ impl RenderSink for RenderDir {
         match crate::modules::short_name(module) {
             // A fresh deployment: nothing exists yet.
             "stat" | "win_stat" => json!({"changed": false, "stat": {"exists": false}}),
+            "get_url" | "win_get_url" => {
+                let arg = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
+                self.downloads.lock().unwrap().insert((
+                    format!("{target}/{}", self.place(&host_path(arg("dest")))),
+                    arg("url").to_string(),
+                    arg("checksum").to_string(),
+                ));
+                json!({"changed": false, "dest": arg("dest"), "url": arg("url")})
+            }
             short => {
                 let text = args
                     .get("_raw_params")

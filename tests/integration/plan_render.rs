@@ -194,6 +194,12 @@ fn render_one_one_one_with_a_windows_worker_validates() {
         index.contains("[deploy-time value: Bootstrap token]"),
         "{index}"
     );
+    // Downloads are listed with their source and checksum (or its absence).
+    assert!(
+        index.lines().any(|l| l.contains("kube-flannel-v")
+            && l.contains("https://github.com/flannel-io/flannel/releases/download/")),
+        "{index}"
+    );
     assert!(
         read(&out, "compute-01/config-iso/autounattend.xml").contains("Kinit-Render-Placeholder-1")
     );
