@@ -11,6 +11,7 @@ mod locate;
 pub mod lock;
 pub mod phases;
 pub mod render;
+mod render_dir;
 pub mod ssh;
 pub mod state;
 

@@ -215,7 +215,7 @@ fn render_one_one_one_with_a_windows_worker_validates() {
 fn render_three_two_two_validates() {
     let Some(py) = tools() else { return };
     // With UEFI firmware for the Windows guest (1-1-1 renders the BIOS default).
-    let (_, out) = render_with(
+    let (_ran, out) = render_with(
         "k8s-libvirt-3-2-2",
         Some(WINDOWS_COMPUTE_02),
         &["-e", "windows_firmware=uefi"],
@@ -251,7 +251,7 @@ fn render_three_two_two_validates() {
 #[test]
 fn render_checker_rejects_broken_files() {
     let Some(py) = tools() else { return };
-    let (_, out) = render("k8s-libvirt-1-1-1", Some(WINDOWS_WORKER));
+    let (_ran, out) = render("k8s-libvirt-1-1-1", Some(WINDOWS_WORKER));
     let edit = |rel: &str, from: &str, to: &str| {
         let text = read(&out, rel);
         assert!(text.contains(from), "{rel} has no `{from}`");
