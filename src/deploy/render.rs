@@ -31,9 +31,10 @@ use crate::vars::VarMap;
 pub const MARKER: &str = ".kinit-render";
 pub const INDEX: &str = "INDEX";
 
-/// The phases whose plays write the deployment's files. The others only inspect or prepare
-/// the hypervisors (packages, capacity checks, downloads, cleanup) or make the state folder's
-/// secrets, which a render must not create.
+/// The phases whose plays write the deployment's files, after `gather-facts`, whose facts
+/// (from stand-ins) the later plays read, as every `kinit run` window starts with it. The
+/// others only inspect or prepare the hypervisors (packages, capacity checks, downloads,
+/// cleanup) or make the state folder's secrets, which a render must not create.
 pub const PHASES: [Phase; 6] = [
     Phase::GatherFacts,
     Phase::CreateNetwork,
