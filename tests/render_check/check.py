@@ -233,24 +233,23 @@ def main():
             elif name.endswith(".ps1"):
                 kind = "powershell"
                 check_ps1(path, parser, failures)
-            elif name.endswith((".yaml", ".yml", ".kubeconfig", ".json", ".conf")) and (
-                "/files/" in f"/{rel}" or rel.split(os.sep)[1:2] == ["state"]
+            elif ("/files/" in f"/{rel}" or rel.split(os.sep)[1:2] == ["state"]) and (
+                name.endswith((".yaml", ".yml", ".kubeconfig", ".json"))
+                or name.endswith(".conf") and open(path).read().lstrip().startswith("{")
             ):
                 text = open(path).read()
+                is_json = not name.endswith((".yaml", ".yml", ".kubeconfig"))
                 try:
-                    docs = list(yaml.safe_load_all(text))
-                except yaml.YAMLError as e:
+                    docs = [json.loads(text)] if is_json else list(yaml.safe_load_all(text))
+                except (ValueError, yaml.YAMLError) as e:
                     fail(failures, path, f"does not parse: {e}")
                     continue
-                if docs and isinstance(docs[0], dict) and "apiVersion" in docs[0] or "-patch." in name:
+                first = docs[0] if docs else None
+                if isinstance(first, dict) and "apiVersion" in first or "-patch." in name:
                     kind = "kubernetes"
                     check_objects(path, docs, failures, counts)
-                elif name.endswith((".json", ".conf")) and text.lstrip().startswith("{"):
+                elif is_json:
                     kind = "json"
-                    try:
-                        json.loads(text)
-                    except ValueError as e:
-                        fail(failures, path, f"not JSON: {e}")
             if kind:
                 counts[kind] = counts.get(kind, 0) + 1
     print(json.dumps({"checked": counts, "failures": failures}, indent=1))
