@@ -2,7 +2,8 @@
 //! `k8s-libvirt-1-1-1` with a Windows worker and `k8s-libvirt-3-2-2` (OVN, a Linux and a
 //! Windows worker), each checked by tools kinit did not write (`tests/render_check/check.py`:
 //! libvirt's `virt-xml-validate`, `xmllint`, the tree-sitter-pwsh grammar, kubernetes-validate's
-//! API schemas and the upstream kubeadm/kubeconfig field lists); the checker shown to reject a
+//! API schemas, the upstream kubeadm/kubeconfig field lists, `named-checkconf`, `haproxy -c`);
+//! the checker shown to reject a
 //! broken file of each kind; nothing touched besides DIR; DIR refused unless new, empty or an
 //! earlier render.
 
@@ -54,8 +55,10 @@ fn tools() -> Option<PathBuf> {
     for (tool, package) in [
         ("virt-xml-validate", "libvirt-clients"),
         ("xmllint", "libxml2-utils"),
+        ("named-checkconf", "bind9-utils"),
+        ("haproxy", "haproxy"),
     ] {
-        if Command::new(tool).arg("--version").output().is_err() {
+        if Command::new(tool).arg("-v").output().is_err() {
             cannot_run(format!(
                 "no `{tool}` (Debian package {package}; ci/deps.sh test)"
             ));
@@ -112,13 +115,27 @@ fn count(report: &Value, kind: &str) -> u64 {
 }
 
 /// Every file valid, and each kind checked as often as the layout has such files.
-fn assert_valid(py: &Path, out: &Path, domains: u64, networks: u64, windows: u64) {
+fn assert_valid(
+    py: &Path,
+    out: &Path,
+    domains: u64,
+    networks: u64,
+    windows: u64,
+    load_balancer: bool,
+) {
     let (code, report) = check(py, out);
     assert_eq!(report["failures"], Value::Array(vec![]), "{report:#}");
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(count(&report, "domain"), domains, "{report:#}");
     assert_eq!(count(&report, "network"), networks, "{report:#}");
     assert_eq!(count(&report, "unattend"), windows, "{report:#}");
+    // The service node's named.conf.options and named.conf.local (with its zones).
+    assert_eq!(count(&report, "bind"), 2, "{report:#}");
+    assert_eq!(
+        count(&report, "haproxy"),
+        u64::from(load_balancer),
+        "{report:#}"
+    );
     assert_eq!(
         count(&report, "cloud-init"),
         3 * (domains - windows),
@@ -209,7 +226,7 @@ fn render_one_one_one_with_a_windows_worker_validates() {
         "{}",
         ran.stdout()
     );
-    assert_valid(&py, &out, 2, 1, 1);
+    assert_valid(&py, &out, 2, 1, 1, false);
 }
 
 #[test]
@@ -245,7 +262,7 @@ fn render_three_two_two_validates() {
     }
     assert!(out.join("compute-01/seed/user-data").is_file());
     assert!(out.join("compute-02/config-iso/autounattend.xml").is_file());
-    assert_valid(&py, &out, 5, 2, 1);
+    assert_valid(&py, &out, 5, 2, 1, true);
 }
 
 /// The checker is not a rubber stamp: one broken file of each kind is reported, by name.
@@ -276,6 +293,11 @@ fn render_checker_rejects_broken_files() {
             "controller-01/files/etc/kubernetes/kinit/validation-linux.yaml",
             "replicas:",
             "replica:",
+        ),
+        (
+            "service/files/etc/bind/named.conf.local",
+            "type master;",
+            "type mastr;",
         ),
         (
             "controller-01/files/etc/kubernetes/kinit/nodeselector-os-linux-patch.yaml",

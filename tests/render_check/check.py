@@ -16,6 +16,8 @@
   out (a merge patch carries only what it changes).
 - kubeadm, kubelet and kubeconfig documents, which are not in the Kubernetes OpenAPI: every
   key must be a field of its upstream Go type (`config-fields.json`, which cites its source).
+- The service node's DNS and load balancer: `named-checkconf -z` (bind9-utils) with the
+  machine's `files/` as root, so the rendered zone files load too; `haproxy -c`.
 - Other JSON (flannel net-conf, the CNI config): must parse. cloud-init seed files: YAML
   mappings, `user-data` a `#cloud-config`.
 """
@@ -219,6 +221,19 @@ def main():
             elif name == "autounattend.xml":
                 kind = "unattend"
                 check_unattend(path, failures)
+            elif name.startswith("named.conf") and rel.split(os.sep)[1:4] == ["files", "etc", "bind"]:
+                # bind's own checker, with the machine's `files/` as its root, so the zone
+                # files it names (/var/cache/bind/...) are the rendered ones and load too.
+                kind = "bind"
+                files_root = os.path.join(root, rel.split(os.sep)[0], "files")
+                rc, out = run(["named-checkconf", "-z", "-t", files_root, f"/etc/bind/{name}"])
+                if rc != 0:
+                    fail(failures, path, f"named-checkconf: {out}")
+            elif name == "haproxy.cfg":
+                kind = "haproxy"
+                rc, out = run(["haproxy", "-c", "-f", path])
+                if rc != 0:
+                    fail(failures, path, f"haproxy -c: {out}")
             elif os.path.basename(dirpath) == "seed":
                 # cloud-init NoCloud seed: YAML mappings; user-data a #cloud-config.
                 kind = "cloud-init"
