@@ -3,9 +3,8 @@
 //! Windows worker), each checked by tools kinit did not write (`tests/render_check/check.py`:
 //! libvirt's `virt-xml-validate`, `xmllint`, the tree-sitter-pwsh grammar, kubernetes-validate's
 //! API schemas, the upstream kubeadm/kubeconfig field lists, `named-checkconf`, `haproxy -c`);
-//! the checker shown to reject a
-//! broken file of each kind; nothing touched besides DIR; DIR refused unless new, empty or an
-//! earlier render.
+//! the checker shown to reject a broken file of each kind; nothing touched besides DIR; DIR
+//! refused unless new, empty or an earlier render.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
