@@ -43,16 +43,22 @@ impl RenderDir {
         }
     }
 
+    /// A file's name under its machine's folder: state-folder files under `state/`, and
+    /// nothing that climbs out (a network name comes from variables).
     fn place(&self, name: &str) -> String {
-        match name.strip_prefix(&self.state_prefix) {
+        let name = match name.strip_prefix(&self.state_prefix) {
             Some(rest) => format!("state/{rest}"),
             None => name.to_string(),
-        }
+        };
+        name.split('/')
+            .filter(|p| !p.is_empty() && *p != "." && *p != "..")
+            .collect::<Vec<_>>()
+            .join("/")
     }
 
     /// The content a task wrote at `path` on `machine`, if this render wrote it.
     fn written(&self, machine: &str, path: &str) -> Option<Vec<u8>> {
-        let key = (machine.to_string(), self.place(&host_path(path)));
+        let key = (folder(machine), self.place(&host_path(path)));
         self.files.lock().unwrap().get(&key).map(|(_, c)| c.clone())
     }
 
@@ -116,6 +122,16 @@ impl RenderDir {
     }
 }
 
+/// A machine's name as one folder of DIR (a hypervisor is named by the user).
+fn folder(machine: &str) -> String {
+    let f = machine.replace(['/', '\\'], "_");
+    if f.is_empty() || f.starts_with('.') {
+        format!("_{f}")
+    } else {
+        f
+    }
+}
+
 const PLACEHOLDER_START: &str = "[deploy-time value: ";
 
 /// The placeholder a stood-in command prints.
@@ -138,14 +154,14 @@ fn output(stdout: &str) -> Value {
 
 impl RenderSink for RenderDir {
     fn keep(&self, host: &str, target: &str, task: &str, r: Rendered) -> Result<Value, String> {
-        let owner = match r.owner {
+        let owner = folder(match r.owner {
             Owner::Host => host,
             Owner::Target => target,
-        };
+        });
         let mut names = Vec::new();
         for f in r.files {
             let name = self.place(&f.name);
-            let path = self.root.join(owner).join(&name);
+            let path = self.root.join(&owner).join(&name);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| format!("cannot create `{}`: {e}", parent.display()))?;
@@ -156,7 +172,7 @@ impl RenderSink for RenderDir {
             self.files
                 .lock()
                 .unwrap()
-                .insert((owner.to_string(), name), (task.to_string(), f.content));
+                .insert((owner.clone(), name), (task.to_string(), f.content));
         }
         // Shaped as a command's result too, for `register`ed uses (`changed_when` on stdout).
         let mut result = output("");
@@ -194,5 +210,51 @@ impl RenderSink for RenderDir {
                 output(&placeholder(task))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_stay_inside_the_render_folder() {
+        assert_eq!(folder("hypervisor-01"), "hypervisor-01");
+        assert_eq!(folder("../x"), "_.._x");
+        assert_eq!(folder("a/b\\c"), "a_b_c");
+        let d = RenderDir::new(Path::new("/r"), Path::new("/home/u/.local/state/kinit/c"));
+        // `network-..` is a folder name like any other; `..` alone is dropped.
+        assert_eq!(d.place("network-../../x.xml"), "network-../x.xml");
+        assert_eq!(d.place("files/../../etc/x"), "files/etc/x");
+        assert_eq!(
+            d.place(&host_path("/home/u/.local/state/kinit/c/config/a.yaml")),
+            "state/config/a.yaml"
+        );
+    }
+
+    #[test]
+    fn a_read_of_a_rendered_file_answers_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = RenderDir::new(dir.path(), Path::new("/state"));
+        let files = Rendered::target(vec![crate::modules::render::RenderedFile {
+            name: host_path("/etc/k/net-conf.json"),
+            content: b"{\"Network\": \"10.244.0.0/16\"}\n".to_vec(),
+        }]);
+        d.keep("controller-01", "controller-01", "net-conf", files)
+            .unwrap();
+        let cat = json!({"_raw_params": "cat /etc/k/net-conf.json"});
+        let r = d.stand_in("c", "controller-01", "Read", "command", &cat);
+        assert_eq!(r["stdout"], "{\"Network\": \"10.244.0.0/16\"}");
+        // Elsewhere, or a file nobody rendered: a visible placeholder.
+        let r = d.stand_in("c", "compute-01", "Read", "command", &cat);
+        assert_eq!(r["stdout"], "[deploy-time value: Read]");
+        let stat = d.stand_in(
+            "c",
+            "compute-01",
+            "Joined",
+            "win_stat",
+            &json!({"path": "x"}),
+        );
+        assert_eq!(stat["stat"]["exists"], false);
     }
 }
