@@ -66,12 +66,24 @@ impl Params {
     }
 }
 
+const PFX_PLACEHOLDER: &str =
+    "[deploy-time value: the guest's WinRM certificate (PKCS#12) from the cluster CA]\n";
+
 /// The files the image would hold, for `kinit plan --render`: under `seed/` for a
 /// cloud-init seed, `config-iso/` for the Windows config ISO (`None` when it is removed).
+///
+/// With `winrm_ca_dir`, the guest's certificate is issued at deploy time from the cluster CA
+/// in the state folder, which a render neither reads nor creates: a placeholder stands in for
+/// the PKCS#12, so the answer file and first-logon script are the ones deployed.
 pub fn render(args: &Value) -> Result<Option<Rendered>, ModuleError> {
-    let p: Params = params(NAME, args)?;
+    let mut p: Params = params(NAME, args)?;
     if p.state == IsoState::Absent {
         return Ok(None);
+    }
+    if let Some(w) = p.windows.as_mut()
+        && w.winrm_ca_dir.is_some()
+    {
+        w.winrm_pfx = Some(PFX_PLACEHOLDER.as_bytes().to_vec());
     }
     let folder = if p.cloud_init.is_some() {
         "seed"

@@ -166,6 +166,8 @@ fn render_one_one_one_with_a_windows_worker_validates() {
         "controller-01/files/etc/kubernetes/kinit/validation-windows.yaml",
         "compute-01/domain.xml",
         "compute-01/config-iso/autounattend.xml",
+        "compute-01/config-iso/kinit-winrm.ps1",
+        "compute-01/config-iso/kinit-winrm.pfx",
         "compute-01/files/C/k/start.ps1",
         "compute-01/files/C/k/kubeadm-join.yaml",
         "compute-01/files/C/etc/cni/net.d/10-flannel.conf",
@@ -211,6 +213,10 @@ fn render_one_one_one_with_a_windows_worker_validates() {
         index.contains("[deploy-time value: Bootstrap token]"),
         "{index}"
     );
+    // The WinRM certificate comes from the cluster CA at deploy time: the first-logon script
+    // imports it (as deployed), its PKCS#12 is a placeholder, no CA was made.
+    assert!(read(&out, "compute-01/config-iso/kinit-winrm.ps1").contains("Import-PfxCertificate"));
+    assert!(index.contains("WinRM certificate (PKCS#12)"), "{index}");
     // Downloads are listed with their source and checksum (or its absence).
     assert!(
         index.lines().any(|l| l.contains("kube-flannel-v")
