@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
-use crate::exec::render::RenderSink;
+use crate::exec::render::{PLACEHOLDER as PLACEHOLDER_START, RenderSink};
 use crate::modules::render::{Owner, Rendered, host_path};
 
 /// The Windows administrator password the answer file is rendered with.
@@ -131,8 +131,6 @@ fn folder(machine: &str) -> String {
         f
     }
 }
-
-const PLACEHOLDER_START: &str = "[deploy-time value: ";
 
 /// The placeholder a stood-in command prints.
 pub fn placeholder(task: &str) -> String {

@@ -3,10 +3,11 @@
 //! A task whose module writes a file hands that file to the `RenderSink`
 //! (`modules::render_files`); every other task gets the result the sink stands in for it.
 //! Those results are no host's answer, so `until` loops make one attempt and
-//! `changed_when`/`failed_when` are not evaluated on them. `fail` tasks do not fail a render:
-//! in the bundled playbooks they report what a command found on a host (an address another
-//! cluster holds), and no host was asked. `assert`, which checks variables, still holds the
-//! render to its conditions. `pause` and `wait_for_connection` return at once.
+//! `changed_when`/`failed_when` are not evaluated on them. A `fail` task whose message holds
+//! a placeholder (`PLACEHOLDER`) judged a stood-in answer (in the bundled playbooks: an
+//! address another cluster holds) and does not fail the render; any other `fail` (a missing
+//! digest, a bad variable) and every `assert` stop it as they stop the run. `pause` and
+//! `wait_for_connection` return at once.
 
 use std::fmt::Debug;
 
@@ -18,6 +19,9 @@ use super::remote::TaskRender;
 use crate::modules::render::{RenderCtx, Rendered};
 use crate::report::TaskResult;
 use crate::vars::VarMap;
+
+/// How a value only a running deployment knows begins in a stood-in result.
+pub const PLACEHOLDER: &str = "[deploy-time value: ";
 
 /// Where render mode puts what tasks would write, and what it answers for the others.
 pub trait RenderSink: Send + Sync + Debug {
