@@ -36,7 +36,7 @@ pub enum Command {
   kinit plan --spec k8s-libvirt-1-1-1
   kinit plan --spec k8s-libvirt-3-2-2 --cluster-nodes-spec '[[when_group=compute_nodes,os=windows]]'
   kinit plan --spec k8s-libvirt-1-1-1 --format json | jq '.nodes[].ip'
-  kinit plan --spec k8s-libvirt-1-1-1 -e flannel_manifest_checksum=sha256:<digest> --render rendered")]
+  kinit plan --spec k8s-libvirt-1-1-1 --cluster-nodes-spec '[[when_group=compute_nodes,os=windows]]' --render rendered")]
     Plan(PlanArgs),
     /// Run an Ansible-style playbook against an inventory.
     #[command(after_help = "Examples:

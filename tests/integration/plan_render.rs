@@ -89,8 +89,8 @@ fn render(spec: &str, nodes: Option<&str>) -> (Ran, PathBuf) {
     render_with(spec, nodes, &[])
 }
 
-/// The digests `kinit run` requires for the downloads that publish none (any 64 hex digits
-/// do for a render, which downloads nothing).
+/// Digests for the downloads that publish none, as a careful deployment pins them (any 64
+/// hex digits do for a render, which downloads nothing).
 const DIGESTS: [&str; 6] = [
     "-e",
     "flannel_manifest_checksum=sha256:1111111111111111111111111111111111111111111111111111111111111111",
@@ -372,12 +372,13 @@ fn render_replaces_an_earlier_render() {
 }
 
 /// A render stops where `kinit run` would, with the same message: here at the digest check of
-/// a download that publishes none. A `fail` that judges a stood-in answer does not (the OVN
-/// address checks of the 3-2-2 render above).
+/// a download that publishes none, when unpinned downloads are refused. A `fail` that judges a
+/// stood-in answer does not (the OVN address checks of the 3-2-2 render above).
 #[test]
 fn render_stops_where_run_would() {
     Test::new()
         .args(["plan", "--spec", "k8s-libvirt-1-1-1", "--render", "out"])
+        .args(["-e", "kinit_require_pinned_downloads=true"])
         .fails_with(1)
         .stderr_has("controller-01: task `The flannel manifest's checksum is set`")
         .stderr_has("flannel_manifest_checksum is not set");
