@@ -39,12 +39,12 @@ TEST=(
   openssh-server openssh-client   # real sshd test hosts
   sudo                            # become over SSH (test users get sudo rules)
   iproute2                        # network namespaces for per-host addresses
-  libvirt-clients                 # virsh, virt-ssh-helper; libvirt's test driver is in libvirt0
+  libvirt-clients                 # virsh, virt-ssh-helper, virt-xml-validate (kinit plan --render checks); libvirt's test driver is in libvirt0
   genisoimage                     # seed and config ISOs (virt_config_iso; isoinfo reads them back)
   python3-venv                    # ansible-core and pywinrm for differential tests
   curl zip unzip xz-utils         # get_url/uri/unarchive module tests (HTTP client, archives)
   bind9-utils haproxy             # named-checkconf/haproxy -c check the service node's rendered configuration
-  libxml2-utils chromium          # kinit ci tests: xmllint --schema on JUnit, headless page rendering
+  libxml2-utils chromium          # xmllint (JUnit schema, rendered answer files), headless page rendering
   libvirt-daemon-system qemu-system-x86 qemu-utils   # a real libvirtd for the cross-process resume test
   grub-pc-bin grub-efi-amd64-bin xorriso mtools   # the Windows domain booting a test ISO (grub-mkrescue) under TCG
   openvswitch-switch ovn-central ovn-host iptables iputils-ping   # real OVN for the OVN outside-access test

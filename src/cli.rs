@@ -30,11 +30,13 @@ pub enum Command {
             --cluster-nodes-spec '[{\"when_name\":\"compute-02\",\"os\":\"windows\"}]'
   kinit run --spec k8s-libvirt-1-1-1 --stop-after cleanup-hypervisors")]
     Run(RunArgs),
-    /// Print the expanded inventory and the ordered phases of a cluster; touches nothing.
+    /// Print the expanded inventory and the ordered phases of a cluster, or (`--render`) write
+    /// every file its deployment would produce; touches nothing else.
     #[command(after_help = "Examples:
   kinit plan --spec k8s-libvirt-1-1-1
   kinit plan --spec k8s-libvirt-3-2-2 --cluster-nodes-spec '[[when_group=compute_nodes,os=windows]]'
-  kinit plan --spec k8s-libvirt-1-1-1 --format json | jq '.nodes[].ip'")]
+  kinit plan --spec k8s-libvirt-1-1-1 --format json | jq '.nodes[].ip'
+  kinit plan --spec k8s-libvirt-1-1-1 --cluster-nodes-spec '[[when_group=compute_nodes,os=windows]]' --render rendered")]
     Plan(PlanArgs),
     /// Run an Ansible-style playbook against an inventory.
     #[command(after_help = "Examples:
@@ -134,6 +136,18 @@ pub struct PlanArgs {
     /// `kinit run`).
     #[arg(long, value_name = "DIR")]
     pub playbook_dir: Option<PathBuf>,
+    /// Instead of the listing, write every file a deployment of the spec would produce into
+    /// DIR, named by machine: each guest's `domain.xml`, its cloud-init `seed/` or Windows
+    /// `config-iso/` (autounattend.xml and first-logon scripts), the network XML on the
+    /// hypervisor, and under `files/` every configuration file and manifest the playbooks
+    /// write (kubeadm init/join configurations, flannel net-conf and patches, validation
+    /// workloads, the Windows CNI config, start.ps1), with the exact PowerShell the Windows
+    /// join runs under `win_shell/`. Made by the same templates and builders as `kinit run`,
+    /// touching nothing else; values only a running cluster knows (join tokens, the cluster
+    /// CA, the generated password) are visible placeholders. `DIR/INDEX` lists every file
+    /// and the task writing it. DIR must be new, empty, or an earlier render (replaced).
+    #[arg(long, value_name = "DIR", conflicts_with = "format")]
+    pub render: Option<PathBuf>,
 }
 
 /// `kinit ci run --job-type`.

@@ -189,6 +189,7 @@ impl PlaybookConfig {
                     _ => HostKeyChecking::Strict,
                 }),
             winrm_ca_file: args.exec.winrm_ca_file.clone(),
+            render: None,
         };
         Ok(Self {
             playbooks: args.playbooks.clone(),

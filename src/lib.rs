@@ -6,7 +6,8 @@
 //! - `cli`: the command line (clap); `config`: validated settings built from it;
 //!   `commands/`: the `kinit playbook` handler.
 //! - `spec/`: cluster spec string and the `*_spec` inputs → `ClusterSpec`.
-//! - `deploy/`: `kinit run` (lock, state folder, phases), `kinit ssh`, `kinit state`.
+//! - `deploy/`: `kinit run` (lock, state folder, phases), `kinit ssh`, `kinit state`,
+//!   `kinit plan --render` (`render`: the executor in render mode writing a deployment's files).
 //! - `cluster/`: pure expansion of a `ClusterSpec` into nodes, addresses and phases; `kinit plan`.
 //! - `inventory/`: Ansible INI/YAML inventories, host patterns, host variables.
 //! - `playbook/`: loading plays, roles and tasks (the only YAML parse site besides the loaders).

@@ -3,13 +3,15 @@
 //! playbooks (`locate`) and their phases (`catalog`), and running the phase plays of
 //! `site.yml` one phase at a time (`phases`), each selected by its tag, through one session
 //! for the whole run (connections, facts and reporter), so the recap lists every phase with
-//! its duration.
+//! its duration; and `kinit plan --render`, the same plays walked in render mode (`render`).
 
 mod atomic;
 pub mod catalog;
 mod locate;
 pub mod lock;
 pub mod phases;
+pub mod render;
+mod render_dir;
 pub mod ssh;
 pub mod state;
 
@@ -39,6 +41,8 @@ pub enum DeployError {
     PlaybookDir(#[from] PlaybookDirNotFound),
     #[error(transparent)]
     Catalog(#[from] catalog::CatalogError),
+    #[error(transparent)]
+    Render(#[from] render::RenderError),
     #[error("node `{name}` is not in cluster `{cluster}`; its nodes are: {known}")]
     UnknownNode {
         name: String,
@@ -126,7 +130,10 @@ pub fn cluster_inventory(cluster: &Cluster, state: &StateDir) -> Inventory {
 pub fn plan(args: PlanArgs) -> Result<Outcome, Error> {
     let cfg = PlanConfig::from_args(&args, Path::new("."))?;
     let cluster = &cfg.cluster.cluster;
-    let (_, book) = load_site(args.playbook_dir.as_deref())?;
+    let (loader, book) = load_site(args.playbook_dir.as_deref())?;
+    if let Some(dir) = &args.render {
+        return render_files(cluster, &cfg.cluster.extra_vars, loader, &book, dir);
+    }
     let phases = catalog::listing(&book).map_err(DeployError::from)?;
     let text = match cfg.format {
         PlanFormat::Table => format!(
@@ -137,6 +144,44 @@ pub fn plan(args: PlanArgs) -> Result<Outcome, Error> {
         PlanFormat::Json => crate::cluster::plan::render_json(cluster, &phases),
     };
     print!("{text}");
+    Ok(Outcome::Success)
+}
+
+/// `kinit plan --render DIR`: the variables `kinit run` would pass (state paths of the
+/// cluster, a placeholder for the generated Windows password), the user's `-e` over them,
+/// then the render (see `render`). Reads the state folder's location, never the folder.
+fn render_files(
+    cluster: &Cluster,
+    user_vars: &crate::vars::VarMap,
+    loader: Arc<Loader>,
+    book: &Playbook,
+    dir: &Path,
+) -> Result<Outcome, Error> {
+    let state = state_of(cluster)?;
+    render::prepare_dir(dir).map_err(DeployError::from)?;
+    let mut extra_vars = state_vars(&state, &state.path(state::RUNS).join("render"));
+    extra_vars.insert(
+        "kinit_windows_admin_password".into(),
+        json!(render::PASSWORD_PLACEHOLDER),
+    );
+    extra_vars.insert("kinit_purge_cache".into(), json!(false));
+    crate::vars::overlay(&mut extra_vars, user_vars);
+    let sink = render::render(render::RenderJob {
+        cluster,
+        loader,
+        book,
+        inventory: cluster_inventory(cluster, &state),
+        extra_vars,
+        dir,
+        state_dir: &state.root,
+    })?;
+    print!("{}", sink.index());
+    println!(
+        "\n{} files rendered for cluster `{}` into {}",
+        sink.count(),
+        cluster.name,
+        dir.display()
+    );
     Ok(Outcome::Success)
 }
 

@@ -56,6 +56,7 @@ async fn run_phases(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
         host_key_checking: cfg.exec.host_key_checking.unwrap_or_default(),
         winrm_ca_file: cfg.exec.winrm_ca_file.clone(),
         connect: Default::default(),
+        render: None,
     };
     let files = ReportFiles {
         log_json: Some(job.run_dir.join(EVENTS)),

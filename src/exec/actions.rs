@@ -55,6 +55,22 @@ impl Executor {
             };
         }
         match action {
+            // Render mode: waiting for a host or a pause would only wait; a `fail` that judges
+            // a stood-in answer (its message carries a placeholder) judges nothing (see
+            // `render`). Any other `fail` stops the render as it would stop the run.
+            ExecAction::Pause(_) | ExecAction::WaitForConnection(_)
+                if self.opts.render.is_some() =>
+            {
+                ok(json!({"msg": "not run by a render: it waits for a host"}))
+            }
+            ExecAction::Fail(a)
+                if self.opts.render.is_some()
+                    && rendered!(a)
+                        .msg
+                        .is_some_and(|m| m.to_string().contains(super::render::PLACEHOLDER)) =>
+            {
+                ok(json!({"msg": "not judged by a render: it checks a host's answer"}))
+            }
             ExecAction::Debug(a) if a.var.is_some() => self.debug(a, ctx),
             ExecAction::Debug(a) => self.debug(&rendered!(a), ctx),
             ExecAction::Assert(a) => self.assert(a, ctx, task),

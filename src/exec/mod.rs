@@ -21,6 +21,7 @@ mod loops;
 mod play;
 mod reboot;
 mod remote;
+pub mod render;
 mod retry;
 pub mod session;
 mod state;
@@ -72,6 +73,8 @@ pub struct RunOptions {
     /// `-u`, `-c`, `--private-key`, `-T`, `-b`, `--become-user`: the lowest-precedence way
     /// to reach hosts.
     pub connect: ConnectDefaults,
+    /// Render mode (`kinit plan --render`): no task reaches a host; see `render`.
+    pub render: Option<Arc<dyn render::RenderSink>>,
 }
 
 /// ansible-playbook's connection and become options, below keywords and host variables.
@@ -104,6 +107,7 @@ impl Default for RunOptions {
             host_key_checking: HostKeyChecking::Strict,
             winrm_ca_file: None,
             connect: ConnectDefaults::default(),
+            render: None,
         }
     }
 }

@@ -200,6 +200,9 @@ impl Executor {
             },
             None => host.to_string(),
         };
+        if let Some(sink) = &self.opts.render {
+            return self.render_module(sink.as_ref(), &t, &delegate, name, &args, ctx);
+        }
         let resolved = match self.target_for(&delegate, host, kw, ctx) {
             Ok(r) => r,
             Err(e) => return Attempt::of(self.error_result(task, e.to_string())),

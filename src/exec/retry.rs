@@ -16,7 +16,8 @@ impl Executor {
     pub(crate) async fn until_loop(&self, t: OnHost<'_>, ctx: &mut VarMap) -> Attempt {
         let OnHost { task, kw, host, .. } = t;
         // `retries` without `until` repeats until the task does not fail (as in Ansible).
-        if kw.until.is_none() && kw.retries.is_none() {
+        // Render mode answers with stand-ins: repeating them would only wait.
+        if kw.until.is_none() && kw.retries.is_none() || self.opts.render.is_some() {
             let a = self.attempt(t, ctx).await;
             return self.post_process(task, kw, ctx, a);
         }
@@ -112,6 +113,11 @@ impl Executor {
     /// `changed_when` / `failed_when`, evaluated with the result registered.
     fn post_process(&self, task: &Task, kw: &Keywords, ctx: &VarMap, mut a: Attempt) -> Attempt {
         if a.result.unreachable || (kw.changed_when.is_none() && kw.failed_when.is_none()) {
+            return a;
+        }
+        // Render mode: the result is a stand-in (or a rendered file), not a host's answer, so
+        // conditions on that answer say nothing (see `render`).
+        if self.opts.render.is_some() {
             return a;
         }
         if a.result.is_skipped() {

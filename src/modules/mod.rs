@@ -25,6 +25,7 @@ pub mod mode;
 pub mod pkg;
 pub mod posix;
 pub mod pwsh;
+pub mod render;
 pub mod svc;
 pub mod textedit;
 pub mod wincmd;
@@ -168,25 +169,30 @@ impl<'a> ModuleCtx<'a> {
 
     /// Find a local file by the search paths (absolute paths are taken as they are).
     pub fn find_local(&self, path: &str) -> Result<PathBuf, ModuleError> {
-        let p = PathBuf::from(path);
-        if p.is_absolute() {
-            return Ok(p);
-        }
-        self.search_paths
-            .iter()
-            .map(|dir| dir.join(&p))
-            .find(|c| c.exists())
-            .ok_or_else(|| ModuleError::Failed {
-                msg: format!(
-                    "could not find `{path}` in {}",
-                    self.search_paths
-                        .iter()
-                        .map(|d| format!("`{}`", d.display()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            })
+        find_local(self.search_paths, path)
     }
+}
+
+/// Find a local file by `search_paths` (absolute paths are taken as they are).
+pub fn find_local(search_paths: &[PathBuf], path: &str) -> Result<PathBuf, ModuleError> {
+    let p = PathBuf::from(path);
+    if p.is_absolute() {
+        return Ok(p);
+    }
+    search_paths
+        .iter()
+        .map(|dir| dir.join(&p))
+        .find(|c| c.exists())
+        .ok_or_else(|| ModuleError::Failed {
+            msg: format!(
+                "could not find `{path}` in {}",
+                search_paths
+                    .iter()
+                    .map(|d| format!("`{}`", d.display()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
 }
 
 /// The before/after of a change, for `--diff`.
@@ -408,6 +414,40 @@ pub fn short_name(name: &str) -> &str {
 pub fn lookup(name: &str) -> Option<&'static dyn Module> {
     let short = short_name(name);
     MODULES.iter().find(|(n, _)| *n == short).map(|(_, m)| *m)
+}
+
+/// `kinit plan --render`: the files the task would write with these (rendered) `args`, built
+/// by the module's own code, or `None` for a module that writes no file of its own.
+pub fn render_files(
+    module: &str,
+    args: &Value,
+    ctx: &render::RenderCtx<'_>,
+) -> Result<Option<render::Rendered>, ModuleError> {
+    Ok(Some(match short_name(module) {
+        "template" => template::render(ctx, args)?,
+        "copy" => match copy::render(ctx, args)? {
+            Some(r) => r,
+            None => return Ok(None),
+        },
+        "win_copy" => match win_copy::render(ctx, args)? {
+            Some(r) => r,
+            None => return Ok(None),
+        },
+        "win_shell" => win_shell::render(ctx, args)?,
+        "virt_guest" => match virt_guest::render(args)? {
+            Some(r) => r,
+            None => return Ok(None),
+        },
+        "virt_network" => match virt_network::render(args)? {
+            Some(r) => r,
+            None => return Ok(None),
+        },
+        "virt_config_iso" => match virt_config_iso::render(args)? {
+            Some(r) => r,
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    }))
 }
 
 /// Every registered module name, for "did you mean" suggestions.

@@ -47,28 +47,58 @@ pub struct Params {
     lstrip_blocks: bool,
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
-    if !p.trim_blocks || p.lstrip_blocks {
-        return Ok(ModuleResult::failed(
-            "kinit renders templates as Ansible does by default (`trim_blocks: true`, \
-             `lstrip_blocks: false`); other whitespace modes are not supported",
-        ));
-    }
-    let local = ctx.find_local(&p.src)?;
-    let source = tokio::fs::read_to_string(&local)
-        .await
-        .map_err(|e| ModuleError::Failed {
-            msg: format!("cannot read template `{}`: {e}", local.display()),
-        })?;
-    let mut text = ctx
-        .render
-        .render_with(&source, &template_vars(&local, &p.dest))
+const WHITESPACE_MODES: &str = "kinit renders templates as Ansible does by default \
+     (`trim_blocks: true`, `lstrip_blocks: false`); other whitespace modes are not supported";
+
+/// The rendered text of the template (`run` and `kinit plan --render` alike).
+fn text(
+    p: &Params,
+    local: &std::path::Path,
+    source: std::io::Result<String>,
+    render: &dyn super::Render,
+) -> Result<String, ModuleError> {
+    let source = source.map_err(|e| ModuleError::Failed {
+        msg: format!("cannot read template `{}`: {e}", local.display()),
+    })?;
+    let mut text = render
+        .render_with(&source, &template_vars(local, &p.dest))
         .map_err(|e| ModuleError::Failed {
             msg: format!("template `{}`: {e}", p.src),
         })?;
     if let Some(nl) = p.newline_sequence.as_deref().filter(|nl| *nl != "\n") {
         text = text.replace('\n', nl);
     }
+    Ok(text)
+}
+
+/// The file the task would write, for `kinit plan --render`.
+pub fn render(
+    ctx: &super::render::RenderCtx<'_>,
+    args: &serde_json::Value,
+) -> Result<super::render::Rendered, ModuleError> {
+    let p: Params = super::params("template", args)?;
+    if !p.trim_blocks || p.lstrip_blocks {
+        return Err(ModuleError::Failed {
+            msg: WHITESPACE_MODES.into(),
+        });
+    }
+    let local = ctx.find_local(&p.src)?;
+    let text = text(&p, &local, std::fs::read_to_string(&local), ctx.render)?;
+    Ok(super::render::Rendered::target(vec![
+        super::render::RenderedFile {
+            name: super::render::host_path(&p.dest),
+            content: text.into_bytes(),
+        },
+    ]))
+}
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    if !p.trim_blocks || p.lstrip_blocks {
+        return Ok(ModuleResult::failed(WHITESPACE_MODES));
+    }
+    let local = ctx.find_local(&p.src)?;
+    let source = tokio::fs::read_to_string(&local).await;
+    let text = text(&p, &local, source, ctx.render)?;
     let before = filewrite::probe(ctx, &p.dest, ctx.diff).await?;
     if before.stat.kind == Kind::Directory {
         return Ok(ModuleResult::failed(format!(

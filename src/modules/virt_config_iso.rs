@@ -15,6 +15,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::render::{Rendered, RenderedFile};
 use super::virt::{bad_args, one_of};
 use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
 use crate::provider::ProviderError;
@@ -63,6 +64,43 @@ impl Params {
             files,
         })
     }
+}
+
+const PFX_PLACEHOLDER: &str =
+    "[deploy-time value: the guest's WinRM certificate (PKCS#12) from the cluster CA]\n";
+
+/// The files the image would hold, for `kinit plan --render`: under `seed/` for a
+/// cloud-init seed, `config-iso/` for the Windows config ISO (`None` when it is removed).
+///
+/// With `winrm_ca_dir`, the guest's certificate is issued at deploy time from the cluster CA
+/// in the state folder, which a render neither reads nor creates: a placeholder stands in for
+/// the PKCS#12, so the answer file and first-logon script are the ones deployed.
+pub fn render(args: &Value) -> Result<Option<Rendered>, ModuleError> {
+    let mut p: Params = params(NAME, args)?;
+    if p.state == IsoState::Absent {
+        return Ok(None);
+    }
+    if let Some(w) = p.windows.as_mut()
+        && w.winrm_ca_dir.is_some()
+    {
+        w.winrm_pfx = Some(PFX_PLACEHOLDER.as_bytes().to_vec());
+    }
+    let folder = if p.cloud_init.is_some() {
+        "seed"
+    } else {
+        "config-iso"
+    };
+    let image = p.image().map_err(|e| bad_args(NAME, e))?;
+    Ok(Some(Rendered::host(
+        image
+            .files
+            .into_iter()
+            .map(|(name, content)| RenderedFile {
+                name: format!("{folder}/{name}"),
+                content,
+            })
+            .collect(),
+    )))
 }
 
 pub struct VirtConfigIso;

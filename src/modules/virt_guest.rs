@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::render::{Rendered, RenderedFile};
 use super::virt::{bad_args, connect, default_uri, failed, one_of};
 use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
 use crate::provider::domain::Domain;
@@ -95,6 +96,32 @@ impl Params {
             _ => None,
         }
     }
+}
+
+/// The domain XML the task would define, for `kinit plan --render`: exactly what `run`
+/// defines, with `virt_type: auto` taken as KVM (what a hypervisor that can run the cluster
+/// has; `run` falls back to QEMU where the check finds no KVM). `None` when the task gives
+/// no definition or removes the guest.
+pub fn render(args: &Value) -> Result<Option<Rendered>, ModuleError> {
+    let p: Params = params(NAME, args)?;
+    if p.state == GuestWant::Absent {
+        return Ok(None);
+    }
+    let vt = match p.virt_type {
+        VirtTypeParam::Qemu => VirtType::Qemu,
+        VirtTypeParam::Kvm | VirtTypeParam::Auto => VirtType::Kvm,
+    };
+    let Some(d) = p.domain(vt) else {
+        return Ok(None);
+    };
+    let xml = d
+        .and_then(Domain::fingerprinted)
+        .and_then(|d| d.to_xml())
+        .map_err(|e| bad_args(NAME, e))?;
+    Ok(Some(Rendered::host(vec![RenderedFile {
+        name: "domain.xml".into(),
+        content: xml.into_bytes(),
+    }])))
 }
 
 pub struct VirtGuest;

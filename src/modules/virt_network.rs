@@ -10,9 +10,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::render::{Rendered, RenderedFile};
 use super::virt::{bad_args, connect, default_uri, failed};
 use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, args, params};
-use crate::provider::network::NatNetwork;
+use crate::provider::network::{NatNetwork, Network};
 use crate::provider::ovs_network::OvsNetwork;
 use crate::provider::xml::{Definition, Document};
 
@@ -56,6 +57,42 @@ pub struct Params {
     pub ovs: Option<OvsNetwork>,
 }
 
+/// The network definition the settings give (with its fingerprint), if any.
+fn desired(p: &Params) -> Result<Option<Network>, ModuleError> {
+    let defined = match (&p.nat, &p.ovs) {
+        (Some(_), Some(_)) => {
+            return Err(ModuleError::BadArgs {
+                module: NAME,
+                detail: format!("network `{}`: give either `nat` or `ovs`, not both", p.name),
+            });
+        }
+        (Some(n), None) => n.network(&p.name),
+        (None, Some(o)) => o.network(&p.name),
+        (None, None) => return Ok(None),
+    };
+    defined
+        .and_then(|d| d.fingerprinted())
+        .map(Some)
+        .map_err(|e| bad_args(NAME, e))
+}
+
+/// The network XML the task would define, for `kinit plan --render` (`None` without `nat`
+/// or `ovs`, or when it removes the network).
+pub fn render(args: &Value) -> Result<Option<Rendered>, ModuleError> {
+    let p: Params = params(NAME, args)?;
+    if p.state == NetState::Absent {
+        return Ok(None);
+    }
+    let Some(d) = desired(&p)? else {
+        return Ok(None);
+    };
+    let xml = d.to_xml().map_err(|e| bad_args(NAME, e))?;
+    Ok(Some(Rendered::target(vec![RenderedFile {
+        name: format!("network-{}.xml", p.name),
+        content: xml.into_bytes(),
+    }])))
+}
+
 pub struct VirtNetwork;
 
 impl Module for VirtNetwork {
@@ -71,27 +108,7 @@ impl Module for VirtNetwork {
     ) -> BoxFuture<'a, Result<ModuleResult, ModuleError>> {
         Box::pin(async move {
             let p: Params = params(NAME, &args)?;
-            let defined = match (&p.nat, &p.ovs) {
-                (Some(_), Some(_)) => {
-                    return Err(ModuleError::BadArgs {
-                        module: NAME,
-                        detail: format!(
-                            "network `{}`: give either `nat` or `ovs`, not both",
-                            p.name
-                        ),
-                    });
-                }
-                (Some(n), None) => Some(n.network(&p.name)),
-                (None, Some(o)) => Some(o.network(&p.name)),
-                (None, None) => None,
-            };
-            let desired = match defined {
-                Some(d) => Some(
-                    d.and_then(|d| d.fingerprinted())
-                        .map_err(|e| bad_args(NAME, e))?,
-                ),
-                None => None,
-            };
+            let desired = desired(&p)?;
             let hv = connect(NAME, ctx, &p.uri).await?;
             let cur = hv.network(&p.name).await.map_err(failed)?;
             let check = ctx.check_mode;

@@ -98,6 +98,23 @@ fn win_join(a: &str, b: &str) -> String {
     )
 }
 
+/// The file the task would write, for `kinit plan --render`: `content`, or the local file
+/// `src`; `None` for a copy on the host (`remote_src`) or of a folder.
+pub fn render(
+    ctx: &super::render::RenderCtx<'_>,
+    args: &serde_json::Value,
+) -> Result<Option<super::render::Rendered>, ModuleError> {
+    let p: Params = super::params("win_copy", args)?;
+    super::render::copied(
+        ctx,
+        p.remote_src,
+        p.content,
+        p.src.as_deref(),
+        &p.dest,
+        "win_copy",
+    )
+}
+
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let bad = |d: &str| ModuleError::BadArgs {
         module: "win_copy",

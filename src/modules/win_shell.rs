@@ -38,6 +38,32 @@ pub fn script(text: &str, executable: Option<&str>) -> String {
     }
 }
 
+/// The exact PowerShell the task would send, for `kinit plan --render`.
+pub fn render(
+    ctx: &super::render::RenderCtx<'_>,
+    args: &serde_json::Value,
+) -> Result<super::render::Rendered, ModuleError> {
+    let p: Params = super::params("win_shell", args)?;
+    let text = p.cmd.or(p.raw_params).ok_or_else(|| ModuleError::BadArgs {
+        module: "win_shell",
+        detail: "no command given (expected free-form text or `cmd`)".into(),
+    })?;
+    let c = Common {
+        chdir: p.chdir,
+        creates: p.creates,
+        removes: p.removes,
+        stdin: p.stdin,
+    };
+    // `creates`/`removes` are checked by a probe of their own before this runs.
+    let body = wincmd::full_script(&script(&text, p.executable.as_deref()), &c);
+    Ok(super::render::Rendered::target(vec![
+        super::render::RenderedFile {
+            name: format!("win_shell/{}.ps1", super::render::slug(ctx.task)),
+            content: body.into_bytes(),
+        },
+    ]))
+}
+
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let text = p.cmd.or(p.raw_params).ok_or_else(|| ModuleError::BadArgs {
         module: "win_shell",

@@ -66,6 +66,19 @@ impl EventSender {
             redactor: Redactor::default(),
         }
     }
+
+    /// A sender whose events the caller reads itself instead of a reporter (`kinit plan
+    /// --render` prints its own listing and reports only failed tasks).
+    pub fn collect() -> (EventSender, mpsc::UnboundedReceiver<Event>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            EventSender {
+                tx,
+                redactor: Redactor::default(),
+            },
+            rx,
+        )
+    }
 }
 
 /// Start the reporter task. It ends (returning the stats) when every `EventSender` is dropped.

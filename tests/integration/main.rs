@@ -26,6 +26,7 @@ mod libvirt;
 mod libvirt_e2e;
 mod modules;
 mod plan;
+mod plan_render;
 mod playbook;
 mod playbook_diff;
 mod readme;
