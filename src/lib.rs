@@ -21,9 +21,11 @@
 //! - `extra_vars`: `-e key=value|@file.yml|{json}` with ansible-playbook's semantics;
 //!   `ansible_cfg`: `ansible.cfg` and the `ANSIBLE_*` variables for `kinit playbook`.
 //! - `secret`: a string that never prints itself.
+//! - `atomic`: file writes that leave the old file or the new one, never half of one.
 //! - `interrupt`: Ctrl-C caught from the first line of `main`, turned into cancellation.
 
 pub mod ansible_cfg;
+pub mod atomic;
 pub mod ci;
 pub mod cli;
 pub mod cluster;

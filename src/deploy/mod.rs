@@ -5,7 +5,6 @@
 //! for the whole run (connections, facts and reporter), so the recap lists every phase with
 //! its duration; and `kinit plan --render`, the same plays walked in render mode (`render`).
 
-mod atomic;
 pub mod catalog;
 mod locate;
 pub mod lock;

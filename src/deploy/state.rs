@@ -11,7 +11,7 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::atomic;
+use crate::atomic;
 use crate::secret::Secret;
 
 pub const PRIVATE_KEY: &str = "id_ed25519";

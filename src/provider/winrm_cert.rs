@@ -20,9 +20,8 @@
 //! provider choice.
 
 use std::fs;
-use std::io::Write;
 use std::net::IpAddr;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -322,35 +321,16 @@ fn now_secs() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
-/// A temp file beside `path`, then a rename: never half a file, and the mode is set before any
-/// byte of a key is written.
+/// A temp file beside `path`, then a rename (`crate::atomic`): never half a file, and the mode
+/// is set before any byte of a key is written.
 fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), CertError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    let result = (|| {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
-        f.set_permissions(fs::Permissions::from_mode(mode))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map_err(io("write", path))
+    crate::atomic::write(path, bytes, mode).map_err(io("write", path))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     fn req(ip: &str) -> LeafRequest {

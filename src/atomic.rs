@@ -1,4 +1,4 @@
-//! Atomic file writes for the state folder: a temp file beside the target, fsync, rename,
+//! Atomic file writes (the state folder, issued certificates): a temp file beside the target, fsync, rename,
 //! fsync of the folder. A crash leaves either the old file or the new one, never half of one.
 
 use std::fs::{self, File, OpenOptions};
