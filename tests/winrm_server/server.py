@@ -29,9 +29,10 @@ speaks the wire protocol the way Windows does (shapes copied from recorded Windo
   management NIC going away for N ms, as when Windows creates its first Hyper-V switch: every
   open TCP connection is closed (a request in flight loses its response), the listening
   socket is closed so new connections are refused, and after N ms it listens again. Shells
-  and their running commands are kept. With `"between_requests": true` the blip waits until
-  no request is in flight or arriving on any connection, so the client meets it between two
-  requests (idle connection closed, then refused) and never in the middle of one.
+  and their running commands are kept. With `"between_requests": true` the blip waits (at
+  most 10 s) until no request is in flight or arriving on any connection and no command's
+  end is still to be received, so the client meets it between two commands (idle
+  connection closed, then refused) and never in the middle of one.
 * Reboots: kinit's `win_reboot` script (a `# kinit:reboot` line) schedules one; after its
   `/t` delay the server is down for `--reboot-down-ms` (every /wsman connection is closed
   unanswered, every shell is gone) and comes back with a new boot time, which kinit's
@@ -140,6 +141,8 @@ class Command:
         self.out = {"stdout": bytearray(), "stderr": bytearray()}
         self.done = False
         self.exit_code = None
+        # Set once a Receive has told the client the command is done.
+        self.delivered = False
         readers = [threading.Thread(target=self._read, args=(n, f), daemon=True)
                    for n, f in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr))]
         for r in readers:
@@ -308,6 +311,18 @@ class Server(ThreadingHTTPServer):
             while True:
                 with self.conn_lock:
                     busy = [s for s, t in self.conns.items() if t is not None and t != me]
+                    # A command whose end the client has not received yet: it is in the
+                    # middle of running one (between its Command and last Receive). The
+                    # shells' lock may be held by the caller (a script run inside a
+                    # command): then wait for the deadline.
+                    if self.lock.acquire(blocking=False):
+                        try:
+                            busy += [c for sh in self.shells.values()
+                                     for c in sh.commands.values() if not c.delivered]
+                        finally:
+                            self.lock.release()
+                    else:
+                        busy.append(None)
                     idle = [s for s, t in self.conns.items() if t is None]
                     try:
                         arriving = select.select(idle, [], [], 0)[0] if idle else []
@@ -778,6 +793,7 @@ class Handler(BaseHTTPRequestHandler):
                                  % (name, cid, base64.b64encode(data).decode()))
             finished = cmd.done and not cmd.out["stdout"] and not cmd.out["stderr"]
             if finished:
+                cmd.delivered = True
                 for name in ("stdout", "stderr"):
                     parts.append('<rsp:Stream Name="%s" CommandId="%s" End="true"></rsp:Stream>'
                                  % (name, cid))

@@ -25,7 +25,6 @@
 //! (kubectl against a real API server cannot run here), with an `exp` claim the role reads to
 //! renew a token that is about to expire.
 
-
 use std::path::PathBuf;
 
 use base64::Engine as _;
