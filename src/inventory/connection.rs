@@ -270,6 +270,15 @@ fn resolve_winrm(
     if let Some(p) = r.string("ansible_winrm_path")? {
         w.path = p;
     }
+    // Ansible's winrm plugin has no reconnection setting; these follow its psrp plugin's
+    // `reconnection_retries` / `reconnection_backoff` (ansible_psrp_reconnection_*): extra
+    // tries after a connection error, waiting backoff, 2 x backoff, 4 x backoff, ...
+    if let Some(n) = r.count("ansible_winrm_reconnection_retries")? {
+        w.http_retries = n;
+    }
+    if let Some(d) = r.seconds("ansible_winrm_reconnection_backoff")? {
+        w.retry_backoff = d;
+    }
     // kinit's own opt-in: Basic over plain HTTP sends the password in clear text.
     if let Some(b) = r.boolean("kinit_winrm_allow_basic_over_http")? {
         w.allow_basic_over_http = b;
@@ -352,6 +361,17 @@ impl Reader<'_> {
             "false" | "no" | "off" | "0" | "n" | "f" => Ok(Some(false)),
             _ => Err(self.bad(var, &text, "a boolean (`true`/`false`, `yes`/`no`)")),
         }
+    }
+
+    fn count(&self, var: &'static str) -> Result<Option<u32>, InventoryError> {
+        let Some(v) = self.value(var) else {
+            return Ok(None);
+        };
+        let text = value_text(v);
+        text.trim()
+            .parse::<u32>()
+            .map(Some)
+            .map_err(|_| self.bad(var, &text, "a whole number from 0"))
     }
 
     fn seconds(&self, var: &'static str) -> Result<Option<Duration>, InventoryError> {

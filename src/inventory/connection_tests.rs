@@ -52,9 +52,12 @@ fn winrm_variables() {
         "ansible_winrm_operation_timeout_sec": 40, "ansible_winrm_path": "/custom",
         "ansible_winrm_ca_trust_path": "/ca.pem",
         "kinit_winrm_allow_basic_over_http": true,
+        "ansible_winrm_reconnection_retries": "6", "ansible_winrm_reconnection_backoff": 1.5,
     }))
     .unwrap();
     let w = &r.target.winrm;
+    assert_eq!(w.http_retries, 6);
+    assert_eq!(w.retry_backoff, Duration::from_millis(1500));
     assert!(w.allow_basic_over_http);
     assert_eq!(r.target.connection, ConnectionKind::WinRm);
     assert_eq!(w.scheme, WinRmScheme::Http);
@@ -65,6 +68,8 @@ fn winrm_variables() {
     assert_eq!(w.ca_file, Some(PathBuf::from("/ca.pem")));
     let https = resolve(json!({"ansible_connection": "winrm"})).unwrap();
     assert_eq!(https.target.winrm.scheme, WinRmScheme::Https);
+    assert_eq!(https.target.winrm.http_retries, 2);
+    assert_eq!(https.target.winrm.retry_backoff, Duration::from_millis(200));
     assert!(https.target.winrm.cert_validation);
     assert!(!https.target.winrm.allow_basic_over_http);
     let local = resolve(json!({"ansible_connection": "local"})).unwrap();
@@ -81,6 +86,10 @@ fn bad_values_are_named_and_passwords_hidden() {
         (json!({"ansible_port": 70000}), "70000"),
         (json!({"ansible_winrm_transport": "kerberos"}), "kerberos"),
         (json!({"ansible_winrm_scheme": "ftp"}), "ftp"),
+        (
+            json!({"ansible_connection": "winrm", "ansible_winrm_reconnection_retries": "many"}),
+            "ansible_winrm_reconnection_retries",
+        ),
         (
             json!({"ansible_ssh_common_args": "-o ProxyCommand='nc %h %p'"}),
             "ProxyCommand",

@@ -70,6 +70,7 @@ pub(crate) fn build_args(
         Value::String(s) => {
             if RAW_MODULES.contains(&module) {
                 let mut rest = Vec::new();
+                let mut took_option = false;
                 for tok in split_kv(s) {
                     match tok.split_once('=') {
                         Some((k, v))
@@ -79,11 +80,19 @@ pub(crate) fn build_args(
                             ) && COMMAND_OPTIONS.contains(&k) =>
                         {
                             out.insert(k.to_string(), Value::String(unquote(v)));
+                            took_option = true;
                         }
                         _ => rest.push(tok),
                     }
                 }
-                out.insert("_raw_params".into(), Value::String(rest.join(" ")));
+                // Without options the text is the command as written, newlines and spacing
+                // kept (a `win_shell: |` script), as Ansible's parse_kv/join_args keep them.
+                let raw = if took_option {
+                    rest.join(" ")
+                } else {
+                    s.clone()
+                };
+                out.insert("_raw_params".into(), Value::String(raw));
             } else if s.contains('=') {
                 for tok in split_kv(s) {
                     let (k, v) = tok.split_once('=').ok_or_else(|| {

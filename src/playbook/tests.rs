@@ -19,6 +19,24 @@ fn load(files: &[(&str, &str)]) -> Result<Playbook, LoadError> {
     pb
 }
 
+/// A multi-line script keeps its lines: `_raw_params` is the text as written (Ansible's
+/// parse_kv with check_raw gives `'# c\n$a = 1\nforeach ...'`), not its words joined.
+#[test]
+fn free_form_script_keeps_its_lines() {
+    let pb = load(&[(
+        "site.yml",
+        "- hosts: all\n  tasks:\n    - win_shell: |\n        # c\n        $a = 1\n        foreach ($x in @(1)) {\n            \"v=$x\"\n        }\n",
+    )])
+    .unwrap();
+    let Action::Module { args, .. } = &pb.plays[0].tasks[0].action else {
+        panic!()
+    };
+    assert_eq!(
+        args,
+        &json!({"_raw_params": "# c\n$a = 1\nforeach ($x in @(1)) {\n    \"v=$x\"\n}\n"})
+    );
+}
+
 #[test]
 fn fqcn_and_free_form_arguments() {
     let pb = load(&[(

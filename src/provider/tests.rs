@@ -116,6 +116,7 @@ pub(crate) fn windows_config() -> WindowsConfig {
         firmware: Firmware::Bios,
         winrm_ca_dir: None,
         winrm_pfx: None,
+        mtu: None,
     }
 }
 

@@ -6,7 +6,7 @@ use super::install_stage::InstallStage;
 use super::tests::windows_config;
 use super::unattend::Unattend;
 use super::windows_config::{
-    CONFIG_LABEL, CONTAINERS_SCRIPT, WINRM_PFX, WINRM_SCRIPT, WindowsConfig,
+    CONFIG_LABEL, CONTAINERS_SCRIPT, MTU_SCRIPT, WINRM_PFX, WINRM_SCRIPT, WindowsConfig,
 };
 use super::windows_guest::Firmware;
 use super::xml;
@@ -366,4 +366,60 @@ fn bad_computer_names_are_refused() {
             "{e}"
         );
     }
+}
+
+/// Issue 18, point 6: on OVN the path MTU is 1442 and the emulated NIC does not learn it from
+/// libvirt, so first logon sets it on the adapter with the node's MAC, before WinRM opens;
+/// without an MTU there is no such script or command.
+#[test]
+fn an_mtu_is_set_at_first_logon_on_the_adapter_with_the_nodes_mac() {
+    let c = WindowsConfig {
+        mtu: Some(1442),
+        ..windows_config()
+    };
+    let files = c.files().unwrap();
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "autounattend.xml",
+            WINRM_SCRIPT,
+            MTU_SCRIPT,
+            CONTAINERS_SCRIPT
+        ]
+    );
+    let script = String::from_utf8(files[2].1.clone()).unwrap();
+    assert!(
+        script.contains("Where-Object { $_.MacAddress -eq '52-54-00-4A-1B-02' }"),
+        "{script}"
+    );
+    assert!(
+        script.contains(
+            "Set-NetIPInterface -InterfaceIndex $adapter.ifIndex -AddressFamily IPv4 -NlMtuBytes 1442"
+        ),
+        "{script}"
+    );
+    let u = c.unattend().unwrap();
+    let shell = u
+        .pass("oobeSystem")
+        .unwrap()
+        .component("Microsoft-Windows-Shell-Setup")
+        .unwrap();
+    let cmds = &shell
+        .first_logon_commands
+        .as_ref()
+        .unwrap()
+        .synchronous_command;
+    // Right after the first stage marker: before the Containers feature and WinRM.
+    assert!(decoded(&cmds[1].command_line).contains(MTU_SCRIPT));
+    assert_eq!(cmds.len(), 5);
+
+    let plain = windows_config();
+    assert!(plain.mtu_script().is_none());
+    assert!(plain.files().unwrap().iter().all(|(n, _)| n != MTU_SCRIPT));
+    let bad = WindowsConfig {
+        mtu: Some(100),
+        ..windows_config()
+    };
+    assert!(bad.files().unwrap_err().to_string().contains("mtu"));
 }

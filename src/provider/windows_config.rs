@@ -27,6 +27,7 @@ pub const WINRM_SCRIPT: &str = "kinit-winrm.ps1";
 pub const CONTAINERS_SCRIPT: &str = "kinit-containers.ps1";
 /// The WinRM certificate and key (PKCS#12) the cluster CA issued, beside `WINRM_SCRIPT`.
 pub const WINRM_PFX: &str = "kinit-winrm.pfx";
+pub const MTU_SCRIPT: &str = "kinit-mtu.ps1";
 
 /// The settings of a Windows config ISO (`virt_config_iso`'s `windows:`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -76,6 +77,11 @@ pub struct WindowsConfig {
     /// `virt_config_iso` from `winrm_ca_dir`, never an argument.
     #[serde(skip)]
     pub winrm_pfx: Option<Vec<u8>>,
+    /// MTU of the NIC, set at first logon (the Linux guests' `mtu`: 1442 on OVN). Only
+    /// virtio-net tells the guest the MTU libvirt's `<mtu>` sets (VIRTIO_NET_F_MTU); the
+    /// emulated e1000e Windows boots with stays at 1500 otherwise.
+    #[serde(default)]
+    pub mtu: Option<u32>,
 }
 
 fn default_image() -> String {
@@ -102,6 +108,9 @@ impl WindowsConfig {
         files.push((WINRM_SCRIPT.into(), self.winrm_script().into_bytes()));
         if let Some(pfx) = &self.winrm_pfx {
             files.push((WINRM_PFX.into(), pfx.clone()));
+        }
+        if let Some(script) = self.mtu_script() {
+            files.push((MTU_SCRIPT.into(), script.into_bytes()));
         }
         if self.containers {
             files.push((CONTAINERS_SCRIPT.into(), CONTAINERS.as_bytes().to_vec()));
@@ -141,6 +150,15 @@ impl WindowsConfig {
                 field: "admin_password",
                 value: String::new(),
                 expected: "a non-empty password",
+            });
+        }
+        if let Some(mtu) = self.mtu
+            && !(576..=9000).contains(&mtu)
+        {
+            return Err(ProviderError::Invalid {
+                field: "mtu",
+                value: mtu.to_string(),
+                expected: "an MTU from 576 to 9000",
             });
         }
         if !self.address.contains(&self.gateway) {
@@ -290,6 +308,9 @@ impl WindowsConfig {
             )
         };
         let mut commands = vec![mark(InstallStage::OobeSystem)];
+        if self.mtu.is_some() {
+            commands.push((run_from_config_iso(MTU_SCRIPT), "Set the NIC's MTU".into()));
+        }
         if self.containers {
             commands.push((
                 run_from_config_iso(CONTAINERS_SCRIPT),
@@ -385,6 +406,23 @@ impl WindowsConfig {
              Set-Service -Name WinRM -StartupType Automatic\r\n\
              Restart-Service -Name WinRM\r\n",
         )
+    }
+}
+
+impl WindowsConfig {
+    /// Sets the MTU on the NIC with the node's MAC (IPv4, the family kinit configures), when
+    /// an MTU is asked for. start.ps1 sets it again on the vEthernet adapter the Hyper-V
+    /// switch moves the address to.
+    pub fn mtu_script(&self) -> Option<String> {
+        let mtu = self.mtu?;
+        Some(format!(
+            "$ErrorActionPreference = 'Stop'\r\n\
+             $adapter = Get-NetAdapter | Where-Object {{ $_.MacAddress -eq {mac} }}\r\n\
+             if (-not $adapter) {{ throw 'no network adapter with MAC {mac_text}' }}\r\n\
+             Set-NetIPInterface -InterfaceIndex $adapter.ifIndex -AddressFamily IPv4 -NlMtuBytes {mtu}\r\n",
+            mac = quote::ps(&self.mac.dashed_upper()),
+            mac_text = self.mac.dashed_upper(),
+        ))
     }
 }
 

@@ -89,8 +89,12 @@ pub struct WinRmOptions {
     /// user opts in; Windows refuses it too unless `AllowUnencrypted=true`.
     pub allow_basic_over_http: bool,
     /// Extra tries for a request that failed before reaching the shell (connection errors,
-    /// bare HTTP 5xx), each on a fresh, re-authenticated connection.
+    /// bare HTTP 5xx), each on a fresh, re-authenticated connection
+    /// (`ansible_winrm_reconnection_retries`).
     pub http_retries: u32,
+    /// The wait before the first extra try, doubled before each further one
+    /// (`ansible_winrm_reconnection_backoff`).
+    pub retry_backoff: Duration,
     /// Shell idle timeout asked of the server: a shell kinit could not delete (killed process)
     /// expires after this long instead of Windows' two hours.
     pub idle_timeout: Duration,
@@ -107,6 +111,7 @@ impl Default for WinRmOptions {
             path: "/wsman".into(),
             allow_basic_over_http: false,
             http_retries: 2,
+            retry_backoff: Duration::from_millis(200),
             idle_timeout: Duration::from_secs(900),
         }
     }

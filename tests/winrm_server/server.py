@@ -25,6 +25,14 @@ speaks the wire protocol the way Windows does (shapes copied from recorded Windo
   next N /wsman requests with a bare HTTP 500, delay every /wsman response by M ms;
   `{"drop_nth": N}`: carry out the Nth WS-Management operation from now, then close the
   connection without sending its response (a reply lost on the network).
+* Network blips: `{"blip_ms": N}` (or `Server.blip` from the Windows stand-in) plays the
+  management NIC going away for N ms, as when Windows creates its first Hyper-V switch: every
+  open TCP connection is closed (a request in flight loses its response), the listening
+  socket is closed so new connections are refused, and after N ms it listens again. Shells
+  and their running commands are kept. With `"between_requests": true` the blip waits (at
+  most 10 s) until no request is in flight or arriving on any connection and no command's
+  end is still to be received, so the client meets it between two commands (idle
+  connection closed, then refused) and never in the middle of one.
 * Reboots: kinit's `win_reboot` script (a `# kinit:reboot` line) schedules one; after its
   `/t` delay the server is down for `--reboot-down-ms` (every /wsman connection is closed
   unanswered, every shell is gone) and comes back with a new boot time, which kinit's
@@ -54,6 +62,7 @@ import hashlib
 import json
 import os
 import re
+import select
 import shlex
 import signal
 import socket
@@ -114,7 +123,7 @@ class Stats:
             "basic_auths", "auth_failures", "sealed_requests", "plaintext_requests",
             "tls_requests", "rejected_plaintext", "rejected_frames", "timeouts", "signals",
             "sends", "injected_500", "quota_faults", "operations", "dropped_responses",
-            "dropped_creates")}
+            "dropped_creates", "blips", "blip_closed_connections", "blip_lost_responses")}
 
     def inc(self, key, n=1):
         with self.lock:
@@ -132,6 +141,8 @@ class Command:
         self.out = {"stdout": bytearray(), "stderr": bytearray()}
         self.done = False
         self.exit_code = None
+        # Set once a Receive has told the client the command is done.
+        self.delivered = False
         readers = [threading.Thread(target=self._read, args=(n, f), daemon=True)
                    for n, f in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr))]
         for r in readers:
@@ -265,6 +276,17 @@ class Server(ThreadingHTTPServer):
         self.fail_next = 0
         self.delay_ms = 0
         self.drop_in = 0
+        # Network blips (see `blip`): open connections (socket -> the thread ident serving a
+        # request on it, or None when idle), a generation counter a request compares to know
+        # whether a blip happened while it ran, and the event the serve loop waits on.
+        self.conn_lock = threading.Lock()
+        self.blip_lock = threading.Lock()
+        self.conns = {}
+        self.blip_generation = 0
+        self.refusing = False
+        self.resume = threading.Event()
+        self.listener_closed = threading.Event()
+        self.ssl_ctx = None
         self.users = {}
         for spec in opts.user:
             name, _, pw = spec.partition(":")
@@ -278,6 +300,69 @@ class Server(ThreadingHTTPServer):
     def server_bind(self):
         self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().server_bind()
+
+    def blip(self, ms, between_requests=False):
+        """Close every connection and refuse new ones for `ms` ms; returns when the server
+        listens again. With `between_requests`, first wait (at most 10 s) until no request is
+        in flight or arriving, other than the calling thread's own."""
+        me = threading.get_ident()
+        with self.blip_lock:
+            deadline = time.monotonic() + 10
+            while True:
+                with self.conn_lock:
+                    busy = [s for s, t in self.conns.items() if t is not None and t != me]
+                    # A command whose end the client has not received yet: it is in the
+                    # middle of running one (between its Command and last Receive). The
+                    # shells' lock may be held by the caller (a script run inside a
+                    # command): then wait for the deadline.
+                    if self.lock.acquire(blocking=False):
+                        try:
+                            busy += [c for sh in self.shells.values()
+                                     for c in sh.commands.values() if not c.delivered]
+                        finally:
+                            self.lock.release()
+                    else:
+                        busy.append(None)
+                    idle = [s for s, t in self.conns.items() if t is None]
+                    try:
+                        arriving = select.select(idle, [], [], 0)[0] if idle else []
+                    except (OSError, ValueError):
+                        arriving = []
+                    if not between_requests or not (busy or arriving) \
+                            or time.monotonic() > deadline:
+                        self.refusing = True
+                        self.blip_generation += 1
+                        closing = list(self.conns)
+                        break
+                time.sleep(0.005)
+            self.stats.inc("blips")
+            for s in closing:
+                try:
+                    # socket.socket's own shutdown: an SSLSocket's would drop its SSL object
+                    # under the thread still reading from it.
+                    socket.socket.shutdown(s, socket.SHUT_RDWR)
+                    self.stats.inc("blip_closed_connections")
+                except OSError:
+                    pass
+            # Stop accepting: the serve loop (main) closes the listener, so connects are
+            # refused, and listens again once told to.
+            self.listener_closed.clear()
+            self.shutdown()
+            self.listener_closed.wait()
+            time.sleep(ms / 1000.0)
+            with self.conn_lock:
+                self.refusing = False
+            self.resume.set()
+
+    def listen_again(self):
+        sock = socket.socket(self.address_family, self.socket_type)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind(self.server_address)
+        sock.listen(self.request_queue_size)
+        if self.ssl_ctx is not None:
+            sock = self.ssl_ctx.wrap_socket(sock, server_side=True)
+        self.socket = sock
 
 
 def fault_xml(relates, fault, *fmt):
@@ -325,6 +410,35 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def setup(self):
+        super().setup()
+        srv = self.server
+        with srv.conn_lock:
+            refuse = srv.refusing
+            if not refuse:
+                srv.conns[self.connection] = None
+        if refuse:
+            # Accepted just as a blip began: gone with the others.
+            self.close_connection = True
+            try:
+                socket.socket.shutdown(self.connection, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def finish(self):
+        with self.server.conn_lock:
+            self.server.conns.pop(self.connection, None)
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    def _busy(self, on):
+        with self.server.conn_lock:
+            if self.connection in self.server.conns:
+                self.server.conns[self.connection] = threading.get_ident() if on else None
+            return self.server.blip_generation
+
     # ---- HTTP plumbing -------------------------------------------------------------------
 
     def reply(self, code, body=b"", ctype="application/soap+xml;charset=UTF-8", headers=()):
@@ -360,6 +474,13 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(404)
 
     def do_POST(self):
+        generation = self._busy(True)
+        try:
+            self._post(generation)
+        finally:
+            self._busy(False)
+
+    def _post(self, generation):
         length = int(self.headers.get("Content-Length", 0))
         body = self.rfile.read(length) if length else b""
         if self.path == "/_control":
@@ -369,6 +490,10 @@ class Handler(BaseHTTPRequestHandler):
                 self.server.delay_ms = ctl.get("delay_ms", self.server.delay_ms)
                 if "drop_nth" in ctl:
                     self.server.drop_in = ctl["drop_nth"]
+            if "blip_ms" in ctl:
+                # Shortly after this reply has gone out.
+                threading.Timer(0.05, self.server.blip, args=(
+                    ctl["blip_ms"], ctl.get("between_requests", False))).start()
             return self.reply(200, b"{}", "application/json")
         if self.path != "/wsman":
             return self.reply(404)
@@ -417,6 +542,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200)
         code, xml = self.dispatch(body, user)
         srv.stats.inc("operations")
+        with srv.conn_lock:
+            blipped = srv.blip_generation != generation
+        if blipped:
+            # The network went away while this request ran: its response is lost.
+            srv.stats.inc("blip_lost_responses")
+            self.close_connection = True
+            return
         with srv.lock:
             drop = srv.drop_in == 1
             if srv.drop_in > 0:
@@ -661,6 +793,7 @@ class Handler(BaseHTTPRequestHandler):
                                  % (name, cid, base64.b64encode(data).decode()))
             finished = cmd.done and not cmd.out["stdout"] and not cmd.out["stderr"]
             if finished:
+                cmd.delivered = True
                 for name in ("stdout", "stderr"):
                     parts.append('<rsp:Stream Name="%s" CommandId="%s" End="true"></rsp:Stream>'
                                  % (name, cid))
@@ -797,11 +930,22 @@ def main():
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        srv.ssl_ctx = ctx
         srv.cert_der = der
+    if srv.windows is not None:
+        srv.windows.blip = srv.blip
     print("READY %d" % srv.server_address[1], flush=True)
     # Exit when the parent (the test) goes away: it holds our stdin open.
     threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
-    srv.serve_forever()
+    # The loop owns the listening socket; a blip (`Server.blip`) stops it, it closes the
+    # listener, and listens and serves again when the blip is over.
+    while True:
+        srv.serve_forever(poll_interval=0.05)
+        srv.socket.close()
+        srv.listener_closed.set()
+        srv.resume.wait()
+        srv.resume.clear()
+        srv.listen_again()
 
 
 if __name__ == "__main__":

@@ -11,29 +11,51 @@ lines their module bodies always contain (src/modules/win_*.rs), acts them out o
     mkdir C:\\k                             win_file state=directory, win_copy parents
     put C:\\k\\start.ps1                     an upload (win_copy, kinit's `# kinit:put`)
     remove C:\\k\\kubeadm-join.yaml          win_file state=absent
+    schedule kinit-start                   the role's scheduled task for start.ps1 started
     start.ps1 -ManagementIP 10.0.0.2 ...   the script's parameters as given
     containerd --register-service          what start.ps1 does, see `start_ps1`:
     service kubelet / flanneld / kube-proxy  a service registered (not running yet)
     start containerd / flanneld / ...      a registered service started by the script
     firewall kubelet TCP 10250             an inbound firewall rule made
+    hns network External                   an HNS network start.ps1 creates (Add-HnsNetwork)
+    mtu 1442                               start.ps1 set the management interface's MTU
     kubeadm join --config C:\\k\\kubeadm-join.yaml   (starts the kubelet service itself)
 
 The host's state (state.json) can be written before the server starts, e.g. a Containers
 feature that Windows Setup's first logon installed without the reboot it needs
 (`"features": ["Containers"], "reboot_pending": true`: Get-WindowsFeature reports it
-InstallPending, with `Installed` true).
+InstallPending, with `Installed` true). Further knobs:
+
+    "blip_ms": N             the first HNS network (it creates the Hyper-V switch) drops the
+                             management NIC for N ms: the server closes every connection and
+                             refuses new ones (server.py `blip`), between two requests of
+                             kinit's when start.ps1 runs detached, in the middle of the
+                             command when it runs inside it;
+    "blip_at_flanneld": true  flanneld's start blips the network too (as it does when its
+                             network is the first);
+    "join_fails": "text"     `kubeadm join` fails with this output.
+
+start.ps1 runs either inside the WinRM command (`& 'C:\k\start.ps1' ...` as the script) or,
+as kinit_windows_node runs it, detached in a scheduled task (the script that registers the
+task, `Register-ScheduledTask -TaskName $taskName`): then it runs in a thread of the server
+and writes its output to C:\k\logs\start.log and `KINIT_RC=`/`KINIT_CHANGED=` to
+C:\k\start.result, which the role's polling script (`# kinit: start.ps1 result`) reads; a
+task still running is not started again.
 
 Read-only probes (win_stat, win_copy's hash probe, the boot time kinit polls after a reboot:
 `# kinit:boot-time`) answer from the fake drive without a log line. Any other script still runs with sh (the server's usual convention), which is what
 `win_reboot`'s `whoami` and the reconnection probe need.
 """
 
+import base64
 import hashlib
 import json
 import os
 import re
 import shlex
 import shutil
+import threading
+import time
 
 FEATURES = {"Containers", "Hyper-V", "Hyper-V-PowerShell"}
 
@@ -47,6 +69,10 @@ class Windows:
         if not os.path.exists(self.state_file):
             self.save({"features": [], "boots": 1, "reboot_pending": False, "services": {},
                        "firewall": []})
+        # The server's network blip (server.py sets it); the detached start.ps1 run.
+        self.blip = None
+        self.task = None
+        self.lock = threading.Lock()
 
     # ---- bookkeeping ---------------------------------------------------------------------
 
@@ -100,9 +126,18 @@ class Windows:
             if marker in script:
                 result = handler(script, check)
                 return "printf '%%s\\n' %s" % shlex.quote("kinit-json:" + json.dumps(result))
+        if "Register-ScheduledTask -TaskName $taskName" in script:
+            out, rc = self.schedule_start(script)
+            return "printf '%%s' %s; exit %d" % (shlex.quote(out), rc)
+        if re.search(r"^\s*# kinit: start\.ps1 result\r?$", script, re.M):
+            return "printf '%%s' %s" % shlex.quote(self.start_result(script))
+        if re.search(r"^\s*# kinit: service account token expiry\r?$", script, re.M):
+            return "printf '%%s' %s" % shlex.quote(self.token_expiry(script))
+        if re.search(r"^\s*# kinit: restart a service for its renewed token\r?$", script, re.M):
+            return "printf '%%s' %s" % shlex.quote(self.restart_service(script))
         m = re.match(r"^\s*&\s+'([^']*start\.ps1)'\s+(.*?)\n", script, re.S)
         if m:
-            out, rc = self.start_ps1(m.group(1), m.group(2))
+            out, rc = self.start_ps1(m.group(1), m.group(2), detached=False)
             return "printf '%%s' %s; exit %d" % (shlex.quote(out), rc)
         return script
 
@@ -206,9 +241,102 @@ class Windows:
             return dict(r, failed=True, msg="win_file state not acted out by the stand-in")
         return r
 
+    # ---- start.ps1 in a scheduled task ---------------------------------------------------
+
+    def schedule_start(self, script):
+        """The role's scheduling script: unless the task is still running, remove the last
+        result and log, and run start.ps1 (the invocation line of the runner script it
+        writes) detached."""
+        kube_dir = ps_var(script, "kubeDir")
+        with self.lock:
+            if self.task is not None and self.task.is_alive():
+                return ("KINIT_START=running\n", 0)
+            m = re.search(r"^\s*&\s+'([^']*start\.ps1)'\s+(.*?)\s+\*>&1", script, re.M)
+            if not m:
+                return ("no start.ps1 invocation in the runner script\n", 1)
+            result = self.local(kube_dir + "\\start.result")
+            log = self.local(kube_dir + "\\logs\\start.log")
+            for f in (result, log):
+                if os.path.exists(f):
+                    os.remove(f)
+            self.log("schedule kinit-start")
+
+            def run():
+                out, rc = self.start_ps1(m.group(1), m.group(2), detached=True)
+                os.makedirs(os.path.dirname(log), exist_ok=True)
+                with open(log, "w") as f:
+                    f.write(out)
+                changed = "KINIT_CHANGED=True" in out.splitlines()
+                with open(result + ".tmp", "w") as f:
+                    f.write("KINIT_RC=%d\nKINIT_CHANGED=%s\n" % (rc, changed))
+                os.replace(result + ".tmp", result)
+
+            self.task = threading.Thread(target=run, daemon=True)
+            self.task.start()
+        return ("KINIT_START=started\n", 0)
+
+    def start_result(self, script):
+        """The role's polling script: the result file and, unless it says RC 0, the log's
+        last lines; `running` while the task runs."""
+        kube_dir = ps_var(script, "kubeDir")
+        result = self.local(kube_dir + "\\start.result")
+        log = self.local(kube_dir + "\\logs\\start.log")
+        if os.path.exists(result):
+            with open(result) as f:
+                text = f.read()
+            if "KINIT_RC=0" not in text.splitlines() and os.path.exists(log):
+                with open(log) as f:
+                    text += "--- last lines of the log ---\n" + "".join(f.readlines()[-40:])
+            return text
+        with self.lock:
+            running = self.task is not None and self.task.is_alive()
+        return "KINIT_START=running\n" if running else "KINIT_RC=lost\n"
+
+    # ---- service account tokens ----------------------------------------------------------
+
+    def token_expiry(self, script):
+        """The role's token check: for each kubeconfig, the days its token (a JWT) has left
+        by its `exp` claim; `renew=` under `$renewDays` or when there is no readable token."""
+        kube_dir = ps_var(script, "kubeDir")
+        renew_days = int(re.search(r"^\$renewDays = (\d+)$", script, re.M).group(1))
+        lines = []
+        for name in ps_list(re.search(r"foreach \(\$name in (@\(.*?\))\)", script).group(1)):
+            path = self.local("%s\\%s.kubeconfig" % (kube_dir, name))
+            left = None
+            if os.path.isfile(path):
+                with open(path) as f:
+                    m = re.search(r'^\s*token:\s*"?([^"\s]+)"?', f.read(), re.M)
+                try:
+                    payload = m.group(1).split(".")[1]
+                    payload += "=" * (-len(payload) % 4)
+                    exp = json.loads(base64.urlsafe_b64decode(payload))["exp"]
+                    left = (exp - time.time()) / 86400
+                except (AttributeError, IndexError, ValueError, KeyError):
+                    left = None
+            if left is None:
+                lines.append("renew=%s (no readable token)" % name)
+            elif left < renew_days:
+                lines.append("renew=%s (%d days left)" % (name, left))
+            else:
+                lines.append("valid=%s (%d days left)" % (name, left))
+        return "\n".join(lines) + "\n"
+
+    def restart_service(self, script):
+        name = ps_var(script, "name")
+        if self.load()["services"].get(name) == "running":
+            self.log("restart " + name)
+            return "restarted\n"
+        return ""
+
+    def network_blip(self, st, detached):
+        """The management NIC goes away for a moment (see the module doc)."""
+        ms = st.get("blip_ms")
+        if ms and self.blip is not None:
+            self.blip(ms, between_requests=True)
+
     # ---- start.ps1 -----------------------------------------------------------------------
 
-    def start_ps1(self, script_path, arg_text):
+    def start_ps1(self, script_path, arg_text, detached):
         """Act out kinit's start.ps1 (files/start.ps1, as uploaded): returns (output, rc).
 
         The parameters are checked against the param block of the uploaded script the way
@@ -270,7 +398,16 @@ class Windows:
             r'[^\n]*?-LocalPort (?P<port>\d+)'
             r'|Set-NssmService -Name "(?P<service>[^"]+)"(?P<options>(?:[^\n]*`\n)*[^\n]*)'
             r'|Start-ServiceIfStopped "(?P<start>[^"]+)"'
+            r'|Add-HnsNetwork -Name "(?P<hns>[^"]+)"'
+            r'|(?P<mtu>Set-NetIPInterface -InterfaceIndex)'
             r'|(?P<join>"kubeadm\.exe"\) -ArgumentList @\("join")')
+        networks = st.setdefault("networks", [])
+
+        def add_network(name):
+            # The first HNS network creates the Hyper-V switch: the NIC blips.
+            if not networks:
+                self.network_blip(st, detached)
+            networks.append(name)
         code = "\n".join(l for l in strip_functions(source).split("\n")
                          if not l.lstrip().startswith("#"))
         for m in step.finditer(code):
@@ -280,6 +417,10 @@ class Windows:
                     services["containerd"] = "registered"
                     changed = True
             elif m.group("rule"):
+                line_start = code.rfind("\n", 0, m.start())
+                previous = code[code.rfind("\n", 0, max(line_start, 0)) + 1:line_start]
+                if '$NetworkMode -eq "overlay"' in previous and p["NetworkMode"] != "overlay":
+                    continue
                 if m.group("rule") not in st["firewall"]:
                     self.log("firewall %s %s %s" % (m.group("rule"), m.group("proto"),
                                                     m.group("port")))
@@ -300,6 +441,21 @@ class Windows:
                     self.log("start " + name)
                     services[name] = "running"
                     changed = True
+                    if name == "flanneld" and network not in networks:
+                        add_network(network)
+                        if st.get("blip_at_flanneld"):
+                            self.network_blip(st, detached)
+            elif m.group("hns"):
+                if m.group("hns") not in networks:
+                    self.log("hns network " + m.group("hns"))
+                    add_network(m.group("hns"))
+                    changed = True
+            elif m.group("mtu"):
+                mtu = int(p.get("Mtu", "0"))
+                if mtu > 0 and st.get("mtu") != mtu:
+                    self.log("mtu %d" % mtu)
+                    st["mtu"] = mtu
+                    changed = True
             else:
                 if os.path.exists(kubelet_conf):
                     continue
@@ -308,6 +464,9 @@ class Windows:
                     return ("the node has not joined and there is no join configuration at %s\n"
                             % join_config, 1)
                 self.log("kubeadm join --config " + join_config)
+                if st.get("join_fails"):
+                    self.save(st)
+                    return ("\n".join(out + [st["join_fails"]]) + "\n", 1)
                 with open(jc) as src, open(os.path.join(self.root, "joined-with.yaml"), "w") as dst:
                     dst.write(src.read())
                 os.makedirs(os.path.dirname(kubelet_conf), exist_ok=True)

@@ -46,6 +46,10 @@ param(
     [Parameter(Mandatory = $true)][string]$FlannelCniSha256,
     [string]$KubeDir = "C:\k",
     [string]$JoinConfig = "",
+    # The MTU of the management interface (0: leave it). On OVN the path is 1442 bytes and the
+    # emulated NIC does not learn it (see kinit-mtu.ps1 on the config ISO); once the Hyper-V
+    # switch exists the address sits on a new vEthernet adapter, which needs it again.
+    [int]$Mtu = 0,
     [int]$WaitSeconds = 600
 )
 
@@ -163,6 +167,33 @@ function Get-Download {
     Move-Item -Force $partial $Destination
     Set-Changed
     return $true
+}
+
+# An HNS network from its settings (the HNS v1 JSON schema), through the HNS API that
+# vmcompute.dll exports as HNSCall: Windows' own HostNetworkingService module only reads and
+# removes networks (Get-HnsNetwork, Remove-HnsNetwork); creating one is what microsoft/SDN's
+# Kubernetes/windows/hns.psm1 (New-HnsNetwork, Invoke-HnsRequest) does through that call.
+function Add-HnsNetwork([string]$Name, [string]$Type, [string]$AdapterName, [hashtable]$Subnet) {
+    if (-not ("Kinit.HnsApi" -as [type])) {
+        Add-Type -Namespace Kinit -Name HnsApi -MemberDefinition @"
+[DllImport("vmcompute.dll")]
+public static extern void HNSCall([MarshalAs(UnmanagedType.LPWStr)] string method, [MarshalAs(UnmanagedType.LPWStr)] string path, [MarshalAs(UnmanagedType.LPWStr)] string request, [MarshalAs(UnmanagedType.LPWStr)] out string response);
+"@
+    }
+    $request = @{ Name = $Name; Type = $Type; NetworkAdapterName = $AdapterName; Subnets = @($Subnet) } | ConvertTo-Json -Depth 8
+    $response = ""
+    [Kinit.HnsApi]::HNSCall("POST", "/networks", $request, [ref]$response)
+    $answer = $response | ConvertFrom-Json
+    if (-not $answer.Success) {
+        throw "HNS did not create network ${Name}: $($answer.Error)"
+    }
+}
+
+# The management interface: the one holding -ManagementIP (the NIC, or the vEthernet
+# adapter once the Hyper-V switch exists).
+function Get-ManagementInterface {
+    $index = (Get-NetIPAddress -IPAddress $ManagementIP -AddressFamily IPv4).InterfaceIndex
+    Get-NetIPInterface -InterfaceIndex $index -AddressFamily IPv4
 }
 
 function Wait-Until([scriptblock]$Condition, [string]$What) {
@@ -372,7 +403,34 @@ Set-NssmService -Name "kubelet" -Program $powershellExe `
     -Arguments @("-ExecutionPolicy", "Bypass", "-NoProfile", "-File", $startKubelet) `
     -Environment @() -DependsOn "containerd" -NoStart
 
-# 7. kubeadm join, once.
+# 7. The Hyper-V switch, once, before kubelet runs. The first HNS network on a host creates
+# the switch and moves the management address onto its vEthernet adapter, which drops the
+# network for seconds (kinit runs this script detached from its WinRM connection for that
+# reason). As
+# microsoft/SDN's Kubernetes/windows/helper.psm1 CreateExternalNetwork (at 242fb0c, lines
+# 96-117; helper.v2.psm1 303-327 with -AdapterName) does, a throwaway network named
+# "External" on 192.168.255.0/30 (VSID 9999 for overlay) is made first - "Do this only once
+# as it causes network blip" - so that flanneld creating or re-creating its own network later
+# reuses the switch. For overlay the same function opens UDP 4789 for VXLAN.
+if ($NetworkMode -eq "overlay" -and -not (Get-NetFirewallRule -Name "OverlayTraffic4789UDP" -ErrorAction SilentlyContinue)) {
+    New-NetFirewallRule -Name "OverlayTraffic4789UDP" -DisplayName "Overlay Traffic 4789 UDP" -Enabled True -Direction Inbound -Protocol UDP -Action Allow -LocalPort 4789 | Out-Null
+    Set-Changed
+}
+if (-not (Get-HnsNetwork | Where-Object { $_.Name -eq "External" })) {
+    $adapter = (Get-ManagementInterface).InterfaceAlias
+    Write-Step "creating the HNS network External on $adapter (the Hyper-V switch; the network drops for a moment)"
+    $externalSubnet = @{ AddressPrefix = "192.168.255.0/30"; GatewayAddress = "192.168.255.1" }
+    if ($NetworkMode -eq "overlay") {
+        $externalSubnet.Policies = @(@{ Type = "VSID"; VSID = 9999 })
+        Add-HnsNetwork -Name "External" -Type "Overlay" -AdapterName $adapter -Subnet $externalSubnet
+    } else {
+        Add-HnsNetwork -Name "External" -Type "L2Bridge" -AdapterName $adapter -Subnet $externalSubnet
+    }
+    Set-Changed
+}
+Wait-Until { Get-NetIPAddress -IPAddress $ManagementIP -AddressFamily IPv4 -ErrorAction SilentlyContinue } "$ManagementIP to be back on the vEthernet adapter"
+
+# 8. kubeadm join, once.
 if (-not (Test-Path $KubeletConf)) {
     if (-not (Test-Path $JoinConfig)) {
         throw "the node has not joined and there is no join configuration at $JoinConfig"
@@ -391,13 +449,23 @@ Wait-Until {
     (Invoke-Native -FilePath $kubectl -ArgumentList @("--kubeconfig", $KubeletConf, "get", "node", $NodeName, "-o", "name") -AllowFailure).ExitCode -eq 0
 } "node $NodeName to register"
 
-# 8. flanneld: takes this node's pod subnet from the API and creates the HNS network.
+# 9. flanneld: takes this node's pod subnet from the API and creates the HNS network.
 Set-NssmService -Name "flanneld" -Program $flanneldExe `
     -Arguments @("--kubeconfig-file=$(Join-Path $KubeDir 'flanneld.kubeconfig')", "--iface=$ManagementIP", "--ip-masq=1", "--kube-subnet-mgr=1", "--net-config-path=$netConfPath") `
     -Environment @("NODE_NAME=$NodeName") -DependsOn "kubelet"
 Wait-Until { Get-HnsNetwork | Where-Object { $_.Name -eq $NetworkName } } "flanneld to create the HNS network $NetworkName"
 
-# 9. kube-proxy on the flannel network.
+# 10. The MTU, on the adapter that holds the address now (the vEthernet adapter).
+if ($Mtu -gt 0) {
+    $interface = Get-ManagementInterface
+    if ($interface.NlMtu -ne $Mtu) {
+        Write-Step "MTU $Mtu on $($interface.InterfaceAlias)"
+        Set-NetIPInterface -InterfaceIndex $interface.ifIndex -AddressFamily IPv4 -NlMtuBytes $Mtu
+        Set-Changed
+    }
+}
+
+# 11. kube-proxy on the flannel network.
 $proxyArguments = @(
     "--hostname-override=$NodeName",
     "--kubeconfig=$(Join-Path $KubeDir 'kube-proxy.kubeconfig')",

@@ -107,6 +107,7 @@ pub struct HttpSession {
     /// on a lost connection may mean the shell carried it out).
     body_sent: bool,
     retries: u32,
+    backoff: Duration,
     request_timeout: Duration,
 }
 
@@ -153,6 +154,7 @@ impl HttpSession {
             dirty: false,
             body_sent: false,
             retries: o.http_retries,
+            backoff: o.retry_backoff,
             request_timeout: o.operation_timeout + Duration::from_secs(10),
         })
     }
@@ -179,7 +181,8 @@ impl HttpSession {
                     attempt += 1;
                     self.ntlm = NtlmState::None;
                     self.conn.close();
-                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                    // backoff, 2 x backoff, 4 x backoff, ... (capped at 2^10 x).
+                    tokio::time::sleep(self.backoff * (1u32 << (attempt - 1).min(10))).await;
                 }
                 other => return other,
             }

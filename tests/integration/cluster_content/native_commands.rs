@@ -15,9 +15,9 @@ use std::collections::BTreeSet;
 
 use tree_sitter::Node;
 
-use super::fixture::{Compute, backends, context, files_under, inventory, read};
+use super::fixture::{Compute, backends, context, files_under, inventory, read, task};
 use super::network::start_ps1_args;
-use super::powershell::parse;
+use super::powershell::{errors, parse};
 
 /// The one function allowed to start native programs.
 const WRAPPER: &str = "invoke-native";
@@ -292,4 +292,38 @@ fn start_ps1_reads_nssm_settings_from_the_registry_not_nssm_get() {
         source.contains(r"HKLM:\SYSTEM\CurrentControlSet\Services\$Name\Parameters"),
         "Set-NssmService does not read nssm's registry key"
     );
+}
+
+/// The role's own scripts around start.ps1 (the scheduled task with its runner, the polling of
+/// its result, the token expiry check) parse with the PowerShell grammar and start no native
+/// program: the task's action names powershell.exe as a string, and the runner's start.ps1
+/// call sits in a here-string.
+#[test]
+fn the_roles_scheduling_polling_and_token_scripts_parse_and_run_no_native_program() {
+    let inv = inventory(Compute::Windows);
+    for (_, extra) in backends() {
+        let mut vars = context(&inv, "compute-01", "kinit_windows_node", &extra);
+        let (line, _) = start_ps1_args(&vars);
+        vars.insert("start_ps1_command".into(), serde_json::json!(line));
+        for name in [
+            "Node components and kubeadm join (start.ps1, started as a scheduled task)",
+            "Node components and kubeadm join (start.ps1 result)",
+            "Service account tokens due for renewal",
+        ] {
+            let t = task("roles/kinit_windows_node/tasks/main.yml", name);
+            let script = kinit::template::Templar::new()
+                .render_str(t["win_shell"].as_str().unwrap(), &vars)
+                .unwrap();
+            assert_eq!(
+                errors(&parse(&script), &script),
+                Vec::<String>::new(),
+                "{script}"
+            );
+            assert_eq!(
+                unwrapped_native_calls(&script, true),
+                Vec::<String>::new(),
+                "{name}"
+            );
+        }
+    }
 }

@@ -96,10 +96,10 @@ pub fn net_conf(vars: &kinit::vars::VarMap) -> (String, NetConf) {
 pub fn start_ps1_args(vars: &kinit::vars::VarMap) -> (String, BTreeMap<String, String>) {
     let t = task(
         "roles/kinit_windows_node/tasks/main.yml",
-        "Node components and kubeadm join (start.ps1)",
+        "Node components and kubeadm join (start.ps1, started as a scheduled task)",
     );
     let line = Templar::new()
-        .render_str(t["win_shell"].as_str().unwrap(), vars)
+        .render_str(t["vars"]["start_ps1_command"].as_str().unwrap(), vars)
         .unwrap();
     let words: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(words[..2], ["&", "'C:\\k\\start.ps1'"], "{line}");
@@ -279,5 +279,44 @@ fn linux_and_windows_sides_agree() {
             None => "cbr0".to_string(),
         };
         assert_eq!(cni["name"], expected_name.as_str());
+    }
+}
+
+/// Issue 18, point 6: on OVN the Linux guests' seed sets MTU 1442; the Windows guest's config
+/// ISO gets a first-logon script setting it on the NIC with the node's MAC, and start.ps1 gets
+/// `-Mtu 1442` to set it again on the vEthernet adapter. On a libvirt NAT network neither.
+#[test]
+fn windows_guests_get_the_ovn_mtu_at_first_logon_and_in_start_ps1() {
+    use kinit::provider::windows_config::{MTU_SCRIPT, WindowsConfig};
+    let inv = inventory(Compute::Windows);
+    let t = task(
+        "roles/kinit_libvirt/tasks/guests.yml",
+        "Windows guest config ISO (autounattend.xml)",
+    );
+    for (ovn, mtu) in [(true, Some(1442)), (false, None)] {
+        let extra = json!({"kinit_ovn": ovn, "kinit_windows_admin_password": "Pa55-word-1"});
+        let vars = context(&inv, "compute-01", "kinit_libvirt", &extra);
+        let mut args = Templar::new()
+            .render_value(&t["virt_config_iso"]["windows"], &vars)
+            .unwrap();
+        kinit::template::strip_omit(&mut args);
+        let config: WindowsConfig =
+            serde_json::from_value(args.clone()).unwrap_or_else(|e| panic!("{e}: {args}"));
+        assert_eq!(config.mtu, mtu, "kinit_ovn={ovn}");
+        let files = config.files().unwrap();
+        let script = files
+            .iter()
+            .find(|(n, _)| n == MTU_SCRIPT)
+            .map(|(_, b)| String::from_utf8(b.clone()).unwrap());
+        match mtu {
+            Some(_) => assert!(
+                script.as_deref().unwrap().contains("-NlMtuBytes 1442"),
+                "{script:?}"
+            ),
+            None => assert!(script.is_none(), "{script:?}"),
+        }
+        let vars = context(&inv, "compute-01", "kinit_windows_node", &extra);
+        let (_, start) = start_ps1_args(&vars);
+        assert_eq!(start["Mtu"], if ovn { "1442" } else { "0" });
     }
 }

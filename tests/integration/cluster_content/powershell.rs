@@ -18,7 +18,7 @@ pub(super) fn parse(source: &str) -> Tree {
 }
 
 /// Line/column and text of every syntax error in `tree`.
-fn errors(tree: &Tree, source: &str) -> Vec<String> {
+pub(super) fn errors(tree: &Tree, source: &str) -> Vec<String> {
     fn walk(node: Node<'_>, source: &str, out: &mut Vec<String>) {
         if node.is_error() || node.is_missing() {
             let p = node.start_position();

@@ -274,7 +274,14 @@ case "$1" in
   label) [ $seen = yes ] && echo "node/$3 not labeled" || echo "node/$3 labeled" ;;
   rollout) echo "daemon set \"$3\" successfully rolled out" ;;
   config) base64 -w0 /etc/kubernetes/pki/ca.crt ;;
-  create) [ "$2" = token ] && echo "sa-token-of-$3" ;;
+  create)
+    # `create token ACCOUNT --duration=Nh`: a JWT-shaped token (the API server signs a real
+    # one) whose `exp` claim is N hours from now, and whose signature part names the account.
+    [ "$2" = token ] || exit 1
+    hours=${{4#--duration=}}; hours=${{hours%h}}
+    exp=$(( $(date +%s) + hours * 3600 ))
+    b64url() {{ printf '%s' "$1" | base64 -w0 | tr '+/' '-_' | tr -d '='; }}
+    echo "$(b64url '{{"alg":"RS256"}}').$(b64url "{{\"exp\":$exp,\"sub\":\"system:serviceaccount:$3\"}}").sa-token-of-$3" ;;
   *) echo "stand-in kubectl: unexpected arguments: $*" >&2; exit 1 ;;
 esac
 "#,

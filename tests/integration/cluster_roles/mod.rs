@@ -172,6 +172,22 @@ pub(super) fn run_with(
     manifest: &str,
     extra: &[&str],
 ) -> (String, String) {
+    let (code, stdout, stderr) = run_unchecked(test_dir, manifest, extra);
+    assert_eq!(
+        code,
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}\ncalls: {:?}",
+        lab.hosts.iter().map(|h| h.calls()).collect::<Vec<_>>()
+    );
+    (stdout, stderr)
+}
+
+/// `kinit playbook deploy.yml` whatever its outcome: exit code, stdout, stderr.
+pub(super) fn run_unchecked(
+    test_dir: &std::path::Path,
+    manifest: &str,
+    extra: &[&str],
+) -> (Option<i32>, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kinit"))
         .current_dir(test_dir)
         .args(["playbook", "deploy.yml", "-i", "inventory.yml"])
@@ -182,17 +198,11 @@ pub(super) fn run_with(
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    let (stdout, stderr) = (
+    (
+        out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout:\n{stdout}\nstderr:\n{stderr}\ncalls: {:?}",
-        lab.hosts.iter().map(|h| h.calls()).collect::<Vec<_>>()
-    );
-    (stdout, stderr)
+    )
 }
 
 #[test]

@@ -16,11 +16,22 @@
 //! JoinConfiguration with the token and CA hash the control plane made), that a second run
 //! changes nothing, and that a Containers feature left `InstallPending` by first logon gets
 //! its reboot before start.ps1 runs.
+//!
+//! start.ps1 runs detached, in a scheduled task the role starts and then polls. The stand-in
+//! plays the Hyper-V switch's network blip (the server closes every connection and refuses new
+//! ones for a while) when the first HNS network is made and when flanneld starts; the join
+//! must ride it out, with start.ps1 run once and the task's result (exit code, changed) read
+//! from the result file. The service account tokens are JWT-shaped by the kubectl stand-in
+//! (kubectl against a real API server cannot run here), with an `exp` claim the role reads to
+//! renew a token that is about to expire.
 
+use std::path::PathBuf;
+
+use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::hosts::Lab;
-use super::{ca_hash, lab_inventory_with, plays_named, run_with, serve, workspace};
+use super::{ca_hash, lab_inventory_with, plays_named, run_unchecked, run_with, serve, workspace};
 use kinit::deploy::state::StateDir;
 use kinit::provider::winrm_cert::{self, LeafRequest};
 
@@ -109,72 +120,113 @@ fn join_windows_worker(backend: &str, network_mode: &str, cni_delegate: &str) {
     join_windows_worker_from(Containers::Absent, backend, network_mode, cni_delegate);
 }
 
-fn join_windows_worker_from(
-    containers: Containers,
-    backend: &str,
-    network_mode: &str,
-    cni_delegate: &str,
-) {
-    let Some(lab) = Lab::start(&["controller-01"]) else {
-        crate::support::cannot_run("namespace hosts need root (mount namespaces and overlays)");
-        return;
-    };
-    let test = Test::new();
-    let (dir, state) = workspace(&test, Some(&lab.known_hosts));
-    let win = match containers {
-        Containers::Absent => Windows::start(None, &state),
-        Containers::InstallPending => Windows::start(
-            Some(json!({
-                "features": ["Containers"],
-                "boots": 1,
-                "reboot_pending": true,
-                "services": {},
-                "firewall": [],
-            })),
-            &state,
-        ),
-    };
-    // What prepare-environment leaves in the state folder: the cluster key and the password
-    // Windows Setup was given (here: the WinRM test server's).
-    std::fs::write(state.join("id_ed25519.pub"), "ssh-ed25519 AAAA kinit\n").unwrap();
-    std::fs::write(
-        state.join("windows-admin-password"),
-        format!("{PASSWORD}\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("deploy.yml"),
-        plays_named(&[
-            "deploy-cluster (control plane)",
-            "deploy-cluster (pod network)",
-            "deploy-cluster (Windows workers)",
-        ]),
-    )
-    .unwrap();
-    // The trust `kinit run`'s inventory gives the cluster's Windows nodes: the cluster CA.
-    let real =
-        kinit::deploy::cluster_inventory(&cluster(Compute::Windows), &StateDir::new(state.clone()));
-    let trust = real.hosts["compute-01"].vars["ansible_winrm_ca_trust_path"].clone();
-    assert_eq!(
-        trust,
-        json!(state.join("winrm-ca.pem").display().to_string())
-    );
-    let inventory = lab_inventory_with(Compute::Windows, &lab, &state, |h, vars| {
-        if h == "compute-01" {
-            vars.insert("ansible_host".into(), json!("127.0.0.1"));
-            vars.insert("ansible_port".into(), json!(win.server.port));
-            vars.insert("ansible_winrm_ca_trust_path".into(), trust.clone());
-        }
-    });
-    std::fs::write(dir.join("inventory.yml"), inventory).unwrap();
-    let manifest = serve("# stand-in for the upstream flannel release manifest\n");
-    let backend_var = format!("flannel_backend={backend}");
-    let extra = ["-e", backend_var.as_str(), "-e", PINNED_DIGESTS];
+/// The control plane's namespace host, the fake Windows host and a workspace whose deploy.yml
+/// has the control plane, pod network and Windows workers plays.
+struct Cluster {
+    lab: Lab,
+    win: Windows,
+    _test: Test,
+    dir: PathBuf,
+    manifest: String,
+}
 
-    // First run: the Windows worker joins.
-    let (stdout, stderr) = run_with(&lab, &dir, &manifest, &extra);
+impl Cluster {
+    fn start(windows_state: Option<Value>) -> Option<Cluster> {
+        let Some(lab) = Lab::start(&["controller-01"]) else {
+            crate::support::cannot_run("namespace hosts need root (mount namespaces and overlays)");
+            return None;
+        };
+        let test = Test::new();
+        let (dir, state) = workspace(&test, Some(&lab.known_hosts));
+        let win = Windows::start(windows_state, &state);
+        // What prepare-environment leaves in the state folder: the cluster key and the password
+        // Windows Setup was given (here: the WinRM test server's).
+        std::fs::write(state.join("id_ed25519.pub"), "ssh-ed25519 AAAA kinit\n").unwrap();
+        std::fs::write(
+            state.join("windows-admin-password"),
+            format!("{PASSWORD}\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("deploy.yml"),
+            plays_named(&[
+                "deploy-cluster (control plane)",
+                "deploy-cluster (pod network)",
+                "deploy-cluster (Windows workers)",
+            ]),
+        )
+        .unwrap();
+        // The trust `kinit run`'s inventory gives the cluster's Windows nodes: the cluster CA.
+        let real = kinit::deploy::cluster_inventory(
+            &cluster(Compute::Windows),
+            &StateDir::new(state.clone()),
+        );
+        let trust = real.hosts["compute-01"].vars["ansible_winrm_ca_trust_path"].clone();
+        assert_eq!(
+            trust,
+            json!(state.join("winrm-ca.pem").display().to_string())
+        );
+        let inventory = lab_inventory_with(Compute::Windows, &lab, &state, |h, vars| {
+            if h == "compute-01" {
+                vars.insert("ansible_host".into(), json!("127.0.0.1"));
+                vars.insert("ansible_port".into(), json!(win.server.port));
+                vars.insert("ansible_winrm_ca_trust_path".into(), trust.clone());
+            }
+        });
+        std::fs::write(dir.join("inventory.yml"), inventory).unwrap();
+        let manifest = serve("# stand-in for the upstream flannel release manifest\n");
+        Some(Cluster {
+            lab,
+            win,
+            _test: test,
+            dir,
+            manifest,
+        })
+    }
+
+    /// `kinit playbook` with `extra` and the digests the role requires.
+    fn run(&self, extra: &[&str]) -> (String, String) {
+        run_with(&self.lab, &self.dir, &self.manifest, &with_digests(extra))
+    }
+}
+
+fn with_digests<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut all = extra.to_vec();
+    all.extend(["-e", PINNED_DIGESTS]);
+    all
+}
+
+/// The `exp` claim of a JWT-shaped token, in seconds since the epoch.
+fn token_exp(token: &str) -> i64 {
+    let payload = token.split('.').nth(1).unwrap();
+    let claims: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap(),
+    )
+    .unwrap();
+    claims["exp"].as_i64().unwrap()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// The service account token in a kubeconfig on the fake drive.
+fn kubeconfig_token(win: &Windows, file: &str) -> String {
+    let kc: Value = serde_yaml::from_str(&win.file(&format!(r"C:\k\{file}.kubeconfig"))).unwrap();
+    kc["users"][0]["user"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn start_ps1_line(network_mode: &str) -> String {
     let k = r"C:\k";
-    let start_ps1 = format!(
+    format!(
         "start.ps1 -ManagementIP 10.0.0.2 -ClusterCIDR 10.244.0.0/16 -ServiceCIDR 10.96.0.0/12 \
          -KubeDnsServiceIP 10.96.0.10 -NetworkMode {network_mode} -KubernetesVersion 1.37.2 \
          -NodeName {FQDN} -ContainerdVersion 2.1.4 -FlannelVersion v0.27.4 \
@@ -184,8 +236,44 @@ fn join_windows_worker_from(
          -NssmSha256 727d1e42275c605e0f04aba98095c38a8e1e46def453cdffce42869428aa6743 \
          -WindowsCniSha256 4f36ee6905ada238ca2a9e1bfb8a1fb2912c2d88c4b6e5af4c41a42db70d7d68 \
          -FlanneldSha256 {FLANNELD} -FlannelCniSha256 {FLANNEL_CNI} \
-         -KubeDir {k}"
-    );
+         -Mtu 0 -KubeDir {k}"
+    )
+}
+
+fn join_windows_worker_from(
+    containers: Containers,
+    backend: &str,
+    network_mode: &str,
+    cni_delegate: &str,
+) {
+    let state = match containers {
+        Containers::Absent => None,
+        Containers::InstallPending => Some(json!({
+            "features": ["Containers"],
+            "boots": 1,
+            "reboot_pending": true,
+            "services": {},
+            "firewall": [],
+        })),
+    };
+    let Some(cluster) = Cluster::start(state) else {
+        return;
+    };
+    let Cluster {
+        lab, win, dir: _, ..
+    } = &cluster;
+    let backend_var = format!("flannel_backend={backend}");
+    let extra = [
+        "-e",
+        backend_var.as_str(),
+        "-e",
+        "windows_start_poll_delay=1",
+    ];
+
+    // First run: the Windows worker joins.
+    let (stdout, stderr) = cluster.run(&extra);
+    let k = r"C:\k";
+    let start_ps1 = start_ps1_line(network_mode);
     let install: &[&str] = match containers {
         Containers::Absent => &["Install-WindowsFeature Containers"],
         Containers::InstallPending => &[],
@@ -198,33 +286,46 @@ fn join_windows_worker_from(
     );
     // kubelet is registered, not started, before `kubeadm join`: the join's kubelet-start
     // phase starts it (upstream PrepareNode.ps1 only registers it too). TCP 10250 is opened
-    // for kubelet's API.
+    // for kubelet's API, UDP 4789 for VXLAN; the External HNS network (the Hyper-V switch) is
+    // made once, before kubelet runs.
+    let overlay_rule: &[&str] = match network_mode {
+        "overlay" => &["firewall OverlayTraffic4789UDP UDP 4789"],
+        _ => &[],
+    };
+    let expected: Vec<String> = [
+        "shutdown.exe /r /t 2".to_string(),
+        format!("mkdir {k}"),
+        r"mkdir C:\etc\kube-flannel".into(),
+        r"mkdir C:\etc\cni\net.d".into(),
+        r"mkdir C:\opt\cni\bin".into(),
+        format!(r"put {k}\start.ps1"),
+        r"put C:\etc\kube-flannel\net-conf.json".into(),
+        r"put C:\etc\cni\net.d\10-flannel.conf".into(),
+        format!(r"put {k}\kube-proxy.kubeconfig"),
+        format!(r"put {k}\flanneld.kubeconfig"),
+        format!(r"put {k}\kubeadm-join.yaml"),
+        "schedule kinit-start".into(),
+        start_ps1.clone(),
+        "containerd --register-service".into(),
+        "start containerd".into(),
+        "firewall kubelet TCP 10250".into(),
+        "service kubelet".into(),
+    ]
+    .into_iter()
+    .chain(overlay_rule.iter().map(|s| s.to_string()))
+    .chain([
+        "hns network External".to_string(),
+        format!(r"kubeadm join --config {k}\kubeadm-join.yaml"),
+        "service flanneld".into(),
+        "start flanneld".into(),
+        "service kube-proxy".into(),
+        "start kube-proxy".into(),
+        format!(r"remove {k}\kubeadm-join.yaml"),
+    ])
+    .collect();
     assert_eq!(
         calls[install.len()..],
-        [
-            "shutdown.exe /r /t 2".to_string(),
-            format!("mkdir {k}"),
-            r"mkdir C:\etc\kube-flannel".into(),
-            r"mkdir C:\etc\cni\net.d".into(),
-            r"mkdir C:\opt\cni\bin".into(),
-            format!(r"put {k}\start.ps1"),
-            r"put C:\etc\kube-flannel\net-conf.json".into(),
-            r"put C:\etc\cni\net.d\10-flannel.conf".into(),
-            format!(r"put {k}\kube-proxy.kubeconfig"),
-            format!(r"put {k}\flanneld.kubeconfig"),
-            format!(r"put {k}\kubeadm-join.yaml"),
-            start_ps1.clone(),
-            "containerd --register-service".into(),
-            "start containerd".into(),
-            "firewall kubelet TCP 10250".into(),
-            "service kubelet".into(),
-            format!(r"kubeadm join --config {k}\kubeadm-join.yaml"),
-            "service flanneld".into(),
-            "start flanneld".into(),
-            "service kube-proxy".into(),
-            "start kube-proxy".into(),
-            format!(r"remove {k}\kubeadm-join.yaml"),
-        ],
+        expected,
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
 
@@ -288,12 +389,13 @@ fn join_windows_worker_from(
         serde_json::from_str(&win.file(r"C:\etc\kube-flannel\net-conf.json")).unwrap();
     assert_eq!(net_conf["Backend"]["Type"], backend);
     for (file, account) in [("kube-proxy", "kube-proxy"), ("flanneld", "flannel")] {
-        let kc: Value =
-            serde_yaml::from_str(&win.file(&format!(r"C:\k\{file}.kubeconfig"))).unwrap();
-        assert_eq!(
-            kc["users"][0]["user"]["token"],
-            format!("sa-token-of-{account}")
+        let token = kubeconfig_token(win, file);
+        assert!(
+            token.ends_with(&format!(".sa-token-of-{account}")),
+            "{token}"
         );
+        // --duration=8760h: valid for a year.
+        assert!((token_exp(&token) - now() - 8760 * 3600).abs() < 600);
         assert!(
             !stdout.contains(&format!("sa-token-of-{account}")),
             "{stdout}"
@@ -302,10 +404,19 @@ fn join_windows_worker_from(
     assert!(!stdout.contains("abcdef.0123456789abcdef"), "{stdout}");
     assert!(!stdout.contains(PASSWORD) && !stderr.contains(PASSWORD));
 
-    // Second run: nothing changes; start.ps1 runs and finds everything in place.
+    // Second run: nothing changes; start.ps1 runs and finds everything in place, and the
+    // tokens, a year from expiry, are kept.
     win.clear_calls();
-    let (stdout, _) = run_with(&lab, &dir, &manifest, &extra);
-    assert_eq!(win.calls(), [start_ps1]);
+    let controller_calls = controller.calls().len();
+    let (stdout, _) = cluster.run(&extra);
+    assert_eq!(win.calls(), ["schedule kinit-start".to_string(), start_ps1]);
+    assert!(
+        !controller.calls()[controller_calls..]
+            .iter()
+            .any(|c| c.contains("create token")),
+        "{:?}",
+        controller.calls()
+    );
     for host in ["controller-01", "compute-01"] {
         let line = stdout
             .lines()
@@ -340,4 +451,148 @@ fn windows_worker_reboots_for_a_pending_containers_feature() {
         "l2bridge",
         "sdnbridge",
     );
+}
+
+/// Issue 18, point 4: the first HNS network creates the Hyper-V switch, which takes the
+/// management NIC away for seconds; flanneld's start may do it again. The stand-in plays both
+/// (3 s each: every connection closed, new ones refused) while start.ps1 runs. The join must
+/// succeed, with start.ps1 run once and the task's outcome read from the result file.
+/// Before, start.ps1 ran inside the WinRM command, whose connection the blip cut.
+#[test]
+fn windows_worker_join_rides_out_the_network_blips_of_the_hyper_v_switch() {
+    let Some(cluster) = Cluster::start(Some(json!({
+        "features": [],
+        "boots": 1,
+        "reboot_pending": false,
+        "services": {},
+        "firewall": [],
+        "blip_ms": 3000,
+        "blip_at_flanneld": true,
+    }))) else {
+        return;
+    };
+    let win = &cluster.win;
+    let (stdout, stderr) = cluster.run(&["-e", "windows_start_poll_delay=1"]);
+    let calls = win.calls();
+    assert_eq!(
+        calls.iter().filter(|c| c.starts_with("start.ps1 ")).count(),
+        1,
+        "start.ps1 ran once: {calls:?}"
+    );
+    assert!(
+        calls.contains(&"hns network External".to_string()),
+        "{calls:?}"
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let stats = rt.block_on(win.server.stats());
+    assert_eq!(stats["blips"], 2, "{stats}");
+    assert!(
+        stats["blip_closed_connections"].as_i64().unwrap() >= 1,
+        "kinit's connection was cut: {stats}"
+    );
+    // The outcome is the result file's: exit code 0 and a change, reported on the polling task.
+    assert_eq!(
+        win.file(r"C:\k\start.result"),
+        "KINIT_RC=0\nKINIT_CHANGED=True\n"
+    );
+    assert!(
+        win.file(r"C:\k\logs\start.log")
+            .contains("kinit: kubeadm join as compute-01.k8scluster.kubeinit.local"),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let polled = stdout
+        .split("TASK [")
+        .find(|t| t.starts_with("Node components and kubeadm join (start.ps1 result)]"))
+        .unwrap_or_else(|| panic!("no polling task:\n{stdout}"));
+    assert!(polled.contains("changed: [compute-01]"), "{polled}");
+}
+
+/// The scheduled task's exit code is the polling task's: a start.ps1 that fails (here
+/// `kubeadm join`) fails the play, with the log's last lines in the task's output.
+#[test]
+fn a_failing_start_ps1_fails_the_play_with_its_log() {
+    let Some(cluster) = Cluster::start(Some(json!({
+        "features": ["Containers"],
+        "boots": 1,
+        "reboot_pending": false,
+        "services": {},
+        "firewall": [],
+        "join_fails": "error execution phase preflight: stand-in join failure",
+    }))) else {
+        return;
+    };
+    let (code, stdout, stderr) = run_unchecked(
+        &cluster.dir,
+        &cluster.manifest,
+        &with_digests(&["-e", "windows_start_poll_delay=1"]),
+    );
+    assert_ne!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let all = format!("{stdout}\n{stderr}");
+    assert!(all.contains("KINIT_RC=1"), "{all}");
+    assert!(
+        all.contains("stand-in join failure"),
+        "the log tail is shown: {all}"
+    );
+    assert_eq!(
+        cluster
+            .win
+            .calls()
+            .iter()
+            .filter(|c| c.starts_with("start.ps1 "))
+            .count(),
+        1
+    );
+}
+
+/// Issue 18, point 5(d): the service account tokens expire (`--duration=8760h`) and nothing
+/// renews them. A run that finds one with fewer than 30 days left makes a new token for that
+/// account only, rewrites its kubeconfig and restarts its running service.
+#[test]
+fn a_service_account_token_near_its_expiry_is_renewed() {
+    let Some(cluster) = Cluster::start(None) else {
+        return;
+    };
+    let win = &cluster.win;
+    let extra = ["-e", "windows_start_poll_delay=1"];
+    cluster.run(&extra);
+    let proxy_token = kubeconfig_token(win, "kube-proxy");
+
+    // flanneld's token now expires in 10 days.
+    let kc_path = win.root.path().join("fs/C/k/flanneld.kubeconfig");
+    let kc = std::fs::read_to_string(&kc_path).unwrap();
+    let old = kubeconfig_token(win, "flanneld");
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let near = format!(
+        "{}.{}.sa-token-of-flannel-old",
+        b64.encode(br#"{"alg":"RS256"}"#),
+        b64.encode(format!(r#"{{"exp":{}}}"#, now() + 10 * 86400))
+    );
+    std::fs::write(&kc_path, kc.replace(&old, &near)).unwrap();
+
+    win.clear_calls();
+    let controller = cluster.lab.host("controller-01");
+    let before = controller.calls().len();
+    let (stdout, _) = cluster.run(&extra);
+    let made: Vec<String> = controller.calls()[before..]
+        .iter()
+        .filter(|c| c.contains("create token"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        made,
+        [
+            "kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-flannel create token flannel --duration=8760h"
+        ]
+    );
+    let renewed = kubeconfig_token(win, "flanneld");
+    assert!(renewed.ends_with(".sa-token-of-flannel"), "{renewed}");
+    assert!(token_exp(&renewed) > now() + 364 * 86400);
+    assert_eq!(kubeconfig_token(win, "kube-proxy"), proxy_token);
+    let calls = win.calls();
+    assert_eq!(
+        calls[..2],
+        [r"put C:\k\flanneld.kubeconfig", "restart flanneld"],
+        "{calls:?}"
+    );
+    assert!(!stdout.contains("sa-token-of-flannel"), "{stdout}");
 }
