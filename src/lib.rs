@@ -4,10 +4,10 @@
 //! # Layout
 //!
 //! - `cli`: the command line (clap); `config`: validated settings built from it;
-//!   `commands/`: the `kinit playbook` handler.
+//!   `commands/`: one handler per subcommand (`playbook`, `run`, `plan`, `ssh`, `state`).
 //! - `spec/`: cluster spec string and the `*_spec` inputs → `ClusterSpec`.
-//! - `deploy/`: `kinit run` (lock, state folder, phases), `kinit ssh`, `kinit state`,
-//!   `kinit plan --render` (`render`: the executor in render mode writing a deployment's files).
+//! - `deploy/`: what `run`, `plan`, `ssh` and `state` work with: the cluster lock, the state
+//!   folder, the phases, and `render` (the executor in render mode writing a deployment's files).
 //! - `cluster/`: pure expansion of a `ClusterSpec` into nodes, addresses and phases; `kinit plan`.
 //! - `inventory/`: Ansible INI/YAML inventories, host patterns, host variables.
 //! - `playbook/`: loading plays, roles and tasks (the only YAML parse site besides the loaders).
@@ -105,7 +105,7 @@ pub fn run(cli: cli::Cli) -> Result<Outcome, Error> {
     use cli::Command;
     match cli.command {
         Command::Run(args) => commands::run::run(args),
-        Command::Plan(args) => deploy::plan(args),
+        Command::Plan(args) => commands::plan::plan(args),
         Command::Playbook(args) => commands::playbook::playbook(args),
         Command::Ssh(args) => commands::ssh::ssh(args),
         Command::State(args) => commands::state::state(args),

@@ -23,12 +23,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::cli::{PlanArgs, PlanFormat};
+use crate::Error;
 use crate::cluster::Cluster;
-use crate::config::PlanConfig;
 use crate::inventory::Inventory;
 use crate::playbook::{Loader, LoaderOptions, Playbook};
-use crate::{Error, Outcome};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
@@ -122,66 +120,6 @@ pub fn cluster_inventory(cluster: &Cluster, state: &StateDir) -> Inventory {
         }
     }
     inv
-}
-
-/// `kinit plan`: the expanded cluster, then each phase with the plays and tasks the bundled
-/// playbooks give it. Reads only.
-pub fn plan(args: PlanArgs) -> Result<Outcome, Error> {
-    let cfg = PlanConfig::from_args(&args, Path::new("."))?;
-    let cluster = &cfg.cluster.cluster;
-    let (loader, book) = load_site(args.playbook_dir.as_deref())?;
-    if let Some(dir) = &args.render {
-        return render_files(cluster, &cfg.cluster.extra_vars, loader, &book, dir);
-    }
-    let phases = catalog::listing(&book).map_err(DeployError::from)?;
-    let text = match cfg.format {
-        PlanFormat::Table => format!(
-            "{}{}",
-            crate::cluster::plan::render_table(cluster),
-            catalog::render(&phases)
-        ),
-        PlanFormat::Json => crate::cluster::plan::render_json(cluster, &phases),
-    };
-    print!("{text}");
-    Ok(Outcome::Success)
-}
-
-/// `kinit plan --render DIR`: the variables `kinit run` would pass (state paths of the
-/// cluster, a placeholder for the generated Windows password), the user's `-e` over them,
-/// then the render (see `render`). Reads the state folder's location, never the folder.
-fn render_files(
-    cluster: &Cluster,
-    user_vars: &crate::vars::VarMap,
-    loader: Arc<Loader>,
-    book: &Playbook,
-    dir: &Path,
-) -> Result<Outcome, Error> {
-    let state = state_of(cluster)?;
-    render::prepare_dir(dir).map_err(DeployError::from)?;
-    let mut extra_vars = state_vars(&state, &state.path(state::RUNS).join("render"));
-    extra_vars.insert(
-        "kinit_windows_admin_password".into(),
-        json!(render::PASSWORD_PLACEHOLDER),
-    );
-    extra_vars.insert("kinit_purge_cache".into(), json!(false));
-    crate::vars::overlay(&mut extra_vars, user_vars);
-    let sink = render::render(render::RenderJob {
-        cluster,
-        loader,
-        book,
-        inventory: cluster_inventory(cluster, &state),
-        extra_vars,
-        dir,
-        state_dir: &state.root,
-    })?;
-    print!("{}", sink.index());
-    println!(
-        "\n{} files rendered for cluster `{}` into {}",
-        sink.count(),
-        cluster.name,
-        dir.display()
-    );
-    Ok(Outcome::Success)
 }
 
 /// `site.yml` of the playbook folder `flag` names (or the default one), loaded, with every
