@@ -65,7 +65,15 @@ impl Loader {
         tasks_from: Option<&str>,
         at: &Location,
     ) -> Result<Task, LoadError> {
-        let candidates = self.role_candidates(name, &ctx.dir);
+        let mut candidates = self.role_candidates(name, &ctx.dir);
+        // Inside a role (its `dependencies`), Ansible also searches beside that role
+        // (`role_basedir`, the folder holding it), after the roles path and before the
+        // playbook's own folder, so `policy_controller/calico` in a role under
+        // `kubernetes-apps/` is found there.
+        if let Some(beside) = ctx.role.as_ref().and_then(|r| r.path.parent()) {
+            let at = candidates.len().saturating_sub(1);
+            candidates.insert(at, beside.join(name));
+        }
         let path = match Path::new(name).is_absolute() {
             true => Some(PathBuf::from(name)),
             false => candidates.iter().find(|p| p.is_dir()).cloned(),

@@ -67,6 +67,33 @@ fn fqcn_and_free_form_arguments() {
     assert_eq!(tasks[1].loc.line, 4);
 }
 
+/// A role's dependency is also looked for beside the role (Ansible's `role_basedir`), as
+/// kubespray's `kubernetes-apps/policy_controller` depends on `policy_controller/calico`.
+#[test]
+fn a_dependency_is_found_beside_the_role_that_needs_it() {
+    let pb = load(&[
+        ("site.yml", "- hosts: all\n  roles:\n    - apps/policy\n"),
+        (
+            "roles/apps/policy/meta/main.yml",
+            "dependencies:\n  - policy/calico\n",
+        ),
+        ("roles/apps/policy/tasks/main.yml", "- debug: msg=policy\n"),
+        (
+            "roles/apps/policy/calico/tasks/main.yml",
+            "- debug: msg=calico\n",
+        ),
+    ])
+    .unwrap();
+    let Action::Block { block, .. } = &pb.plays[0].tasks[0].action else {
+        panic!("the role is not a block")
+    };
+    assert_eq!(
+        block[0].role.as_ref().map(|r| r.name.as_str()),
+        Some("calico"),
+        "the dependency runs first"
+    );
+}
+
 #[test]
 fn roles_expand_with_dependencies_and_handlers() {
     let pb = load(&[
