@@ -108,8 +108,13 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         backup: p.backup,
         attrs: &attrs,
         validate: p.validate.as_deref(),
+        missing_msg: None,
     };
-    textedit::edit_file(ctx, &e, |old| edit(old, &begin, &end, block, &place)).await
+    textedit::edit_file(ctx, &e, |old| {
+        let (text, msg) = edit(old, &begin, &end, block, &place);
+        (text, msg.to_string())
+    })
+    .await
 }
 
 /// Put `block` (or, with `None`, no block) between the `begin`/`end` marker lines of `text`.

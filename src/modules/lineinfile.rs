@@ -164,8 +164,13 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         backup: p.backup,
         attrs: &attrs,
         validate: p.validate.as_deref(),
+        missing_msg: None,
     };
-    textedit::edit_file(ctx, &e, |old| edit(old, &edit_spec)).await
+    textedit::edit_file(ctx, &e, |old| {
+        let (text, msg) = edit(old, &edit_spec);
+        (text, msg.to_string())
+    })
+    .await
 }
 
 /// Apply `e` to `text`: the new text and Ansible's message for what happened.

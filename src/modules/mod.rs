@@ -46,6 +46,7 @@ pub mod modprobe;
 pub mod package;
 pub mod ping;
 pub mod raw;
+pub mod replace;
 pub mod script;
 pub mod service;
 pub mod setup;
@@ -358,6 +359,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("package", &package::Package),
     ("ping", &ping::Ping),
     ("raw", &raw::Raw),
+    ("replace", &replace::Replace),
     ("script", &script::Script),
     ("service", &service::Service),
     ("setup", &setup::Setup),

@@ -15,6 +15,8 @@ pub struct TextEdit<'a> {
     pub attrs: &'a Attrs,
     /// `validate`: a command with `%s` that must accept the edited file.
     pub validate: Option<&'a str>,
+    /// The failure message for a missing file (`create: false`), when the module has its own.
+    pub missing_msg: Option<String>,
 }
 
 /// Read `e.path`, run `edit` on its text (`""` for a missing file), write the result.
@@ -22,17 +24,18 @@ pub struct TextEdit<'a> {
 pub async fn edit_file(
     ctx: &ModuleCtx<'_>,
     e: &TextEdit<'_>,
-    edit: impl FnOnce(&str) -> (String, &'static str),
+    edit: impl FnOnce(&str) -> (String, String),
 ) -> Result<ModuleResult, ModuleError> {
     let before = filewrite::probe(ctx, e.path, true).await?;
     match before.stat.kind {
         Kind::File => {}
         Kind::Absent if e.create => {}
         Kind::Absent => {
-            return Ok(
-                ModuleResult::failed(format!("destination `{}` does not exist", e.path))
-                    .with("rc", 257),
-            );
+            let msg = e
+                .missing_msg
+                .clone()
+                .unwrap_or_else(|| format!("destination `{}` does not exist", e.path));
+            return Ok(ModuleResult::failed(msg).with("rc", 257));
         }
         _ => {
             return Ok(ModuleResult::failed(format!(
@@ -75,7 +78,7 @@ pub async fn edit_file(
     }
     if !r.failed {
         r.msg = Some(if content_changed {
-            msg.to_string()
+            msg
         } else if r.changed {
             "ownership, perms or SE linux context changed".into()
         } else {

@@ -37,6 +37,7 @@ use std::sync::Arc;
 use minijinja::{ErrorKind, UndefinedBehavior};
 use serde_json::Value;
 
+pub use filters::python_replacement;
 pub use lookup::NAMES as LOOKUPS;
 pub use scope::HostVarsSource;
 

@@ -38,7 +38,7 @@ fn flags(kwargs: &Kwargs) -> Result<(bool, bool), Error> {
 }
 
 /// A Python `re.sub` replacement (`\1`, `\g<1>`, `\g<name>`, `\n`) in Rust's `${1}` syntax.
-fn replacement(py: &str) -> String {
+pub fn replacement(py: &str) -> String {
     let mut out = String::with_capacity(py.len());
     let mut chars = py.chars().peekable();
     while let Some(c) = chars.next() {

@@ -1,0 +1,178 @@
+//! `replace`: replace every match of a regular expression in a text file, as Ansible's
+//! `replace` module does (`re.subn` with `re.MULTILINE` over the file, or over the part
+//! between `after` and `before`, found with `re.DOTALL`). Python patterns and replacement
+//! groups (`\1`, `\g<name>`) are translated; patterns Rust's engine lacks (look-around,
+//! back-references in the pattern) fail with the engine's message. Read in the probe, edited
+//! on the controller by [`edit`] (pure, unit tested), written back only when it changed.
+
+use regex::RegexBuilder;
+use serde::Deserialize;
+
+use super::args::boolish;
+use super::mode::{Mode, opt_mode};
+use super::posix::Attrs;
+use super::textedit::{self, TextEdit};
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+
+typed_module!(Replace, "replace", Params, run);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// The file on the host.
+    #[serde(alias = "dest", alias = "destfile", alias = "name")]
+    path: String,
+    /// The regular expression (Python syntax, multi-line mode: `^`/`$` match at every line).
+    regexp: String,
+    /// What each match becomes (`\1`, `\g<name>` for groups); empty removes the matches.
+    #[serde(default)]
+    replace: String,
+    /// Only the text after the first match of this expression is edited.
+    after: Option<String>,
+    /// Only the text before the first match of this expression is edited.
+    before: Option<String>,
+    /// Keep a timestamped copy before changing the file.
+    #[serde(default, deserialize_with = "boolish")]
+    backup: bool,
+    /// Accepted for compatibility; files are read and written as UTF-8.
+    encoding: Option<String>,
+    /// Permissions of the file.
+    #[serde(default, deserialize_with = "opt_mode")]
+    mode: Option<Mode>,
+    /// Owner (name or uid).
+    owner: Option<String>,
+    /// Group (name or gid).
+    group: Option<String>,
+    /// A command (with `%s` for the edited file) that must accept the file before it
+    /// replaces the old one.
+    validate: Option<String>,
+}
+
+/// The replacement, with the `after`/`before` section (already combined into one pattern).
+pub struct Edit {
+    pub regexp: regex::Regex,
+    pub replace: String,
+    pub section: Option<regex::Regex>,
+}
+
+/// The edited text and Ansible's message (`N replacements made`, or empty).
+pub fn edit(text: &str, e: &Edit) -> (String, String) {
+    let (start, end) = match &e.section {
+        None => (0, text.len()),
+        Some(section) => match section.captures(text).and_then(|c| c.name("subsection")) {
+            Some(m) => (m.start(), m.end()),
+            None => return (text.to_string(), String::new()),
+        },
+    };
+    let part = &text[start..end];
+    let count = e.regexp.find_iter(part).count();
+    let replaced = e.regexp.replace_all(part, e.replace.as_str());
+    if count == 0 || replaced == part {
+        return (text.to_string(), String::new());
+    }
+    let out = format!("{}{replaced}{}", &text[..start], &text[end..]);
+    (out, format!("{count} replacements made"))
+}
+
+fn build(p: &Params) -> Result<Edit, ModuleError> {
+    let bad = |what: &str, pattern: &str, e: regex::Error| ModuleError::BadArgs {
+        module: "replace",
+        detail: format!("`{what}` `{pattern}` is not a regular expression kinit can run: {e}"),
+    };
+    let py = |pattern: &str| pattern.replace(r"\Z", r"\z");
+    let regexp = RegexBuilder::new(&py(&p.regexp))
+        .multi_line(true)
+        .build()
+        .map_err(|e| bad("regexp", &p.regexp, e))?;
+    let section = match (&p.after, &p.before) {
+        (None, None) => None,
+        (a, b) => {
+            let pattern = format!(
+                "{}(?P<subsection>.*{}){}",
+                a.as_deref().map(py).unwrap_or_default(),
+                if a.is_some() && b.is_some() { "?" } else { "" },
+                b.as_deref().map(py).unwrap_or_default()
+            );
+            Some(
+                RegexBuilder::new(&pattern)
+                    .dot_matches_new_line(true)
+                    .build()
+                    .map_err(|e| bad("after/before", &pattern, e))?,
+            )
+        }
+    };
+    Ok(Edit {
+        regexp,
+        replace: crate::template::python_replacement(&p.replace),
+        section,
+    })
+}
+
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    let _ = &p.encoding;
+    let spec = build(&p)?;
+    let attrs = Attrs {
+        mode: p.mode.clone(),
+        owner: p.owner.clone(),
+        group: p.group.clone(),
+    };
+    let e = TextEdit {
+        path: &p.path,
+        create: false,
+        backup: p.backup,
+        attrs: &attrs,
+        validate: p.validate.as_deref(),
+        missing_msg: Some(format!("Path {} does not exist !", p.path)),
+    };
+    let r = textedit::edit_file(ctx, &e, |old| edit(old, &spec)).await?;
+    // Ansible's replace reports `rc: 0` on success (and 256/257 on its failures).
+    Ok(if r.failed { r } else { r.with("rc", 0) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(regexp: &str, replace: &str, after: Option<&str>, before: Option<&str>) -> Edit {
+        build(&Params {
+            path: "/f".into(),
+            regexp: regexp.into(),
+            replace: replace.into(),
+            after: after.map(str::to_string),
+            before: before.map(str::to_string),
+            backup: false,
+            encoding: None,
+            mode: None,
+            owner: None,
+            group: None,
+            validate: None,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn replaces_like_pythons_subn_in_multiline_mode_within_the_section() {
+        let text = "a=1\nb=2\n[x]\na=3\n";
+        let (out, msg) = edit(text, &spec(r"^a=(\d)$", r"a=\1\1", None, None));
+        assert_eq!(out, "a=11\nb=2\n[x]\na=33\n");
+        assert_eq!(msg, "2 replacements made");
+        let (out, msg) = edit(text, &spec(r"^a=(\d)$", "a=9", Some(r"\[x\]"), None));
+        assert_eq!(
+            (out.as_str(), msg.as_str()),
+            ("a=1\nb=2\n[x]\na=9\n", "1 replacements made")
+        );
+        let (out, _) = edit(text, &spec("^a", "z", None, Some(r"\[x\]")));
+        assert_eq!(out, "z=1\nb=2\n[x]\na=3\n");
+        // A section that is not found, or nothing to replace: unchanged, no message.
+        assert_eq!(
+            edit(text, &spec("a", "b", Some("nope"), None)),
+            (text.into(), String::new())
+        );
+        assert_eq!(
+            edit(text, &spec("q", "b", None, None)),
+            (text.into(), String::new())
+        );
+        // A replacement that changes nothing is no change.
+        assert_eq!(edit(text, &spec("b=2", "b=2", None, None)).1, "");
+    }
+}
