@@ -171,6 +171,34 @@ fn every_download_of_start_ps1_passes_a_sha256() {
     assert!(body.contains("[Parameter(Mandatory = $true)][string]$Sha256"));
 }
 
+/// `role` of the repository run by the real `kinit playbook` on this machine (`local`), with
+/// the repository's variables, a scratch `kinit_config_dir` and `-e` values `extra`.
+fn role_on_localhost(role: &str, extra: &[&str]) -> crate::support::Ran {
+    let test = crate::support::Test::new();
+    let repo = super::fixture::repo();
+    std::os::unix::fs::symlink(repo.join("roles"), test.path().join("roles")).unwrap();
+    std::os::unix::fs::symlink(repo.join("playbooks/vars"), test.path().join("vars")).unwrap();
+    let config = test.path().join("config").display().to_string();
+    let mut test = test
+        .write(
+            "site.yml",
+            &format!(
+                "- hosts: localhost\n  gather_facts: false\n  vars_files: [vars/cluster.yml]\n\
+                 \x20 roles: [{role}]\n"
+            ),
+        )
+        .write(
+            "hosts.yml",
+            "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n",
+        )
+        .args(["playbook", "site.yml", "-i", "hosts.yml", "-e"])
+        .args([format!("kinit_config_dir={config}")]);
+    for e in extra {
+        test = test.args(["-e", e]);
+    }
+    test.run()
+}
+
 /// A digest no upstream publishes and kinit could not pin: unset, the download goes ahead
 /// unverified after a warning naming it; with `kinit_require_pinned_downloads` the role stops
 /// at its first task, naming the variable, the file and how to pin it, and nothing is
@@ -181,28 +209,10 @@ fn unset_digests_warn_by_default_and_stop_the_play_when_pins_are_required() {
     // Without `kinit_require_pinned_downloads`, the manifest is fetched unverified after a
     // warning that names it (the URL points at a closed local port: the download fails at
     // once, and the warning came first).
-    let test = crate::support::Test::new();
-    let repo = super::fixture::repo();
-    std::os::unix::fs::symlink(repo.join("roles"), test.path().join("roles")).unwrap();
-    std::os::unix::fs::symlink(repo.join("playbooks/vars"), test.path().join("vars")).unwrap();
-    let config = test.path().join("config").display().to_string();
-    let ran = test
-        .write(
-            "site.yml",
-            "- hosts: localhost\n  gather_facts: false\n  vars_files: [vars/cluster.yml]\n\
-             \x20 roles: [kinit_network]\n",
-        )
-        .write(
-            "hosts.yml",
-            "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n",
-        )
-        .args(["playbook", "site.yml", "-i", "hosts.yml", "-e"])
-        .args([format!("kinit_config_dir={config}")])
-        .args([
-            "-e",
-            "flannel_manifest_url=http://127.0.0.1:9/kube-flannel.yml",
-        ])
-        .run();
+    let ran = role_on_localhost(
+        "kinit_network",
+        &["flannel_manifest_url=http://127.0.0.1:9/kube-flannel.yml"],
+    );
     let out = ran.stdout();
     let warned = out
         .find("WARNING: http://127.0.0.1:9/kube-flannel.yml is downloaded without a checksum")
@@ -214,24 +224,7 @@ fn unset_digests_warn_by_default_and_stop_the_play_when_pins_are_required() {
     assert!(!out.contains("is not set"), "{out}");
 
     // With pins required, the play stops at its first task instead.
-    let test = crate::support::Test::new();
-    std::os::unix::fs::symlink(repo.join("roles"), test.path().join("roles")).unwrap();
-    std::os::unix::fs::symlink(repo.join("playbooks/vars"), test.path().join("vars")).unwrap();
-    let config = test.path().join("config").display().to_string();
-    let ran = test
-        .write(
-            "site.yml",
-            "- hosts: localhost\n  gather_facts: false\n  vars_files: [vars/cluster.yml]\n\
-             \x20 roles: [kinit_network]\n",
-        )
-        .write(
-            "hosts.yml",
-            "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n",
-        )
-        .args(["playbook", "site.yml", "-i", "hosts.yml", "-e"])
-        .args([format!("kinit_config_dir={config}")])
-        .args(["-e", "kinit_require_pinned_downloads=true"])
-        .run();
+    let ran = role_on_localhost("kinit_network", &["kinit_require_pinned_downloads=true"]);
     let out = ran.stdout();
     assert_eq!(ran.output.status.code(), Some(2), "{out}");
     assert!(
@@ -247,23 +240,13 @@ fn unset_digests_warn_by_default_and_stop_the_play_when_pins_are_required() {
     );
 
     // The Windows worker's pinned downloads, on their own.
-    let ran = crate::support::Test::new();
-    std::os::unix::fs::symlink(repo.join("roles"), ran.path().join("roles")).unwrap();
-    std::os::unix::fs::symlink(repo.join("playbooks/vars"), ran.path().join("vars")).unwrap();
-    let ran = ran
-        .write(
-            "site.yml",
-            "- hosts: localhost\n  gather_facts: false\n  vars_files: [vars/cluster.yml]\n\
-             \x20 roles: [kinit_windows_node]\n",
-        )
-        .write(
-            "hosts.yml",
-            "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n",
-        )
-        .args(["playbook", "site.yml", "-i", "hosts.yml"])
-        .args(["-e", "windows_flanneld_sha256=abc"])
-        .args(["-e", "kinit_require_pinned_downloads=true"])
-        .run();
+    let ran = role_on_localhost(
+        "kinit_windows_node",
+        &[
+            "windows_flanneld_sha256=abc",
+            "kinit_require_pinned_downloads=true",
+        ],
+    );
     let out = ran.stdout();
     assert_eq!(ran.output.status.code(), Some(2), "{out}");
     assert!(
