@@ -70,9 +70,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 detail: "`argv` and `cmd`/free-form text are mutually exclusive".into(),
             });
         }
-        // As Ansible's command module words it, with its `rc`.
+        // As ansible-core 2.19's argument check words it (its `required_one_of`).
         _ => {
-            return Ok(ModuleResult::failed("no command given").with("rc", 256));
+            return Ok(ModuleResult::failed(
+                "one of the following is required: _raw_params, cmd, argv",
+            ));
         }
     };
     let script = sh_join(&argv);
