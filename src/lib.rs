@@ -109,6 +109,6 @@ pub fn run(cli: cli::Cli) -> Result<Outcome, Error> {
         Command::Playbook(args) => commands::playbook::playbook(args),
         Command::Ssh(args) => commands::ssh::ssh(args),
         Command::State(args) => commands::state::state(args),
-        Command::Ci(args) => ci::command(args),
+        Command::Ci(args) => commands::ci::command(args),
     }
 }

@@ -4,11 +4,18 @@
 use std::fmt::Write;
 
 use super::jobs::Job;
-use crate::cli::CiListFormat;
 
-pub fn render(jobs: &[&Job], format: CiListFormat) -> String {
+/// How `kinit ci list` prints the jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Labels,
+}
+
+pub fn render(jobs: &[&Job], format: Format) -> String {
     match format {
-        CiListFormat::Table => {
+        Format::Table => {
             let mut o = String::new();
             for j in jobs {
                 let _ = writeln!(
@@ -22,8 +29,8 @@ pub fn render(jobs: &[&Job], format: CiListFormat) -> String {
             }
             o
         }
-        CiListFormat::Labels => jobs.iter().map(|j| format!("{}\n", j.label)).collect(),
-        CiListFormat::Json => {
+        Format::Labels => jobs.iter().map(|j| format!("{}\n", j.label)).collect(),
+        Format::Json => {
             let rows: Vec<serde_json::Value> = jobs
                 .iter()
                 .map(|j| {

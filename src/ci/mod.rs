@@ -4,7 +4,7 @@
 //! (`junit`), the run page (`html`) and the index over all runs with badges (`index`).
 
 mod html;
-mod index;
+pub mod index;
 #[cfg(test)]
 mod index_tests;
 pub mod jobs;
@@ -12,7 +12,7 @@ pub mod jobs;
 mod jobs_tests;
 mod junit;
 pub mod launch;
-mod list;
+pub mod list;
 mod name;
 pub mod summary;
 mod svg;
@@ -23,8 +23,6 @@ use std::time::Instant;
 pub use jobs::{JobsError, Matrix};
 pub use name::JobType;
 
-use crate::Outcome;
-use crate::cli::{CiArgs, CiCommand};
 use crate::report::Redactor;
 use summary::{RunSummary, StepResult, StepStatus};
 
@@ -57,89 +55,6 @@ pub(crate) fn write(path: &Path, text: &str) -> Result<(), CiError> {
         path: path.to_path_buf(),
         source,
     })
-}
-
-pub fn command(args: CiArgs) -> Result<Outcome, crate::Error> {
-    match args.command {
-        CiCommand::List {
-            jobs,
-            schedule,
-            runner,
-            labels,
-            format,
-        } => {
-            let m = Matrix::load(&jobs::locate(jobs.as_deref())).map_err(CiError::from)?;
-            let wanted: Option<Vec<&str>> = labels
-                .as_deref()
-                .map(|l| l.split(',').map(str::trim).collect());
-            let selected: Vec<&jobs::Job> = m
-                .jobs
-                .iter()
-                .filter(|j| schedule.as_deref().is_none_or(|s| j.schedule.word() == s))
-                .filter(|j| runner.as_deref().is_none_or(|r| j.runner == r))
-                .filter(|j| {
-                    wanted
-                        .as_ref()
-                        .is_none_or(|w| w.contains(&j.label.as_str()))
-                })
-                .collect();
-            print!("{}", list::render(&selected, format));
-            Ok(Outcome::Success)
-        }
-        CiCommand::Run {
-            label,
-            jobs,
-            hypervisor_hosts,
-            out,
-            dry_run,
-            job_type,
-            pipeline_id,
-            kinit,
-            extra_vars,
-            stop_after,
-        } => {
-            let m = Matrix::load(&jobs::locate(jobs.as_deref())).map_err(CiError::from)?;
-            let mut job = m.get(&label).map_err(CiError::from)?.clone();
-            if let Some(hosts) = hypervisor_hosts {
-                job.set_hypervisor_hosts(&hosts).map_err(CiError::from)?;
-            }
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            let over =
-                crate::extra_vars::parse_extra_vars(&extra_vars, &cwd).map_err(CiError::from)?;
-            job.extra_vars.extend(over);
-            let exe = match kinit {
-                Some(p) => p,
-                None => std::env::current_exe().map_err(CiError::Exe)?,
-            };
-            let pid = pipeline_id
-                .or_else(|| std::env::var("CI_PIPELINE_ID").ok())
-                .or_else(|| std::env::var("GITHUB_RUN_ID").ok())
-                .unwrap_or_else(|| "pid".into());
-            let rt = tokio::runtime::Runtime::new().map_err(CiError::Runtime)?;
-            let opts = RunOptions {
-                out,
-                dry_run,
-                job_type: job_type.into(),
-                pipeline_id: pid,
-                exe,
-                stop_after,
-            };
-            let s = rt.block_on(run_job(&job, &opts))?;
-            println!("{}", opts.out.join(&s.name).join("index.html").display());
-            Ok(if s.interrupted {
-                Outcome::Interrupted
-            } else if s.passed {
-                Outcome::Success
-            } else {
-                Outcome::HostFailed
-            })
-        }
-        CiCommand::Index { out, history } => {
-            let page = index::write_index(&out, history)?;
-            println!("{}", page.display());
-            Ok(Outcome::Success)
-        }
-    }
 }
 
 pub struct RunOptions {

@@ -15,15 +15,6 @@ pub enum JobType {
     Pr,
 }
 
-impl From<crate::cli::CiJobType> for JobType {
-    fn from(t: crate::cli::CiJobType) -> Self {
-        match t {
-            crate::cli::CiJobType::Periodic => JobType::Periodic,
-            crate::cli::CiJobType::Pr => JobType::Pr,
-        }
-    }
-}
-
 impl JobType {
     pub fn word(self) -> &'static str {
         match self {

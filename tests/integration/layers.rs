@@ -35,6 +35,10 @@ const LAYERS: &[&str] = &[
     "main",
 ];
 
+/// The files that may name `crate::cli`: the handlers, the settings they validate, and the
+/// dispatch in `lib`.
+const CLI_USERS: &[&str] = &["config", "commands", "lib", "main"];
+
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -88,6 +92,7 @@ fn modules_import_only_lower_layers_and_folders_have_no_cycles() {
     files.sort();
     let rank = |m: &str| LAYERS.iter().position(|l| *l == m);
     let mut upward = Vec::new();
+    let mut cli_users = Vec::new();
     // folder -> file -> sibling files it imports
     let mut folders: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
     for f in &files {
@@ -108,6 +113,11 @@ fn modules_import_only_lower_layers_and_folders_have_no_cycles() {
         for used in names_after(&text, "crate::") {
             if used == top {
                 continue;
+            }
+            // Command-line types stay at the edge: the layers below the handlers take
+            // validated settings (`config`), never clap's types.
+            if used == "cli" && !CLI_USERS.contains(&top.as_str()) {
+                cli_users.push(format!("src/{} names `crate::cli`", rel.display()));
             }
             match rank(&used) {
                 Some(r) if r < me => {}
@@ -133,6 +143,13 @@ fn modules_import_only_lower_layers_and_folders_have_no_cycles() {
         "imports of a higher layer (order, lowest first: {}):\n{}",
         LAYERS.join(" < "),
         upward.join("\n")
+    );
+
+    assert!(
+        cli_users.is_empty(),
+        "only {} may use the command-line types:\n{}",
+        CLI_USERS.join(", "),
+        cli_users.join("\n")
     );
 
     let mut cycles = Vec::new();
