@@ -1,5 +1,8 @@
 //! The command line (clap derive). Only shape and help text live here; `config.rs` turns a
 //! parsed `Cli` into validated settings and each subcommand's module does the work.
+//!
+//! One file on purpose: the subcommands share argument groups (`ClusterArgs`, `ExecArgs`,
+//! `ConnectArgs`), and `--help` texts read consistently when written side by side.
 
 use std::path::PathBuf;
 

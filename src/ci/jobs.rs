@@ -1,6 +1,9 @@
 //! The job matrix (`ci/jobs.yml`): one entry per job label with the inputs of its cluster, the
 //! runner pool it needs and its schedule class. Loading checks every field and names the file
 //! and line of a bad one.
+//!
+//! One file: the matrix types and their loader go together, since loading is where every
+//! field is checked.
 
 use std::path::{Path, PathBuf};
 

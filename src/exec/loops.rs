@@ -1,5 +1,8 @@
 //! Loops: the items of `loop`/`with_*` (each form flattens its own way), and running a task
 //! once per item with the loop variables set, `when` per item and one result per item.
+//!
+//! One file: computing the items and running the task per item share the loop variables'
+//! rules (`loop_var`, `index_var`, `label`, `extended`); `with_sequence` parsing is the rest.
 
 use std::time::Duration;
 

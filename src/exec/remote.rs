@@ -1,6 +1,9 @@
 //! Running a module on a host: render its arguments, open (or reuse) the connection of the
 //! host or its `delegate_to` target, build the `ModuleCtx` (become, environment, timeout,
 //! file search paths, template rendering) and turn the outcome into a registered result.
+//!
+//! Over 300 lines because rendering, connecting (with `delegate_to`) and the result are one
+//! sequence per module call, in the order Ansible's task executor runs them.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,6 +1,9 @@
 //! Executor actions that change the run's own state: `add_host` and `group_by` (the
 //! inventory), `include_vars` (a host's variables) and `wait_for_connection` (a host's
 //! connection).
+//!
+//! One file: each action here changes state the executor owns (inventory, host variables,
+//! connections) and shares its locking and reporting.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

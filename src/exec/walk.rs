@@ -1,6 +1,8 @@
 //! The tree walker: runs a list of tasks over a set of hosts in lockstep, descending into
 //! blocks (with `rescue`/`always`), running dynamic includes, and flushing handlers.
 //! Keywords of plays, blocks and roles reach the tasks inside through `Inherit`.
+//!
+//! One file: blocks, includes and handler flushes recurse into each other through the walk.
 
 use std::sync::atomic::Ordering;
 

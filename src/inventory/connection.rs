@@ -1,6 +1,9 @@
 //! From a host's final variables to a `HostTarget`: the `ansible_*` connection variables
 //! (address, port, user, password, keys, jump hosts from `ProxyJump`/`ProxyCommand`,
 //! WinRM options) over the command-line defaults, and the host's `ansible_become*` settings.
+//!
+//! One file because SSH, WinRM and become settings are read from the same variables in one
+//! precedence (host variables over the command line, `ansible_ssh_*` spellings included).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -5,6 +5,9 @@
 //! Variables are kept where they were declared (group, host, inventory file or
 //! `group_vars/`/`host_vars/` folder) and merged per host on demand in Ansible's order
 //! (see `host_vars`), so `add_host`/`group_by` at run time need no re-merge.
+//!
+//! Over 300 lines because the model and the per-host merge belong together: the merge order
+//! is what the model's places (group, host, file, folder) exist for.
 
 mod connection;
 mod error;

@@ -8,6 +8,9 @@
 //! names apt's reason, and leaves no package half-configured (`dpkg --configure -a`). In check
 //! mode apt simulates the install (`apt-get -s`, as Ansible's apt module does) and reports what
 //! it would install, or why it would fail.
+//!
+//! One file because the probe, the decision and the commands must agree on one package model
+//! (names, versions, `latest`), and the safety rules above apply to all three.
 
 use std::collections::BTreeMap;
 

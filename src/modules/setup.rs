@@ -6,6 +6,8 @@
 //! Like Ansible's `setup`, the result holds `ansible_facts` with `ansible_`-prefixed keys
 //! (`ansible_facts.ansible_distribution`); the executor stores them as host facts, reachable
 //! both as `ansible_facts.distribution` and as the `ansible_distribution` variable.
+//!
+//! One file: the fact names come from one command's output, parsed in one place.
 
 use std::collections::BTreeMap;
 

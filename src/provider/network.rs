@@ -1,6 +1,9 @@
 //! `Network`: libvirt network XML as serde types, and `NatNetwork`, the cluster network kinit
 //! creates on a single hypervisor: NAT to the outside, the gateway on the host bridge, one
 //! static DHCP entry (MAC → IP → name) and one DNS entry per node.
+//!
+//! Over 300 lines because libvirt's network XML needs many small serde types; `NatNetwork`
+//! is the one place that fills them.
 
 use std::collections::HashSet;
 use std::net::Ipv4Addr;

@@ -18,6 +18,9 @@
 //! the same ISO carries anyway: the ISO holds no second secret. RSA-2048 keys throughout, the
 //! kind every Windows TLS stack (HTTP.sys serves WinRM) takes from a PKCS#12 without a
 //! provider choice.
+//!
+//! One file: the CA and the leaf certificates share the key type, validity and storage rules
+//! above.
 
 use std::fs;
 use std::net::IpAddr;

@@ -1,6 +1,10 @@
 //! Filters over lists and dicts: `combine`, `dict2items`/`items2dict`, `flatten`,
 //! `unique`/`union`/`difference`/`intersect`/`symmetric_difference`, `product`, `zip`.
 //! They work on JSON copies of their inputs, which is what Ansible's Python does too.
+//!
+//! One family in one file: the set filters share the list coercion, the de-duplication and
+//! Python's first-seen ordering, and `combine` shares the merge with nothing else; split, each
+//! piece would be a screenful.
 
 use minijinja::value::{Kwargs, Rest};
 use minijinja::{Error, ErrorKind, Value};

@@ -1,6 +1,9 @@
 //! Address math in the style of `ansible.utils` (`ipaddr`, `ipv4`, `ipv6`, `nthhost`,
 //! `ipmath`, `network_in_usable`, `next_nth_usable`, ...), on `ipnet`. Like the Python
 //! originals they answer `false` for input that is not an address of the wanted kind.
+//!
+//! One file: every filter here is a thin query over the same `Iface` (address plus prefix) and
+//! its arithmetic.
 
 use std::net::IpAddr;
 

@@ -4,6 +4,8 @@
 //!
 //! Written here because winrm-rs 1.1.2 keeps its message builders crate-private; its public
 //! `NtlmSession` (sign/seal keys and RC4 streams from an exported key) is used by `seal.rs`.
+//!
+//! One file: the three messages share the wire layout and the key derivation of MS-NLMP.
 
 use hmac::{KeyInit, Mac};
 use md4::Digest as _;
