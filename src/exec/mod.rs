@@ -19,6 +19,7 @@ mod include;
 mod inherit;
 mod loops;
 mod play;
+mod prompt;
 mod reboot;
 mod remote;
 pub mod render;

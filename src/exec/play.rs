@@ -54,6 +54,8 @@ impl Executor {
     }
 
     async fn run_play(&self, play: &Play) {
+        let prompted = self.with_prompted_vars(play);
+        let play = prompted.as_ref().unwrap_or(play);
         let hosts = match self.play_hosts(play) {
             Ok(h) => h,
             Err(e) => {
@@ -105,7 +107,9 @@ impl Executor {
             });
             return;
         }
-        for batch in batches(&hosts, &serial) {
+        // `order` arranges the batches; `ansible_play_hosts_all` keeps the inventory's order
+        // (Ansible's strategy caches `get_hosts(order=play.order)` for the batch only).
+        for batch in batches(&play.order.arrange(&hosts), &serial) {
             if self.cancel.is_cancelled() {
                 break;
             }
@@ -148,7 +152,7 @@ impl Executor {
     }
 
     /// What a play-level template (`serial`) sees: the play's `vars` under the extra vars.
-    fn play_level_vars(&self, play: &Play) -> VarMap {
+    pub(super) fn play_level_vars(&self, play: &Play) -> VarMap {
         let mut v = play.vars.clone();
         crate::vars::overlay(&mut v, &self.opts.extra_vars);
         v

@@ -60,9 +60,11 @@ impl Executor {
         let magic = [
             ("groups", Value::Object(groups)),
             ("ansible_play_hosts_all", json!(pr.all_hosts)),
-            ("ansible_play_hosts", json!(self.active(&pr.batch))),
+            // Ansible 2.19 (`VariableManager._get_magic_variables`): the play's hosts and the
+            // batch, each without the hosts that failed, were unreachable or ended.
+            ("ansible_play_hosts", json!(self.play_hosts_left(pr))),
             ("play_hosts", json!(self.active(&pr.batch))),
-            ("ansible_play_batch", json!(pr.batch)),
+            ("ansible_play_batch", json!(self.active(&pr.batch))),
             ("ansible_play_name", json!(pr.play.name)),
             ("omit", json!(crate::template::OMIT)),
             ("playbook_dir", json!(self.abs(&self.playbook_dir()))),

@@ -26,6 +26,23 @@ impl Executor {
             .collect()
     }
 
+    /// `ansible_play_hosts`: the play's hosts without those that failed or were unreachable,
+    /// and without those ended in this batch. A host ended (`meta: end_host`) in an earlier
+    /// batch counts again, as in Ansible, whose removed-host list starts anew each batch and
+    /// gets only the failed hosts back.
+    pub(crate) fn play_hosts_left(&self, pr: &PlayRun<'_>) -> Vec<String> {
+        let map = self.hosts.lock().unwrap();
+        pr.all_hosts
+            .iter()
+            .filter(|h| {
+                map.get(*h).is_none_or(|s| {
+                    !(s.failed || s.unreachable || (s.ended && pr.batch.contains(h)))
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
     pub(crate) fn run_tasks<'a>(
         &'a self,
         pr: &'a PlayRun<'a>,
@@ -199,7 +216,7 @@ impl Executor {
         }))
         .await;
         if run_once && let Some(first) = outcomes.first() {
-            self.share_run_once(&hosts[1..], task, &kw, first);
+            self.share_run_once(pr, hosts, task, &kw, first);
         }
         let mut flush = false;
         let mut includes = Vec::new();
@@ -252,8 +269,17 @@ impl Executor {
         }
     }
 
-    /// `run_once`: the one result counts for every host of the batch.
-    fn share_run_once(&self, others: &[String], task: &Task, kw: &Keywords, first: &HostOutcome) {
+    /// `run_once`: the one result counts for every host of the batch. Its registered result
+    /// and facts reach every batch host that is not unreachable, failed ones included (Ansible
+    /// 2.19 `StrategyBase.get_task_hosts`); handlers are notified on the active hosts only.
+    fn share_run_once(
+        &self,
+        pr: &PlayRun<'_>,
+        active: &[String],
+        task: &Task,
+        kw: &Keywords,
+        first: &HostOutcome,
+    ) {
         let facts = match task.module_name() {
             Some("set_fact") => first
                 .result
@@ -263,15 +289,20 @@ impl Executor {
                 .cloned(),
             _ => None,
         };
-        for h in others {
+        let ran_on = active.first();
+        for h in pr.batch.iter().filter(|h| Some(*h) != ran_on) {
+            let notify = first.status == Status::Changed && active.contains(h);
             self.with_state(h, |s| {
+                if s.unreachable {
+                    return;
+                }
                 if let Some(r) = &kw.register {
                     s.set_facts.insert(r.clone(), first.result.to_value());
                 }
                 if let Some(f) = &facts {
                     crate::vars::overlay(&mut s.set_facts, f);
                 }
-                if first.status == Status::Changed {
+                if notify {
                     s.notified.extend(kw.notify.iter().cloned());
                 }
             });

@@ -69,6 +69,77 @@ pub enum Strategy {
     Free,
 }
 
+/// One `vars_prompt` entry. `prompt` and `default` may be templates over the play's vars.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VarPrompt {
+    pub name: String,
+    pub prompt: Option<String>,
+    pub default: Option<Value>,
+    pub private: bool,
+    pub confirm: bool,
+    /// A `password_hash` type (`sha512_crypt`, `sha256_crypt`) the answer is hashed with.
+    pub encrypt: Option<String>,
+    pub salt: Option<String>,
+    pub salt_size: Option<usize>,
+    pub loc: Location,
+}
+
+/// A play's `order`: the order its hosts run in (batches, `run_once`, `ansible_play_batch`).
+/// `ansible_play_hosts` and `ansible_play_hosts_all` keep the inventory's order, as in Ansible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HostOrder {
+    #[default]
+    Inventory,
+    ReverseInventory,
+    Sorted,
+    ReverseSorted,
+    Shuffle,
+}
+
+impl HostOrder {
+    pub const WORDS: &'static [&'static str] = &[
+        "inventory",
+        "reverse_inventory",
+        "sorted",
+        "reverse_sorted",
+        "shuffle",
+    ];
+
+    pub fn from_word(word: &str) -> Option<HostOrder> {
+        Some(match word {
+            "inventory" => HostOrder::Inventory,
+            "reverse_inventory" => HostOrder::ReverseInventory,
+            "sorted" => HostOrder::Sorted,
+            "reverse_sorted" => HostOrder::ReverseSorted,
+            "shuffle" => HostOrder::Shuffle,
+            _ => return None,
+        })
+    }
+
+    /// `hosts` (in inventory order) in this order.
+    pub fn arrange(self, hosts: &[String]) -> Vec<String> {
+        let mut out = hosts.to_vec();
+        match self {
+            HostOrder::Inventory => {}
+            HostOrder::ReverseInventory => out.reverse(),
+            HostOrder::Sorted => out.sort(),
+            HostOrder::ReverseSorted => out.sort_by(|a, b| b.cmp(a)),
+            HostOrder::Shuffle => {
+                // Fisher-Yates over the OS's randomness; without it, inventory order.
+                for i in (1..out.len()).rev() {
+                    let mut b = [0u8; 8];
+                    if getrandom::fill(&mut b).is_err() {
+                        break;
+                    }
+                    let j = (u64::from_le_bytes(b) % (i as u64 + 1)) as usize;
+                    out.swap(i, j);
+                }
+            }
+        }
+        out
+    }
+}
+
 /// One entry of `serial`: a host count or a percentage of the play's hosts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Serial {
@@ -90,6 +161,8 @@ pub struct Play {
     pub gather_facts: Option<bool>,
     pub serial: Vec<Serial>,
     pub strategy: Strategy,
+    pub order: HostOrder,
+    pub vars_prompt: Vec<VarPrompt>,
     pub any_errors_fatal: bool,
     pub max_fail_percentage: Option<f64>,
     /// Keywords every task of the play inherits (`become`, `tags`, `environment`, ...).

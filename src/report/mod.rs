@@ -49,12 +49,23 @@ pub enum ReportError {
 pub struct EventSender {
     tx: mpsc::UnboundedSender<Event>,
     pub redactor: Redactor,
+    /// The live progress bars, when the reporter draws them: hidden while a question is
+    /// asked on the terminal (`suspend`).
+    bars: Option<indicatif::MultiProgress>,
 }
 
 impl EventSender {
     pub fn send(&self, ev: Event) {
         // The reporter only goes away at shutdown; a lost event then is harmless.
         let _ = self.tx.send(ev);
+    }
+
+    /// Run `f` (a question on the terminal, `vars_prompt`) with the progress bars hidden.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.bars {
+            Some(m) => m.suspend(f),
+            None => f(),
+        }
     }
 
     /// A sender with no reporter behind it: for commands that only inspect a playbook
@@ -64,6 +75,7 @@ impl EventSender {
         EventSender {
             tx,
             redactor: Redactor::default(),
+            bars: None,
         }
     }
 
@@ -75,6 +87,7 @@ impl EventSender {
             EventSender {
                 tx,
                 redactor: Redactor::default(),
+                bars: None,
             },
             rx,
         )
@@ -103,8 +116,10 @@ pub fn start(
         None => None,
     };
     let r = redactor.clone();
-    let handle = tokio::spawn(async move { run(opts, r, rx, json).await });
-    Ok((EventSender { tx, redactor }, handle))
+    let progress = opts.progress.then(progress::Progress::new);
+    let bars = progress.as_ref().map(progress::Progress::bars);
+    let handle = tokio::spawn(async move { run(opts, r, rx, json, progress).await });
+    Ok((EventSender { tx, redactor, bars }, handle))
 }
 
 async fn run(
@@ -112,10 +127,10 @@ async fn run(
     redactor: Redactor,
     mut rx: mpsc::UnboundedReceiver<Event>,
     mut json: Option<std::io::BufWriter<std::fs::File>>,
+    mut progress: Option<progress::Progress>,
 ) -> Result<RunStats, ReportError> {
     let mut stats = RunStats::default();
     let mut plain = plain::Plain::new(opts.verbose, opts.diff);
-    let mut progress = opts.progress.then(progress::Progress::new);
     let mut junit = junit::Junit::default();
     // The first error writing the JSON log (a full disk, `/dev/full`): the log stops there and
     // the run ends with that error after its recap, instead of a cut log and exit 0.

@@ -40,6 +40,11 @@ impl Progress {
         }
     }
 
+    /// A handle on the bars, to hide them while the terminal is used otherwise.
+    pub fn bars(&self) -> MultiProgress {
+        self.multi.clone()
+    }
+
     pub fn handle(&mut self, ev: &Event, text: &str) {
         let trimmed = text.trim_end_matches('\n');
         if !trimmed.is_empty() {

@@ -108,6 +108,7 @@ impl Templar {
         env.add_function("query", lookup::query);
         env.add_function("q", lookup::query);
         env.add_function("now", now::now);
+        env.add_function("dict", filters::core::dict);
         filters::register(&mut env);
         pyops::register(&mut env);
         Self {

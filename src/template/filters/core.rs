@@ -1,5 +1,6 @@
 //! Type conversions and small helpers: `bool`, `int`, `float`, `string`, `ternary`,
-//! `mandatory`, `type_debug`, `to_uuid`, `quote`, `extract`, with Ansible's (Python's) rules.
+//! `mandatory`, `type_debug`, `to_uuid`, `quote`, `extract`, and the `dict()` global, with
+//! Ansible's (Python's) rules.
 
 use minijinja::value::{Kwargs, ValueKind};
 use minijinja::{Error, ErrorKind, State, Value};
@@ -296,4 +297,61 @@ pub fn round(value: Value, precision: Option<i32>, method: Option<String>) -> Re
         }
     };
     Ok(Value::from(r / scale))
+}
+
+/// The `dict()` global as Jinja2 has it: Python's `dict`, so besides a mapping and keyword
+/// arguments it takes a list of key/value pairs (`dict(keys | zip(values))`).
+pub fn dict(value: Option<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let mut out: Vec<(Value, Value)> = Vec::new();
+    match value {
+        None => {}
+        Some(v) if v.is_undefined() => {
+            return Err(Error::new(ErrorKind::UndefinedError, "undefined value"));
+        }
+        Some(v) if v.kind() == ValueKind::Map => {
+            for k in v.try_iter()? {
+                let item = v.get_item(&k)?;
+                out.push((k, item));
+            }
+        }
+        Some(v) if matches!(v.kind(), ValueKind::Seq | ValueKind::Iterable) => {
+            for (i, pair) in v.try_iter()?.enumerate() {
+                let items: Vec<Value> = match pair.kind() {
+                    ValueKind::Seq | ValueKind::Iterable | ValueKind::String => {
+                        pair.try_iter()?.collect()
+                    }
+                    _ => {
+                        return Err(Error::new(
+                            ErrorKind::InvalidOperation,
+                            format!(
+                                "cannot convert dictionary update sequence element #{i} \
+                                 to a sequence"
+                            ),
+                        ));
+                    }
+                };
+                if items.len() != 2 {
+                    return Err(Error::new(
+                        ErrorKind::InvalidOperation,
+                        format!(
+                            "dictionary update sequence element #{i} has length {}; 2 \
+                             is required",
+                            items.len()
+                        ),
+                    ));
+                }
+                out.push((items[0].clone(), items[1].clone()));
+            }
+        }
+        Some(v) => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("'{}' object is not iterable", type_debug(v.clone())),
+            ));
+        }
+    }
+    for key in kwargs.args() {
+        out.push((Value::from(key), kwargs.get::<Value>(key)?));
+    }
+    Ok(Value::from_iter(out))
 }

@@ -71,7 +71,7 @@ pub fn register(env: &mut Environment<'static>) {
         "selectattr" => b::selectattr, "rejectattr" => b::rejectattr, "map" => b::map,
         "items" => b::items, "dictsort" => b::dictsort, "batch" => b::batch,
         "slice" => b::slice, "round" => core::round, "abs" => b::abs, "format" => b::format,
-        "tojson" => b::tojson, "urlencode" => b::urlencode,
+        "urlencode" => b::urlencode,
     });
     filters!(env, "ansible.builtin", {
         "bool" => core::bool_filter,
@@ -113,6 +113,7 @@ pub fn register(env: &mut Environment<'static>) {
         "product" => data::product,
         "zip" => data::zip,
         "zip_longest" => data::zip_longest,
+        "tojson" => serial::tojson,
         "to_json" => serial::to_json,
         "to_nice_json" => serial::to_nice_json,
         "from_json" => serial::from_json,

@@ -1,6 +1,7 @@
-//! JSON and YAML in and out: `to_json`/`to_nice_json` write what Python's `json.dumps`
-//! writes (`", "` separators, non-ASCII escaped, floats as Python prints them), `to_yaml`/
-//! `to_nice_yaml` what PyYAML writes (see `pyyaml`), `from_json`/`from_yaml` parse.
+//! JSON and YAML in and out: `to_json`/`to_nice_json` (and Jinja2's `tojson`) write what
+//! Python's `json.dumps` writes (`", "` separators, non-ASCII escaped, floats as Python
+//! prints them), `to_yaml`/`to_nice_yaml` what PyYAML writes (see `pyyaml`),
+//! `from_json`/`from_yaml` parse.
 
 use minijinja::value::Kwargs;
 use minijinja::{Error, ErrorKind, Value};
@@ -105,6 +106,24 @@ pub fn to_json(value: Value, kwargs: Kwargs) -> Result<String, Error> {
     let sort = kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(false);
     kwargs.assert_all_used()?;
     Ok(dumps(&json(&value)?, indent, sort))
+}
+
+/// Jinja2's `tojson(indent=None)`: `json.dumps` with the environment's default
+/// `sort_keys=True`, then `<`, `>`, `&` and `'` escaped for HTML (`htmlsafe_json_dumps`).
+pub fn tojson(value: Value, indent: Option<usize>, kwargs: Kwargs) -> Result<String, Error> {
+    if value.is_undefined() {
+        return Err(Error::new(ErrorKind::UndefinedError, "undefined value"));
+    }
+    let indent = match indent {
+        Some(n) => Some(n),
+        None => kwargs.get::<Option<usize>>("indent")?,
+    };
+    kwargs.assert_all_used()?;
+    Ok(dumps(&json(&value)?, indent, true)
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\'', "\\u0027"))
 }
 
 /// `to_nice_json(indent=4, sort_keys=True)`.
