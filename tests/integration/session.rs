@@ -62,7 +62,8 @@ fn run_phases_share_facts_set_fact_add_host_and_one_login() {
         .args(["run", "--spec", "k8s-libvirt-1-1-1", "--playbook-dir"])
         .args([playbooks.as_str(), "--stop-after", "prepare-hypervisors"])
         .args(["--hypervisor-hosts-spec", hosts_spec.as_str()])
-        .succeeds();
+        .succeeds()
+        .snapshot();
     let out = ran.stdout();
     assert!(out.contains("phase two read seen-"), "{out}");
     assert!(
@@ -102,6 +103,7 @@ fn playbooks_of_one_command_share_state_and_connection() {
         )
         .home_knowing(&lab.known_hosts);
     test.args(["playbook", "-i", "hosts.ini", "one.yml", "two.yml"])
-        .succeeds();
+        .succeeds()
+        .snapshot();
     assert_eq!(hv.accepted_logins(), 1, "{}", hv.log());
 }

@@ -23,10 +23,11 @@
 //! A `Ran` dropped without a verdict fails its test, saying what to call.
 //!
 //! Normalisation before any comparison: the scratch folder's path becomes `[DIR]`, the
-//! replacements a test names with `Ran::redact` are made, and trailing spaces are dropped.
+//! repository's `[ROOT]`, a `kinit run`'s log folder `runs/[STAMP]`, the replacements a test
+//! names with `Ran::redact` (ports, addresses, other folders) are made, and trailing spaces
+//! are dropped.
 //! In an expected text, `[..]` inside a line matches any part of that line and a line of just
-//! `...` matches any run of lines (none included), as in cargo's test support; one leading
-//! newline is ignored, so expected text can start on the line after the opening quote.
+//! `...` matches any run of lines (none included), as in cargo's test support.
 //! `Ran::snapshot` stores the exit code and both normalised streams as an insta snapshot in
 //! `tests/integration/snapshots/` (new or changed ones are reviewed and accepted with
 //! `cargo insta review`, or `INSTA_UPDATE=always` then reading the diff; a `.snap.new` is
@@ -296,6 +297,8 @@ impl Ran {
             }
         }
         text = text.replace(&dir, "[DIR]");
+        text = text.replace(env!("CARGO_MANIFEST_DIR"), "[ROOT]");
+        text = stamped_runs(&text);
         for (what, placeholder) in &self.redactions {
             text = text.replace(what, placeholder);
         }
@@ -332,8 +335,20 @@ impl Ran {
     /// The exit code and both normalised streams, compared whole with the insta snapshot
     /// named after the test (`<module>__<test>`, then `-2`, `-3` for a test's later runs).
     #[track_caller]
-    pub fn snapshot(mut self) -> Self {
-        let name = snapshot_name();
+    pub fn snapshot(self) -> Self {
+        let name = snapshot_name(None);
+        self.snapshot_named(name)
+    }
+
+    /// `snapshot`, for a test that runs kinit in a loop: the snapshot is `<module>__<name>`.
+    #[track_caller]
+    pub fn snapshot_as(self, name: &str) -> Self {
+        let name = snapshot_name(Some(name));
+        self.snapshot_named(name)
+    }
+
+    #[track_caller]
+    fn snapshot_named(mut self, name: String) -> Self {
         let text = format!(
             "exit code: {}\n--- stdout\n{}--- stderr\n{}",
             self.output
@@ -373,6 +388,35 @@ impl Ran {
     }
 }
 
+/// `.../runs/2026-11-26T014456Z` (the folder of a `kinit run`'s logs, named after the moment it
+/// began) as `.../runs/[STAMP]`.
+fn stamped_runs(text: &str) -> String {
+    const SHAPE: &[u8] = b"dddd-dd-ddTddddddZ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("/runs/") {
+        let (before, after) = rest.split_at(at + "/runs/".len());
+        out.push_str(before);
+        let stamp = after.as_bytes().get(..SHAPE.len()).is_some_and(|b| {
+            b.iter().zip(SHAPE).all(|(c, s)| {
+                if *s == b'd' {
+                    c.is_ascii_digit()
+                } else {
+                    c == s
+                }
+            })
+        });
+        rest = if stamp {
+            out.push_str("[STAMP]");
+            &after[SHAPE.len()..]
+        } else {
+            after
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
 fn with_final_newline(mut s: String) -> String {
     if !s.is_empty() && !s.ends_with('\n') {
         s.push('\n');
@@ -386,18 +430,23 @@ thread_local! {
 }
 
 /// `<module>__<test>` from the test thread's name (`fidelity::some_test`), with `-<n>` for
-/// the n-th snapshot of one test after the first.
-fn snapshot_name() -> String {
+/// the n-th snapshot of one test after the first; or `<module>__<name>` for a name the test
+/// gives.
+fn snapshot_name(given: Option<&str>) -> String {
     let thread = std::thread::current();
-    let base = thread
+    let test = thread
         .name()
         .filter(|n| *n != "main")
-        .expect("Ran::snapshot runs on a test's own thread (its name names the snapshot)")
-        .replace("::", "__");
+        .expect("Ran::snapshot runs on a test's own thread (its name names the snapshot)");
+    if let Some(name) = given {
+        let module = test.rsplit_once("::").map_or("", |(m, _)| m);
+        return format!("{module}__{name}").replace("::", "__");
+    }
     let n = SNAPSHOTS.with(|c| {
         c.set(c.get() + 1);
         c.get()
     });
+    let base = test.replace("::", "__");
     if n == 1 { base } else { format!("{base}-{n}") }
 }
 
@@ -408,7 +457,6 @@ fn assert_matches(stream: &str, expected: &str, actual: &str, other: &str) {
     if text_matches(expected, actual) {
         return;
     }
-    let expected = expected.strip_prefix('\n').unwrap_or(expected);
     let first = expected
         .lines()
         .zip(actual.lines())
@@ -423,10 +471,9 @@ fn assert_matches(stream: &str, expected: &str, actual: &str, other: &str) {
 }
 
 /// Whether `actual` is `expected` line by line, where `[..]` in an expected line matches any
-/// part of the actual line and an expected line of just `...` matches any run of lines. One
-/// leading newline of `expected` is ignored; so is a missing final newline on either side.
+/// part of the actual line and an expected line of just `...` matches any run of lines. A
+/// missing final newline on either side is no difference.
 pub fn text_matches(expected: &str, actual: &str) -> bool {
-    let expected = expected.strip_prefix('\n').unwrap_or(expected);
     let exp: Vec<&str> = expected.lines().map(str::trim_end).collect();
     let act: Vec<&str> = actual.lines().map(str::trim_end).collect();
     // fits[i][j]: exp[i..] matches act[j..].
@@ -479,7 +526,8 @@ mod tests {
         assert!(!line_matches("a[..]b[..]c", "a c"));
         assert!(!line_matches("ok: [h1][..]", "ok: [h2] => hi"));
         assert!(!line_matches("abc[..]bcd", "abcd"));
-        assert!(text_matches("\nA\n...\nZ\n", "A\nB\nC\nZ\n"));
+        assert!(text_matches("A\n...\nZ\n", "A\nB\nC\nZ\n"));
+        assert!(!text_matches("\nA\n", "A\n"));
         assert!(text_matches("A\n...\nZ", "A\nZ"));
         assert!(text_matches("...\n", "anything\nat all"));
         assert!(text_matches("", ""));
@@ -498,6 +546,14 @@ mod tests {
             .redact(env!("CARGO_PKG_VERSION"), "[VERSION]")
             .stdout_is("kinit [VERSION]\n")
             .stderr_is("");
+    }
+
+    #[test]
+    fn run_log_folders_lose_their_time_stamp() {
+        assert_eq!(
+            stamped_runs("logs: /s/runs/2026-11-26T014456Z/x, /runs/latest, /runs/2026-1"),
+            "logs: /s/runs/[STAMP]/x, /runs/latest, /runs/2026-1"
+        );
     }
 
     #[test]

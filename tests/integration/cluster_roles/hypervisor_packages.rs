@@ -132,7 +132,9 @@ fn prepare_hypervisors_keeps_a_newer_installed_package_and_installs_without_reco
     // apt's reason, and the host keeps what it had.
     let conflicting = ["kinit-demo-tool", "kinit-demo-system"];
     for check in [true, false] {
-        let run = prepare(&home, host, &conflicting, check).fails_with(2);
+        let run = prepare(&home, host, &conflicting, check)
+            .fails_with(2)
+            .snapshot();
         let out = run.stdout();
         let verb = if check {
             "would fail"
@@ -158,7 +160,7 @@ fn prepare_hypervisors_keeps_a_newer_installed_package_and_installs_without_reco
     // installs only the missing one, without its recommended package, and keeps the newer
     // kinit-demo-utils instead of going back to the repository's 1.0.
     let safe = ["kinit-demo-utils", "kinit-demo-tool"];
-    let check = prepare(&home, host, &safe, true).succeeds();
+    let check = prepare(&home, host, &safe, true).succeeds().snapshot();
     assert!(
         check
             .stdout()
@@ -167,7 +169,7 @@ fn prepare_hypervisors_keeps_a_newer_installed_package_and_installs_without_reco
         check.stdout()
     );
     assert_eq!(installed(host), ["kinit-demo-utils 2.0"]);
-    let run = prepare(&home, host, &safe, false).succeeds();
+    let run = prepare(&home, host, &safe, false).succeeds().snapshot();
     assert!(
         run.stdout()
             .contains("TASK [Virtualization packages (apt)]\nchanged: [hypervisor-01]"),
@@ -178,7 +180,7 @@ fn prepare_hypervisors_keeps_a_newer_installed_package_and_installs_without_reco
         installed(host),
         ["kinit-demo-tool 1.0", "kinit-demo-utils 2.0"]
     );
-    let again = prepare(&home, host, &safe, false).succeeds();
+    let again = prepare(&home, host, &safe, false).succeeds().snapshot();
     assert!(
         again
             .stdout()
@@ -229,7 +231,8 @@ fn redhat_family_hypervisor_gets_dnf_not_apt() {
         &["qemu-kvm", "libvirt"],
         false,
     )
-    .succeeds();
+    .succeeds()
+    .snapshot();
     let out = run.stdout();
     assert!(
         out.contains("TASK [Virtualization packages (dnf)]\nchanged: [hypervisor-01]"),

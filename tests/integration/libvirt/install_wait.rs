@@ -122,10 +122,12 @@ fn virt_install_wait_follows_the_stages_until_winrm_answers() {
         }
     });
     let ran = t
+        .real_time()
         .write("site.yml", &play)
         .args(["playbook", "site.yml", "--log-json"])
         .args([json.display().to_string()])
-        .succeeds();
+        .succeeds()
+        .snapshot();
     guest.join().unwrap();
 
     let ev = events(&json);
@@ -229,7 +231,8 @@ fn virt_install_wait_names_the_last_stage_on_timeout_and_a_powered_off_guest() {
         .write("site.yml", &play)
         .args(["playbook", "site.yml", "--log-json"])
         .args([json.display().to_string()])
-        .succeeds();
+        .succeeds()
+        .snapshot();
     let ev = events(&json);
 
     let r = result(&ev, "Windows guest iw-late answers on WinRM");
