@@ -229,7 +229,9 @@ impl Executor {
             }
         }
         let shown = if no_log {
-            self.events.redactor.add_value(&result.to_value());
+            self.events
+                .redactor
+                .add_value(&super::loops::without_loop_names(result.to_value()));
             censor(&result)
         } else {
             result.clone()

@@ -178,7 +178,9 @@ impl Executor {
             }
             let status = item_status(&r, kw);
             if no_log {
-                self.events.redactor.add_value(&r.to_value());
+                self.events
+                    .redactor
+                    .add_value(&without_loop_names(r.to_value()));
             }
             self.emit(Event::ItemResult {
                 host: host.to_string(),
@@ -369,4 +371,21 @@ fn printf_int(f: &str, n: i64) -> String {
         }
     }
     out
+}
+
+/// A `no_log` result as data to register as secrets: without the names of the loop and index
+/// variables (`ansible_loop_var`, `ansible_index_var`, in each of `results` too), which are
+/// kinit's bookkeeping, not the task's data. Registered, they masked the word `item` in every
+/// later line (`(********=None)`).
+pub(super) fn without_loop_names(mut v: Value) -> Value {
+    if let Some(m) = v.as_object_mut() {
+        m.remove("ansible_loop_var");
+        m.remove("ansible_index_var");
+        if let Some(Value::Array(items)) = m.get_mut("results") {
+            for item in items {
+                *item = without_loop_names(std::mem::take(item));
+            }
+        }
+    }
+    v
 }

@@ -26,7 +26,7 @@ fn gather_facts_defines_ansible_distribution() {
         .write("site.yml", playbook)
         .args(["playbook", "site.yml", "-i", "hosts.ini"])
         .succeeds()
-        .snapshot();
+        .partial_output("the debug line shows this machine's distribution and host name, which vary; the assert task checks them");
     let out = ran.stdout();
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     assert!(out.contains(&format!("host={}", hostname.trim())), "{out}");

@@ -595,6 +595,17 @@ mod tests {
     }
 }
 
+/// This machine's host name as Ansible's `ansible_facts.hostname` gives it (up to the first
+/// dot), for a test to redact where kinit gathered facts about this machine.
+pub fn this_host_name() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("host name");
+    name.trim()
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// Wait (bounded) until process `pid` catches SIGINT (its bit in `/proc/<pid>/status`
 /// `SigCgt`), i.e. kinit reached the first line of `main`. A SIGINT before that ends any
 /// process by default, before a line of kinit ran; tests that interrupt kinit on purpose
