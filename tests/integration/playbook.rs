@@ -159,7 +159,6 @@ const SNAPSHOT_PLAY: &str = r#"
 fn plain_output_and_recap_snapshot() {
     Test::new()
         .write("site.yml", SNAPSHOT_PLAY)
-        .env("KINIT_FROZEN_TIME", "1")
         .args(["playbook", "site.yml"])
         .succeeds()
         .snapshot();
@@ -172,7 +171,6 @@ fn failed_host_exits_2_with_recap_snapshot() {
             "site.yml",
             "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - command: echo ok\n    - name: boom\n      command: /bin/false\n    - debug: msg=unreached\n",
         )
-        .env("KINIT_FROZEN_TIME", "1")
         .args(["playbook", "site.yml"])
         .fails_with(2)
         .snapshot();
@@ -484,7 +482,6 @@ fn start_at_task_and_limit() {
 fn json_log_and_junit_snapshots() {
     let ran = Test::new()
         .write("site.yml", SNAPSHOT_PLAY)
-        .env("KINIT_FROZEN_TIME", "1")
         .args([
             "playbook",
             "site.yml",

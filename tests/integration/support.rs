@@ -515,86 +515,6 @@ pub fn line_matches(expected: &str, actual: &str) -> bool {
     true
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wildcards_match_and_mismatches_are_rejected() {
-        assert!(line_matches("ok: [..] => [..]", "ok: [h1] => hi"));
-        assert!(line_matches("a[..]b[..]c", "a b b c"));
-        assert!(!line_matches("a[..]b[..]c", "a c"));
-        assert!(!line_matches("ok: [h1][..]", "ok: [h2] => hi"));
-        assert!(!line_matches("abc[..]bcd", "abcd"));
-        assert!(text_matches("A\n...\nZ\n", "A\nB\nC\nZ\n"));
-        assert!(!text_matches("\nA\n", "A\n"));
-        assert!(text_matches("A\n...\nZ", "A\nZ"));
-        assert!(text_matches("...\n", "anything\nat all"));
-        assert!(text_matches("", ""));
-        // A new line, a lost line, a changed line: each fails.
-        assert!(!text_matches("A\nZ\n", "A\nwarning: noise\nZ\n"));
-        assert!(!text_matches("A\nA\nZ\n", "A\nZ\n"));
-        assert!(!text_matches("A\n...\nZ\n", "A\nB\n"));
-        assert!(!text_matches("", "warning: noise\n"));
-    }
-
-    #[test]
-    fn normalisation_names_the_scratch_folder_and_the_redactions() {
-        Test::new()
-            .args(["--version"])
-            .succeeds()
-            .redact(env!("CARGO_PKG_VERSION"), "[VERSION]")
-            .stdout_is("kinit [VERSION]\n")
-            .stderr_is("");
-    }
-
-    #[test]
-    fn run_log_folders_lose_their_time_stamp() {
-        assert_eq!(
-            stamped_runs("logs: /s/runs/2026-11-26T014456Z/x, /runs/latest, /runs/2026-1"),
-            "logs: /s/runs/[STAMP]/x, /runs/latest, /runs/2026-1"
-        );
-    }
-
-    #[test]
-    #[should_panic(expected = "stdout differs from the expected text")]
-    fn a_different_whole_output_fails() {
-        Test::new()
-            .args(["--version"])
-            .succeeds()
-            .stdout_is("kinit\n")
-            .stderr_is("");
-    }
-
-    #[test]
-    #[should_panic(expected = "kinit's whole output got no verdict (stderr unchecked)")]
-    fn a_run_without_a_verdict_fails() {
-        let _ = Test::new()
-            .args(["--version"])
-            .succeeds()
-            .stdout_is("kinit [..]\n");
-    }
-
-    #[test]
-    #[should_panic(expected = "kinit's whole output got no verdict (stdout and stderr")]
-    fn a_stream_checked_in_part_is_no_verdict() {
-        let _ = Test::new()
-            .args(["--version"])
-            .succeeds()
-            .stdout_has("kinit")
-            .stderr_has("");
-    }
-
-    #[test]
-    #[should_panic(expected = "partial_output needs a specific reason")]
-    fn opting_out_needs_a_reason() {
-        let _ = Test::new()
-            .args(["--version"])
-            .succeeds()
-            .partial_output("partial");
-    }
-}
-
 /// This machine's host name as Ansible's `ansible_facts.hostname` gives it (up to the first
 /// dot), for a test to redact where kinit gathered facts about this machine.
 pub fn this_host_name() -> String {
@@ -722,4 +642,84 @@ pub fn cannot_run(why: impl std::fmt::Display) {
         panic!("this test cannot run here but KINIT_REQUIRE_ALL=1 requires it: {why}");
     }
     eprintln!("skipped: {why}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_match_and_mismatches_are_rejected() {
+        assert!(line_matches("ok: [..] => [..]", "ok: [h1] => hi"));
+        assert!(line_matches("a[..]b[..]c", "a b b c"));
+        assert!(!line_matches("a[..]b[..]c", "a c"));
+        assert!(!line_matches("ok: [h1][..]", "ok: [h2] => hi"));
+        assert!(!line_matches("abc[..]bcd", "abcd"));
+        assert!(text_matches("A\n...\nZ\n", "A\nB\nC\nZ\n"));
+        assert!(!text_matches("\nA\n", "A\n"));
+        assert!(text_matches("A\n...\nZ", "A\nZ"));
+        assert!(text_matches("...\n", "anything\nat all"));
+        assert!(text_matches("", ""));
+        // A new line, a lost line, a changed line: each fails.
+        assert!(!text_matches("A\nZ\n", "A\nwarning: noise\nZ\n"));
+        assert!(!text_matches("A\nA\nZ\n", "A\nZ\n"));
+        assert!(!text_matches("A\n...\nZ\n", "A\nB\n"));
+        assert!(!text_matches("", "warning: noise\n"));
+    }
+
+    #[test]
+    fn normalisation_names_the_scratch_folder_and_the_redactions() {
+        Test::new()
+            .args(["--version"])
+            .succeeds()
+            .redact(env!("CARGO_PKG_VERSION"), "[VERSION]")
+            .stdout_is("kinit [VERSION]\n")
+            .stderr_is("");
+    }
+
+    #[test]
+    fn run_log_folders_lose_their_time_stamp() {
+        assert_eq!(
+            stamped_runs("logs: /s/runs/2026-11-26T014456Z/x, /runs/latest, /runs/2026-1"),
+            "logs: /s/runs/[STAMP]/x, /runs/latest, /runs/2026-1"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "stdout differs from the expected text")]
+    fn a_different_whole_output_fails() {
+        Test::new()
+            .args(["--version"])
+            .succeeds()
+            .stdout_is("kinit\n")
+            .stderr_is("");
+    }
+
+    #[test]
+    #[should_panic(expected = "kinit's whole output got no verdict (stderr unchecked)")]
+    fn a_run_without_a_verdict_fails() {
+        let _ = Test::new()
+            .args(["--version"])
+            .succeeds()
+            .stdout_is("kinit [..]\n");
+    }
+
+    #[test]
+    #[should_panic(expected = "kinit's whole output got no verdict (stdout and stderr")]
+    fn a_stream_checked_in_part_is_no_verdict() {
+        let _ = Test::new()
+            .args(["--version"])
+            .succeeds()
+            .stdout_has("kinit")
+            .stderr_has("");
+    }
+
+    #[test]
+    #[should_panic(expected = "partial_output needs a specific reason")]
+    fn opting_out_needs_a_reason() {
+        let _ = Test::new()
+            .args(["--version"])
+            .succeeds()
+            .partial_output("partial");
+    }
 }

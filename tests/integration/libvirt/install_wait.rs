@@ -127,7 +127,7 @@ fn virt_install_wait_follows_the_stages_until_winrm_answers() {
         .args(["playbook", "site.yml", "--log-json"])
         .args([json.display().to_string()])
         .succeeds()
-        .snapshot();
+        .partial_output("the stages reach kinit when this machine's load lets the guest thread write them: each poll's line and its elapsed time vary; the stage lines are checked below");
     guest.join().unwrap();
 
     let ev = events(&json);
@@ -232,7 +232,9 @@ fn virt_install_wait_names_the_last_stage_on_timeout_and_a_powered_off_guest() {
         .args(["playbook", "site.yml", "--log-json"])
         .args([json.display().to_string()])
         .succeeds()
-        .snapshot();
+        .partial_output(
+            "the messages hold a free port and the seconds waited; they are checked below",
+        );
     let ev = events(&json);
 
     let r = result(&ev, "Windows guest iw-late answers on WinRM");
