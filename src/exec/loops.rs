@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Executor;
-use super::host_task::{Flow, OnHost, censor, item_status, skipped};
+use super::host_task::{Flow, OnHost, censor, item_status, skipped, without_loop_names};
 use crate::playbook::LoopKind;
 use crate::report::{Event, TaskResult};
 use crate::vars::VarMap;
@@ -371,21 +371,4 @@ fn printf_int(f: &str, n: i64) -> String {
         }
     }
     out
-}
-
-/// A `no_log` result as data to register as secrets: without the names of the loop and index
-/// variables (`ansible_loop_var`, `ansible_index_var`, in each of `results` too), which are
-/// kinit's bookkeeping, not the task's data. Registered, they masked the word `item` in every
-/// later line (`(********=None)`).
-pub(super) fn without_loop_names(mut v: Value) -> Value {
-    if let Some(m) = v.as_object_mut() {
-        m.remove("ansible_loop_var");
-        m.remove("ansible_index_var");
-        if let Some(Value::Array(items)) = m.get_mut("results") {
-            for item in items {
-                *item = without_loop_names(std::mem::take(item));
-            }
-        }
-    }
-    v
 }
