@@ -72,7 +72,10 @@ impl RunStats {
         self.hosts.values().any(|h| h.unreachable > 0)
     }
 
-    /// The PLAY RECAP table, hosts in the order they first appeared.
+    /// The PLAY RECAP table, hosts sorted by name as ansible-playbook's default callback
+    /// sorts them (`hosts = sorted(stats.processed.keys())` in
+    /// ansible/plugins/callback/default.py, `v2_playbook_on_stats`), so the table does not
+    /// change with the order parallel hosts happened to report in.
     pub fn recap(&self) -> String {
         let mut out = String::from("PLAY RECAP\n");
         let width = self
@@ -82,7 +85,9 @@ impl RunStats {
             .max()
             .unwrap_or(0)
             .max(20);
-        for (host, s) in &self.hosts {
+        let mut hosts: Vec<(&String, &HostStats)> = self.hosts.iter().collect();
+        hosts.sort_by(|a, b| a.0.cmp(b.0));
+        for (host, s) in hosts {
             let _ = writeln!(
                 out,
                 "{host:<width$} : ok={:<4} changed={:<4} unreachable={:<4} failed={:<4} skipped={:<4} rescued={:<4} ignored={}",

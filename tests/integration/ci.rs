@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::junit_schema::xmllint_schema;
-use crate::support::Test;
+use crate::support::{Ran, Test};
 
 const SECRET: &str = "Hunter2-Registry-Secret";
 
@@ -71,6 +71,7 @@ fn dry_run_writes_junit_event_log_and_page() {
         ])
         .args(["--dry-run", "--pipeline-id", "4711", "--kinit", &fake()])
         .succeeds();
+    let ran = ci_run_output(ran, "reports", "4711", None, true);
     let dir = run_dir(&out);
     let name = dir.file_name().unwrap().to_str().unwrap().to_string();
     assert!(
@@ -112,7 +113,7 @@ fn dry_run_writes_junit_event_log_and_page() {
 fn failure_in_the_middle_phase_still_tears_down() {
     let t = Test::new().write("jobs.yml", &jobs());
     let out = t.path().join("reports");
-    let _ran = t
+    let ran = t
         .args([
             "ci",
             "run",
@@ -125,6 +126,8 @@ fn failure_in_the_middle_phase_still_tears_down() {
         .args(["--kinit", &fake()])
         .env("FAKE_FAIL_PHASE", "create-network")
         .fails_with(2);
+    // Kept to the end: the reports live in its scratch folder.
+    let _ran = ci_run_output(ran, "reports", "pid", Some("create-network"), false);
     let dir = run_dir(&out);
     assert!(dir.to_str().unwrap().ends_with("-1"));
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
@@ -153,6 +156,48 @@ fn failure_in_the_middle_phase_still_tears_down() {
     xmllint_schema(&dir.join("junit.xml"));
 }
 
+/// `kinit ci run`'s whole output for the 1-1-1 job with the fake kinit: on stdout the fake's
+/// line per phase (the deployment up to the `failed` one, then the teardown up to
+/// cleanup-hypervisors) and the run's page under `reports`; on stderr each command launched
+/// (and the fake's complaint about the failed phase). `[..]` stands for what changes from run
+/// to run: the second the run folder is named after and the process id in the extra-vars
+/// file's name.
+fn ci_run_output(
+    ran: Ran,
+    reports: &str,
+    pipeline: &str,
+    failed: Option<&str>,
+    check: bool,
+) -> Ran {
+    let mut out = String::new();
+    for p in PHASES {
+        let bad = failed == Some(p);
+        out += &format!("fake kinit: {p} {}\n", if bad { "failed" } else { "ok" });
+        if bad {
+            break;
+        }
+    }
+    for p in &PHASES[..4] {
+        out += &format!("fake kinit: {p} ok\n");
+    }
+    let folder = format!("{reports}/k8s-libvirt-1-1-1-h-periodic-{pipeline}-[..]");
+    out += &format!("{folder}-{}/index.html\n", u8::from(failed.is_some()));
+    let check = if check { " --check" } else { "" };
+    let launched = |step: &str, extra: &str| {
+        format!(
+            "kinit ci: {step}: kinit run --spec k8s-libvirt-1-1-1 \
+             -e @/tmp/kinit-ci-[..]-k8s-libvirt-1-1-1-h.json{extra} \
+             --log-json {folder}-u/events-{step}.jsonl{check}\n"
+        )
+    };
+    let mut err = launched("deploy", "");
+    if let Some(p) = failed {
+        err += &format!("fake kinit: phase {p} failed\n");
+    }
+    err += &launched("teardown", " --stop-after cleanup-hypervisors");
+    ran.stdout_is(&out).stderr_is(&err)
+}
+
 /// Two runs of one job (a pass, then a failure) plus `kinit ci index`: the index has the job
 /// row with a failing badge, when it last passed, and both runs.
 /// The first run's `Ran` keeps the scratch folder (and the reports in it) alive.
@@ -171,20 +216,25 @@ fn two_runs_and_index(t: Test) -> (crate::support::Ran, PathBuf) {
         ])
         .args(["--dry-run", "--kinit", &fake()])
         .succeeds();
+    let first = ci_run_output(first, "reports", "pid", None, true);
     // Run names carry a one-second timestamp; keep the two runs apart.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let t2 = Test::new();
     let jobs_file = root.join("jobs.yml");
     let out = root.join("reports");
-    let _ran = t2
+    let second = t2
         .args(["ci", "run", "k8s-libvirt-1-1-1-h", "--jobs"])
         .args([jobs_file.to_str().unwrap(), "--out", out.to_str().unwrap()])
         .args(["--kinit", &fake()])
         .env("FAKE_FAIL_PHASE", "create-network")
         .fails_with(2);
+    let reports = out.display().to_string();
+    ci_run_output(second, &reports, "pid", Some("create-network"), false);
     Test::new()
-        .args(["ci", "index", out.to_str().unwrap(), "--history", "5"])
-        .succeeds();
+        .args(["ci", "index", &reports, "--history", "5"])
+        .succeeds()
+        .stdout_is(&format!("{reports}/index.html\n"))
+        .stderr_is("");
     (first, out)
 }
 
@@ -295,7 +345,11 @@ fn every_shipped_job_plans() {
         );
         let vars = t.path().join("vars.json");
         let args = kinit::ci::launch::cluster_args(job, Some(&vars));
-        let ran = t.args(["plan".to_string()]).args(args).succeeds();
+        let ran = t
+            .args(["plan".to_string()])
+            .args(args)
+            .succeeds()
+            .snapshot();
         assert!(ran.stdout().contains(&job.shape.spec()), "{}", job.label);
     }
 }

@@ -92,7 +92,13 @@ fn error_chains_snapshot() {
             t = t.write(path, text);
         }
         let dir = t.path().display().to_string();
-        let ran = t.args(case.args.iter().copied()).run();
+        let ran = t
+            .args(case.args.iter().copied())
+            .run()
+            .stdout_is("")
+            .partial_output(
+                "stderr is compared whole below, in the error_chains snapshot of every case",
+            );
         let code = ran.output.status.code();
         assert!(
             matches!(code, Some(c) if c != 0),

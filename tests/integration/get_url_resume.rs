@@ -92,7 +92,11 @@ fn get_url_resumes_an_interrupted_download_with_a_range_request() {
     let dest = t.path().join("image.qcow2");
     let partial = t.path().join("image.qcow2.kinit-dl");
     let t = t.write("site.yml", &play(port, dest.to_str().unwrap(), &digest));
-    let first = t.args(["playbook", "site.yml", "-i", "hosts.ini"]).run();
+    let first = t
+        .args(["playbook", "site.yml", "-i", "hosts.ini"])
+        .run()
+        .redact(format!("127.0.0.1:{port}"), "127.0.0.1:[PORT]")
+        .snapshot();
     assert_ne!(first.output.status.code(), Some(0), "{}", first.stdout());
     assert!(
         first.stdout().contains("is kept and a re-run continues it"),
@@ -107,7 +111,9 @@ fn get_url_resumes_an_interrupted_download_with_a_range_request() {
         .write("hosts.ini", INV)
         .write("site.yml", &play(port, dest.to_str().unwrap(), &digest))
         .args(["playbook", "site.yml", "-i", "hosts.ini"])
-        .succeeds();
+        .succeeds()
+        .redact(format!("127.0.0.1:{port}"), "127.0.0.1:[PORT]")
+        .snapshot();
     assert!(
         again.stdout().contains("changed: [alpha]"),
         "{}",
@@ -135,7 +141,9 @@ fn get_url_resume_with_a_corrupt_partial_file_starts_over() {
     let first = t
         .write("site.yml", &play)
         .args(["playbook", "site.yml", "-i", "hosts.ini"])
-        .run();
+        .run()
+        .redact(format!("127.0.0.1:{port}"), "127.0.0.1:[PORT]")
+        .snapshot();
     assert_ne!(first.output.status.code(), Some(0), "{}", first.stdout());
     assert!(
         first.stdout().contains(&format!("expected `{digest}`")),
@@ -153,7 +161,9 @@ fn get_url_resume_with_a_corrupt_partial_file_starts_over() {
         .write("hosts.ini", INV)
         .write("site.yml", &play)
         .args(["playbook", "site.yml", "-i", "hosts.ini"])
-        .succeeds();
+        .succeeds()
+        .redact(format!("127.0.0.1:{port}"), "127.0.0.1:[PORT]")
+        .snapshot();
     assert!(
         again.stdout().contains("changed: [alpha]"),
         "{}",

@@ -54,7 +54,8 @@ fn sigint_while_the_playbook_is_still_loading_exits_130() {
         .write("site.yml", &book)
         .args(["playbook", "site.yml", "-i", "localhost,"])
         .spawn()
-        .interrupt_after(Duration::from_millis(100));
+        .interrupt_after(Duration::from_millis(100))
+        .snapshot();
     let stdout = ran.stdout();
     assert_eq!(
         ran.output.status.signal(),

@@ -60,7 +60,8 @@ fn playbook_junit_is_valid_against_the_schema() {
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
         .args(["--host-key-checking", "off"])
         .args(["--junit", &junit.display().to_string()])
-        .run();
+        .run()
+        .snapshot();
     assert_ne!(ran.output.status.code(), Some(0), "{}", ran.stdout());
     let xml = std::fs::read_to_string(&junit).unwrap();
     xmllint_schema(&junit);

@@ -7,7 +7,8 @@ fn plan_json(args: &[&str]) -> serde_json::Value {
     let ran = Test::new()
         .args(["plan", "--format", "json"])
         .args(args.iter().copied())
-        .succeeds();
+        .succeeds()
+        .snapshot();
     serde_json::from_str(&ran.stdout()).expect("plan --format json prints JSON")
 }
 
@@ -24,7 +25,8 @@ fn node<'a>(plan: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
 fn one_one_one_matches_kubeinit_addresses_on_one_hypervisor() {
     let ran = Test::new()
         .args(["plan", "--spec", "k8s-libvirt-1-1-1"])
-        .succeeds();
+        .succeeds()
+        .snapshot();
     let out = ran.stdout();
     let line = |name: &str| {
         out.lines()
@@ -98,6 +100,7 @@ fn bracket_json_and_yaml_forms_give_identical_plans() {
                     "[[ansible_host=nyctea],[ansible_host=tyto,ssh_port=2222]]",
                 ])
                 .succeeds()
+                .snapshot()
                 .stdout()
         })
         .collect();
@@ -151,6 +154,7 @@ fn okd_is_refused_by_name() {
     Test::new()
         .args(["plan", "--spec", "okd-libvirt-3-1-1"])
         .fails_with(1)
+        .snapshot()
         .stderr_has("distro `okd` is not supported yet");
 }
 
@@ -168,6 +172,7 @@ fn windows_with_too_little_ram_is_refused_unless_validations_are_ignored() {
         .args(args)
         .args(["-e", "compute_node_ram_size=8388608"])
         .fails_with(1)
+        .snapshot()
         .stderr_has("node `compute-01`: Windows needs at least 16 GiB of RAM, it has 8 GiB");
     Test::new()
         .args(args)
@@ -178,6 +183,7 @@ fn windows_with_too_little_ram_is_refused_unless_validations_are_ignored() {
             "kinit_ignore_validations=true",
         ])
         .succeeds()
+        .snapshot()
         .stdout_has("8 GiB");
 }
 
@@ -190,6 +196,7 @@ fn extra_vars_file_sets_node_defaults() {
         )
         .args(["plan", "--spec", "k8s-libvirt-1-1-1", "-e", "@sizes.yml"])
         .succeeds()
+        .snapshot()
         .stdout_has("4/16  32 GiB");
 }
 
@@ -204,6 +211,7 @@ fn run_validates_phase_names_before_running() {
             "cleanup",
         ])
         .fails_with(1)
+        .snapshot()
         .stderr_has("`--stop-after`: unknown phase `cleanup`; valid phases: gather-facts,");
     Test::new()
         .args([
@@ -216,6 +224,7 @@ fn run_validates_phase_names_before_running() {
             "task-cleanup-hypervisors",
         ])
         .fails_with(1)
+        .snapshot()
         .stderr_has("no phase would run");
 }
 
@@ -250,12 +259,11 @@ fn snapshot_plans() {
         ("5-0-1", &["--spec", "k8s-libvirt-5-0-1"]),
     ];
     for (name, args) in cases {
-        let table = Test::new()
+        Test::new()
             .args(["plan"])
             .args(args.iter().copied())
             .succeeds()
-            .stdout();
-        insta::assert_snapshot!(format!("plan_table_{name}"), table);
+            .snapshot_as(&format!("plan_table_{name}"));
         let json = plan_json(args);
         insta::assert_json_snapshot!(format!("plan_json_{name}"), json);
     }
@@ -288,6 +296,7 @@ fn plan_lists_each_phases_tasks_from_the_playbooks() {
                 concat!(env!("CARGO_MANIFEST_DIR"), "/roles"),
             )
             .succeeds()
+            .snapshot()
             .stdout();
         let listed: Vec<&str> = listed
             .lines()
@@ -299,6 +308,7 @@ fn plan_lists_each_phases_tasks_from_the_playbooks() {
     let table = Test::new()
         .args(["plan", "--spec", "k8s-libvirt-1-1-1"])
         .succeeds()
+        .snapshot()
         .stdout();
     assert!(
         table.contains("  1  gather-facts\n       play: gather-facts (hypervisors)\n"),
@@ -317,7 +327,8 @@ fn a_play_without_a_phase_is_refused() {
         let dir = t.path().join("pb").display().to_string();
         let ran = t
             .args([sub, "--spec", "k8s-libvirt-1-1-1", "--playbook-dir", &dir])
-            .fails_with(1);
+            .fails_with(1)
+            .snapshot();
         assert!(
             ran.stderr()
                 .contains("site.yml:5: play `stray` has no phase tag, so no phase would run it"),

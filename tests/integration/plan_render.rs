@@ -108,7 +108,7 @@ fn render_with(spec: &str, nodes: Option<&str>, extra: &[&str]) -> (Ran, PathBuf
         t = t.args(["--cluster-nodes-spec", n]);
     }
     t = t.args(extra.iter().copied());
-    let ran = t.succeeds();
+    let ran = t.succeeds().snapshot();
     let out = ran.dir.join("out");
     // Nothing else was touched: no state folder (keys, passwords, inventory) was made.
     assert!(
@@ -349,6 +349,7 @@ fn render_refuses_a_folder_that_is_not_a_render() {
         .write("out/notes.txt", "mine")
         .args(["plan", "--spec", "k8s-libvirt-1-1-1", "--render", "out"])
         .fails_with(1)
+        .snapshot()
         .stderr_has("exists and is not empty, and is not an earlier `kinit plan --render`");
     assert_eq!(
         std::fs::read_to_string(ran.dir.join("out/notes.txt")).unwrap(),
@@ -365,7 +366,9 @@ fn render_replaces_an_earlier_render() {
         .args(["plan", "--spec", "k8s-libvirt-1-1-1", "--render"])
         .args([out.display().to_string()])
         .args(DIGESTS)
-        .succeeds();
+        .succeeds()
+        .redact(out.display().to_string(), "[OUT]")
+        .snapshot();
     assert!(out.join("compute-01/seed/user-data").is_file());
     assert!(!out.join("compute-01/config-iso").exists());
     assert!(!ran.dir.join(".state").exists());
@@ -380,6 +383,7 @@ fn render_stops_where_run_would() {
         .args(["plan", "--spec", "k8s-libvirt-1-1-1", "--render", "out"])
         .args(["-e", "kinit_require_pinned_downloads=true"])
         .fails_with(1)
+        .snapshot()
         .stderr_has("controller-01: task `The flannel manifest's checksum is set`")
         .stderr_has("flannel_manifest_checksum is not set");
 }

@@ -16,6 +16,7 @@ fn list_hosts_prints_no_recap() {
             .write("site.yml", SITE)
             .args(["playbook", "-i", "hosts.ini", "site.yml", flag])
             .succeeds()
+            .snapshot()
             .stdout()
     };
     assert_eq!(
@@ -100,6 +101,7 @@ fn set_fact_in_a_loop_accumulates() {
         .write("site.yml", site)
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
         .succeeds()
+        .snapshot()
         .stdout();
     assert!(out.contains("seen=x,y,z"), "{out}");
 }
@@ -130,6 +132,7 @@ fn prepare_hypervisors_needs_no_libvirt_uri() {
             ])
             .args(["-e", &format!("kinit_hosted_deployment={hosted}")])
             .run()
+            .partial_output("the hypervisor checks read this machine's /dev/kvm, cores, memory and disk: which of them run, skip or warn varies")
     };
     let defaults: serde_json::Value = serde_yaml::from_str(
         &std::fs::read_to_string(
@@ -208,7 +211,9 @@ fn recursion_run(files: &[(&str, &str)], task: &str) -> crate::support::Ran {
     for (path, text) in files {
         t = t.write(path, text);
     }
-    t.args(["playbook", "-i", "hosts.ini", "site.yml"]).run()
+    t.args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .run()
+        .snapshot()
 }
 
 /// A task file that includes itself with nothing to stop it aborted kinit with a stack
@@ -288,6 +293,7 @@ fn a_chain_of_1400_variables_is_refused_not_a_stack_overflow() {
         .write("site.yml", &chain(1400))
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
         .run()
+        .snapshot()
         .code(2);
     let out = run.stdout();
     assert!(
@@ -300,7 +306,8 @@ fn a_chain_of_1400_variables_is_refused_not_a_stack_overflow() {
         .write("hosts.ini", LOCAL)
         .write("site.yml", &chain(150))
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
-        .succeeds();
+        .succeeds()
+        .snapshot();
     assert!(
         fine.stdout().contains("ok: [localhost] => end"),
         "{}",
@@ -326,7 +333,8 @@ fn log_json_to_dev_full_fails_naming_the_file() {
             "--log-json",
             "/dev/full",
         ])
-        .run();
+        .run()
+        .snapshot();
     assert_ne!(run.output.status.code(), Some(0), "{}", run.stdout());
     let err = run.stderr();
     assert!(
@@ -392,6 +400,7 @@ fn a_chain_of_variables_ending_undefined_fails_at_once() {
         .write("site.yml", &site)
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
         .run()
+        .snapshot()
         .code(2);
     assert!(
         run.stdout()
@@ -413,7 +422,8 @@ fn group_cycles_through_children_are_refused() {
             "- hosts: all\n  gather_facts: false\n  tasks: []\n",
         )
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
-        .run();
+        .run()
+        .snapshot();
     assert_ne!(run.output.status.code(), Some(0));
     let err = run.stderr();
     assert!(
@@ -430,7 +440,8 @@ fn group_cycles_through_children_are_refused() {
             "- hosts: all\n  gather_facts: false\n  tasks: []\n",
         )
         .args(["playbook", "-i", "hosts.yml", "site.yml"])
-        .run();
+        .run()
+        .snapshot();
     assert_ne!(run.output.status.code(), Some(0));
     assert!(
         run.stderr().contains("makes a loop: `a` -> `b` -> `a`"),
@@ -453,7 +464,8 @@ fn unclosed_or_rangeless_brackets_in_host_names_are_refused() {
                 "- hosts: all\n  gather_facts: false\n  tasks: []\n",
             )
             .args(["playbook", "-i", "hosts.ini", "site.yml"])
-            .run();
+            .run()
+            .snapshot();
         assert_ne!(run.output.status.code(), Some(0), "{name}");
         assert!(
             run.stderr()
@@ -481,6 +493,7 @@ fn retries_and_delay_that_are_not_numbers_fail_the_task() {
             .write("site.yml", &site)
             .args(["playbook", "-i", "hosts.ini", "site.yml"])
             .run()
+            .snapshot()
             .code(2);
         let shown = if value.starts_with("{{") { "x" } else { value };
         assert!(
@@ -502,7 +515,8 @@ fn int_of_a_huge_number_is_exact_not_saturated() {
         .write("hosts.ini", LOCAL)
         .write("site.yml", site)
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
-        .run();
+        .run()
+        .snapshot();
     let out = run.stdout();
     assert!(
         out.contains("ok: [localhost] => 99999999999999999999999 100000000000000000000000"),
@@ -520,7 +534,8 @@ fn escape_sequences_from_a_host_do_not_reach_the_terminal() {
         .write("hosts.ini", LOCAL)
         .write("site.yml", site)
         .args(["playbook", "-i", "hosts.ini", "site.yml", "-v"])
-        .succeeds();
+        .succeeds()
+        .snapshot();
     let out = run.stdout();
     assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
     assert!(out.contains("\\x1b]0;owned\\x07\\x1b[2Jdone"), "{out}");
@@ -545,6 +560,7 @@ fn connect_failures_name_their_cause() {
         )
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
         .run()
+        .partial_output("both hosts fail at their own pace (a refused port, a failed DNS lookup): their order varies")
         .code(4);
     let out = run.stdout();
     assert!(
@@ -585,6 +601,8 @@ fn a_silent_server_is_given_up_after_one_timeout_and_described() {
         )
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
         .run()
+        .redact(format!("127.0.0.1:{port}"), "127.0.0.1:[PORT]")
+        .snapshot()
         .code(4);
     let out = run.stdout();
     assert!(
@@ -625,7 +643,8 @@ fn secrets_escaped_twice_or_encoded_do_not_leak() {
                 "--log-json",
                 "log.jsonl",
             ])
-            .succeeds();
+            .succeeds()
+            .snapshot();
         let log = std::fs::read_to_string(run.dir.join("log.jsonl")).unwrap();
         let once = serde_json::to_string(password).unwrap();
         let b64 = {
@@ -645,4 +664,38 @@ fn secrets_escaped_twice_or_encoded_do_not_leak() {
             }
         }
     }
+}
+
+/// A `no_log` loop registered the name of its loop variable (`item`) as a secret, so the word
+/// was masked in every later line: `(********=None)`, and `(********=1)` for the next loop.
+#[test]
+fn a_no_log_loop_masks_its_values_not_the_word_item() {
+    Test::new()
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+             \x20   - debug: msg={{ item }}\n      loop: [hidden-value]\n      no_log: true\n\
+             \x20   - debug: msg=shown-{{ item }}\n      loop: [1]\n",
+        )
+        .args(["playbook", "site.yml"])
+        .succeeds()
+        .stdout_is(
+            r#"
+PLAY [localhost]
+
+TASK [debug]
+ok: [localhost] => (item=None) => {"censored":"the output has been hidden due to the fact that 'no_log: true' was specified for this result"}
+
+TASK [debug]
+ok: [localhost] => (item=1) => shown-1
+
+PLAY RECAP
+localhost            : ok=2    changed=0    unreachable=0    failed=0    skipped=0    rescued=0    ignored=0
+
+TASK TIMING
+debug (site.yml:4)     0.00s
+debug (site.yml:7)     0.00s
+"#,
+        )
+        .stderr_is("");
 }

@@ -3,7 +3,7 @@
 //! ansible-playbook run does. Checked against a real sshd hypervisor whose log counts logins.
 
 use crate::fixtures::sshd::SshLab;
-use crate::support::Test;
+use crate::support::{Test, this_host_name};
 
 /// A `site.yml` with two phases: the first gathers facts, sets a fact and adds a host; the
 /// second (a later phase, with fact gathering off) reads all three.
@@ -62,7 +62,9 @@ fn run_phases_share_facts_set_fact_add_host_and_one_login() {
         .args(["run", "--spec", "k8s-libvirt-1-1-1", "--playbook-dir"])
         .args([playbooks.as_str(), "--stop-after", "prepare-hypervisors"])
         .args(["--hypervisor-hosts-spec", hosts_spec.as_str()])
-        .succeeds();
+        .succeeds()
+        .redact(format!("seen-{}", this_host_name()), "seen-[HOSTNAME]")
+        .snapshot();
     let out = ran.stdout();
     assert!(out.contains("phase two read seen-"), "{out}");
     assert!(
@@ -102,6 +104,7 @@ fn playbooks_of_one_command_share_state_and_connection() {
         )
         .home_knowing(&lab.known_hosts);
     test.args(["playbook", "-i", "hosts.ini", "one.yml", "two.yml"])
-        .succeeds();
+        .succeeds()
+        .snapshot();
     assert_eq!(hv.accepted_logins(), 1, "{}", hv.log());
 }

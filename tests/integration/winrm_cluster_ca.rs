@@ -127,7 +127,8 @@ async fn cluster_ca_certificate_is_trusted_through_the_generated_inventory() {
         .write("hosts.yml", &serde_yaml::to_string(&inventory).unwrap())
         .write("site.yml", playbook)
         .args(["playbook", "site.yml", "-i", "hosts.yml"])
-        .run();
+        .run()
+        .snapshot();
     let (out, err) = (ran.stdout(), ran.stderr());
     assert_eq!(
         ran.output.status.code(),

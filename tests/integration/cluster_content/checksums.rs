@@ -196,7 +196,7 @@ fn role_on_localhost(role: &str, extra: &[&str]) -> crate::support::Ran {
     for e in extra {
         test = test.args(["-e", e]);
     }
-    test.run()
+    test.run().snapshot()
 }
 
 /// A digest no upstream publishes and kinit could not pin: unset, the download goes ahead
