@@ -204,7 +204,12 @@ fn read_file(path: &Path, earlier: &Vault) -> Result<Vec<u8>, SecretError> {
 fn run_script(path: &Path, label: Option<&str>) -> Result<Vec<u8>, SecretError> {
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
     let client = stem.as_deref().is_some_and(|s| s.ends_with("-client"));
-    let mut cmd = Command::new(path);
+    // A bare name is the file in the working directory, not a command looked up in PATH.
+    let mut cmd = Command::new(if path.is_relative() {
+        Path::new(".").join(path)
+    } else {
+        path.to_path_buf()
+    });
     let label = label.unwrap_or(DEFAULT_ID);
     if client {
         cmd.args(["--vault-id", label]);
