@@ -28,7 +28,7 @@ fn venv_tool(name: &str) -> Option<PathBuf> {
 }
 
 /// `ansible-vault`, or `None` after saying why the test cannot run.
-fn ansible_vault() -> Option<PathBuf> {
+pub(crate) fn ansible_vault() -> Option<PathBuf> {
     let tool = venv_tool("ansible-vault");
     if tool.is_none() {
         crate::support::cannot_run(
@@ -55,7 +55,7 @@ fn vault_cmd(tool: &Path, dir: &Path, args: &[&str]) -> String {
 }
 
 /// Encrypt `rel` in place; `id` is `--vault-id` (`label@file`) or a bare password file.
-fn encrypt_file(tool: &Path, dir: &Path, rel: &str, id: &str) {
+pub(crate) fn encrypt_file(tool: &Path, dir: &Path, rel: &str, id: &str) {
     let flag = if id.contains('@') {
         "--vault-id"
     } else {
