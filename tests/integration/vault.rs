@@ -98,7 +98,12 @@ fn vaulted_project(tool: &Path) -> Test {
         .write("group_vars/all.yml", "group_word: from-group-vars\n")
         .write("extra.yml", "extra_word: from-extra-vars-file\n")
         .write("payload.txt", "copied plaintext\n")
-        .write("greeting.j2", "hello {{ inline_word }}\n");
+        .write("greeting.j2", "hello {{ inline_word }}\n")
+        .write(
+            "roles/r/defaults/main.yml",
+            "role_word: from-role-defaults\n",
+        )
+        .write("roles/r/tasks/main.yml", "- debug: msg={{ role_word }}\n");
     let dir = test.path().to_path_buf();
     encrypt_file(tool, &dir, "vars.yml", "pw1.txt");
     encrypt_file(tool, &dir, "included.yml", "dev@pw1.txt");
@@ -106,12 +111,13 @@ fn vaulted_project(tool: &Path) -> Test {
     encrypt_file(tool, &dir, "extra.yml", "prod@pw2.txt");
     encrypt_file(tool, &dir, "payload.txt", "prod@pw2.txt");
     encrypt_file(tool, &dir, "greeting.j2", "pw1.txt");
+    encrypt_file(tool, &dir, "roles/r/defaults/main.yml", "prod@pw2.txt");
     let inventory = format!(
         "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n{}",
         inline(tool, &dir, "dev@pw1.txt", "host_word", "from-inventory", 6)
     );
     let play = format!(
-        "- hosts: all\n  gather_facts: false\n  vars_files: [vars.yml]\n  vars:\n{}{TASKS}",
+        "- hosts: all\n  gather_facts: false\n  vars_files: [vars.yml]\n  roles: [r]\n  vars:\n{}{TASKS}",
         inline(tool, &dir, "prod@pw2.txt", "inline_word", "from-inline", 4)
     );
     test.write("inv.yml", &inventory).write("site.yml", &play)
@@ -174,7 +180,9 @@ fn vaulted_files_and_values_decrypt_like_ansible_playbook() {
     );
     let ran = run_kinit(test, &[&BOTH_IDS[..], &["-e", "out=kinit"]].concat())
         .code(0)
-        .stdout_has("ok=5");
+        .stdout_has("ok=6")
+        // The role's vaulted defaults, printed by its own task.
+        .stdout_has("from-role-defaults");
     assert_eq!(read_json(&ran.dir, "kinit-vars.json"), expected_vars());
     for file in ["vars.json", "copy.txt", "template.txt"] {
         let (k, a) = (
