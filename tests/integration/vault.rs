@@ -84,7 +84,9 @@ const TASKS: &str = "  tasks:
     - copy:
         dest: \"{{ out }}-vars.json\"
         content: \"{{ {'inline': inline_word, 'file': file_word, 'include': include_word,
-                     'group': group_word, 'host': host_word, 'extra': extra_word} | to_json }}\"
+                     'group': group_word, 'host': host_word, 'extra': extra_word,
+                     'unvault': lookup('unvault', 'payload.txt'),
+                     'file_lookup': lookup('file', 'greeting.j2')} | to_json }}\"
 ";
 
 /// A scratch folder with every kind of vaulted input: 1.1 files under the `default` secret
@@ -130,6 +132,7 @@ fn expected_vars() -> serde_json::Value {
         "inline": "from-inline", "file": "from-a-1.1-vars-file",
         "include": "from-include-vars", "group": "from-group-vars",
         "host": "from-inventory", "extra": "from-extra-vars-file",
+        "unvault": "copied plaintext\n", "file_lookup": "hello {{ inline_word }}",
     })
 }
 
