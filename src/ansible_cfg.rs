@@ -343,6 +343,28 @@ mod tests {
     }
 
     #[test]
+    fn vault_settings_come_from_the_file_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("ansible.cfg"),
+            "[defaults]\nvault_password_file = pw.txt\nvault_identity_list = dev@a, prod@prompt\n",
+        )
+        .unwrap();
+        let s = load(&|_| None, dir.path(), None).unwrap();
+        assert_eq!(s.vault_password_file, Some(dir.path().join("pw.txt")));
+        assert_eq!(s.vault_identity_list, ["dev@a", "prod@prompt"]);
+        assert!(s.ignored.is_empty(), "{:?}", s.ignored);
+        let env = |k: &str| match k {
+            "ANSIBLE_VAULT_PASSWORD_FILE" => Some("/etc/pw".to_string()),
+            "ANSIBLE_VAULT_IDENTITY_LIST" => Some("ops@/x".to_string()),
+            _ => None,
+        };
+        let s = load(&env, dir.path(), None).unwrap();
+        assert_eq!(s.vault_password_file, Some(PathBuf::from("/etc/pw")));
+        assert_eq!(s.vault_identity_list, ["ops@/x"]);
+    }
+
+    #[test]
     fn a_bad_value_names_file_line_and_key() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("ansible.cfg"), "[defaults]\nforks = many\n").unwrap();

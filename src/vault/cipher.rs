@@ -60,12 +60,12 @@ fn unpad(data: &mut Vec<u8>) -> Result<(), CipherError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// `printf 'hello vault\n' | ansible-vault encrypt --vault-password-file pw` (ansible-core
     /// 2.19.4, password `kinit-vault-pw`).
-    const HELLO: &str = "$ANSIBLE_VAULT;1.1;AES256
+    pub(crate) const HELLO: &str = "$ANSIBLE_VAULT;1.1;AES256
 64633366623165613766343262303730613061306138343036613964336639323865626566386566
 6639386430363930633066313433383863363438323863330a393034393866346165623365303265
 32393037376139393634343932386630653166626630646362376437383137363666333061623361

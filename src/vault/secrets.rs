@@ -354,6 +354,25 @@ mod tests {
     }
 
     #[test]
+    fn a_vaulted_password_file_opens_with_an_earlier_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pw, vaulted) = (dir.path().join("pw"), dir.path().join("vaulted-pw"));
+        std::fs::write(&pw, "kinit-vault-pw\n").unwrap();
+        // `hello vault\n`, vaulted by ansible-vault with `kinit-vault-pw`.
+        std::fs::write(&vaulted, crate::vault::cipher::tests::HELLO).unwrap();
+        let sources = SecretSources {
+            vault_ids: vec![
+                format!("a@{}", pw.display()),
+                format!("b@{}", vaulted.display()),
+            ],
+            ..Default::default()
+        };
+        let v = load_secrets(&sources, &mut |w| panic!("{w}")).unwrap();
+        assert_eq!(v.secrets[1].0, "b");
+        assert_eq!(v.secrets[1].1.expose(), "hello vault");
+    }
+
+    #[test]
     fn a_failing_script_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("pw.sh");
