@@ -369,3 +369,64 @@ fn playbook_help_lists_the_vault_flags() {
         assert!(ran.stdout().contains(flag), "{flag}:\n{}", ran.stdout());
     }
 }
+
+#[test]
+fn ask_vault_pass_reads_the_password_from_the_terminal_without_echo() {
+    use std::io::{Read, Write};
+    let Some(tool) = ansible_vault() else { return };
+    // util-linux `script` gives kinit a real pseudo-terminal; the password is typed once the
+    // prompt is there (the terminal discards what was typed before it, as getpass does).
+    if !Path::new("/usr/bin/script").is_file() {
+        crate::support::cannot_run("util-linux `script` is not installed");
+        return;
+    }
+    let test = Test::new()
+        .write("pw1.txt", PW1)
+        .write("vars.yml", "word: opened-at-the-prompt\n")
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  vars_files: [vars.yml]\n  \
+             tasks:\n    - debug: msg={{ word }}\n",
+        );
+    encrypt_file(&tool, test.path(), "vars.yml", "pw1.txt");
+    let kinit = env!("CARGO_BIN_EXE_kinit");
+    let mut child = Command::new("/usr/bin/script")
+        .args([
+            "-qec",
+            &format!("{kinit} playbook site.yml -J"),
+            "/dev/null",
+        ])
+        .current_dir(test.path())
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (prompted_tx, prompted_rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stdout.read(&mut buf) {
+            seen.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&seen).contains("Vault password: ") {
+                let _ = prompted_tx.send(());
+            }
+        }
+        seen
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let prompted = prompted_rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .is_ok();
+    // The prompt is written just before echo is switched off and the line read.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    stdin.write_all(format!("{PW1}\n").as_bytes()).unwrap();
+    let status = crate::support::wait_bounded(child, std::time::Duration::from_secs(60), "script");
+    drop(stdin);
+    let out = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    assert!(prompted, "no prompt:\n{out}");
+    assert!(status.status.success(), "{out}");
+    assert!(out.contains("opened-at-the-prompt"), "{out}");
+    assert!(!out.contains(PW1), "the password was echoed:\n{out}");
+}
