@@ -7,7 +7,8 @@
 //! `remote_user`, `private_key_file`, `forks`,
 //! `host_key_checking`, `timeout`, `gathering` (`[defaults]`); `become`, `become_user`,
 //! `become_method` (`[privilege_escalation]`); `ssh_args` (`[ssh_connection]`, read like
-//! `ansible_ssh_args`). Settings that only change how Ansible works inside (`pipelining`,
+//! `ansible_ssh_args`); `vault_password_file`, `vault_identity_list` (`[defaults]`). Settings
+//! that only change how Ansible works inside (`pipelining`,
 //! `retry_files_enabled`, `interpreter_python`...) fit kinit as they are and are accepted
 //! silently; any other setting is named once in a notice, never an error, never silence.
 //! Relative paths in the file are relative to the file's folder, as in Ansible.
@@ -68,6 +69,11 @@ pub struct AnsibleSettings {
     pub become_user: Option<String>,
     pub become_method: Option<String>,
     pub ssh_args: Option<String>,
+    /// `vault_password_file`: a vault password file (or script) tried after the command
+    /// line's.
+    pub vault_password_file: Option<PathBuf>,
+    /// `vault_identity_list`: vault-ids (`label@source`) tried before the command line's.
+    pub vault_identity_list: Vec<String>,
     /// Settings of the file kinit does not use, as `section.key`.
     pub ignored: Vec<String>,
 }
@@ -190,6 +196,8 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
                 s.become_method = Some(value.to_string());
             }
             ("ssh_connection", "ssh_args") => s.ssh_args = Some(value.to_string()),
+            ("defaults", "vault_password_file") => s.vault_password_file = Some(rel(value)),
+            ("defaults", "vault_identity_list") => s.vault_identity_list = list(value),
             _ => {
                 let name = format!("{section}.{key}");
                 if !FITTING.contains(&name.as_str()) && !s.ignored.contains(&name) {
@@ -257,7 +265,22 @@ fn read_env(
     if let Some(v) = get("ANSIBLE_SSH_ARGS") {
         s.ssh_args = Some(v);
     }
+    if let Some(v) = get("ANSIBLE_VAULT_PASSWORD_FILE") {
+        s.vault_password_file = Some(expand_home(&v));
+    }
+    if let Some(v) = get("ANSIBLE_VAULT_IDENTITY_LIST") {
+        s.vault_identity_list = list(&v);
+    }
     Ok(())
+}
+
+/// A `type: list` setting: comma-separated, each item trimmed.
+fn list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// Ansible's boolean spellings (`yes`, `on`, `1`, `true`, any case).
@@ -317,6 +340,28 @@ mod tests {
         assert_eq!(s.become_, Some(true));
         assert_eq!(s.ssh_args.as_deref(), Some("-o ControlMaster=auto"));
         assert_eq!(s.ignored, ["defaults.stdout_callback"]);
+    }
+
+    #[test]
+    fn vault_settings_come_from_the_file_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("ansible.cfg"),
+            "[defaults]\nvault_password_file = pw.txt\nvault_identity_list = dev@a, prod@prompt\n",
+        )
+        .unwrap();
+        let s = load(&|_| None, dir.path(), None).unwrap();
+        assert_eq!(s.vault_password_file, Some(dir.path().join("pw.txt")));
+        assert_eq!(s.vault_identity_list, ["dev@a", "prod@prompt"]);
+        assert!(s.ignored.is_empty(), "{:?}", s.ignored);
+        let env = |k: &str| match k {
+            "ANSIBLE_VAULT_PASSWORD_FILE" => Some("/etc/pw".to_string()),
+            "ANSIBLE_VAULT_IDENTITY_LIST" => Some("ops@/x".to_string()),
+            _ => None,
+        };
+        let s = load(&env, dir.path(), None).unwrap();
+        assert_eq!(s.vault_password_file, Some(PathBuf::from("/etc/pw")));
+        assert_eq!(s.vault_identity_list, ["ops@/x"]);
     }
 
     #[test]

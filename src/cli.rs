@@ -249,6 +249,8 @@ pub struct PlaybookArgs {
     pub list_tags: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
+    #[command(flatten)]
+    pub vault: VaultArgs,
     /// Accepted for ansible-playbook compatibility: kinit keeps no fact cache, so there is
     /// nothing to flush.
     #[arg(long)]
@@ -283,6 +285,30 @@ pub struct ConnectArgs {
     /// The become method; kinit has `sudo`.
     #[arg(long, value_name = "METHOD", value_parser = ["sudo"])]
     pub become_method: Option<String>,
+}
+
+/// Ansible Vault secrets, named as in ansible-playbook. Each is tried on every vaulted file
+/// and `!vault` value, those whose label matches the vault's first.
+#[derive(Debug, Clone, Default, Args)]
+pub struct VaultArgs {
+    /// A vault secret, `[label@]source`: source is a password file, an executable printing
+    /// the password, or `prompt`; repeatable.
+    #[arg(long = "vault-id", value_name = "VAULT_IDS")]
+    pub vault_ids: Vec<String>,
+    /// Ask for the vault password on the terminal.
+    #[arg(
+        short = 'J',
+        long = "ask-vault-password",
+        visible_alias = "ask-vault-pass"
+    )]
+    pub ask_vault_pass: bool,
+    /// Vault password file (an executable is run and its output used); repeatable.
+    #[arg(
+        long = "vault-password-file",
+        visible_alias = "vault-pass-file",
+        value_name = "VAULT_PASSWORD_FILES"
+    )]
+    pub vault_password_files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

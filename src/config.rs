@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::Error;
 use crate::ansible_cfg::AnsibleSettings;
-use crate::cli::{ClusterArgs, ExecArgs, PlanArgs, PlanFormat, PlaybookArgs, RunArgs};
+use crate::cli::{ClusterArgs, ExecArgs, PlanArgs, PlanFormat, PlaybookArgs, RunArgs, VaultArgs};
 use crate::cluster::{Cluster, Phase, PhaseWindow, expand};
 use crate::exec::session::ReportFiles;
 use crate::exec::{ConnectDefaults, RunOptions, TagFilter};
@@ -17,6 +17,7 @@ use crate::playbook::LoaderOptions;
 use crate::spec::{ClusterSpec, SpecInputs};
 use crate::transport::HostKeyChecking;
 use crate::vars::VarMap;
+use crate::vault::SecretSources;
 
 /// A cluster description, validated and expanded.
 #[derive(Debug, Clone)]
@@ -100,6 +101,19 @@ impl RunConfig {
             purge_cache: args.purge_cache,
             exec: args.exec.clone(),
         })
+    }
+}
+
+/// Where `kinit playbook`'s vault secrets come from: ansible.cfg's `vault_identity_list`
+/// before `--vault-id`, its `vault_password_file` after `--vault-password-file`, as
+/// ansible-playbook orders them (`CLI.build_vault_ids`).
+pub fn vault_sources(args: &VaultArgs, cfg: &AnsibleSettings) -> SecretSources {
+    SecretSources {
+        identity_list: cfg.vault_identity_list.clone(),
+        vault_ids: args.vault_ids.clone(),
+        password_files: args.vault_password_files.clone(),
+        configured_password_file: cfg.vault_password_file.clone(),
+        ask: args.ask_vault_pass,
     }
 }
 

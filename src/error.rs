@@ -37,6 +37,8 @@ pub enum Error {
     #[error(transparent)]
     Inventory(#[from] crate::inventory::InventoryError),
     #[error(transparent)]
+    VaultSecret(#[from] crate::vault::SecretError),
+    #[error(transparent)]
     AnsibleCfg(#[from] crate::ansible_cfg::AnsibleCfgError),
     #[error(transparent)]
     Report(#[from] crate::report::ReportError),

@@ -17,6 +17,8 @@ use crate::vars::VarMap;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExtraVarsError {
+    #[error(transparent)]
+    Vault(#[from] crate::vault::DecryptError),
     #[error("extra vars #{index}: `@` must be followed by a file name")]
     EmptyFileName { index: usize },
     #[error("extra vars #{index}: cannot read `{path}`")]
@@ -117,14 +119,18 @@ fn load_file(file: &str, index: usize, base_dir: &Path) -> Result<VarMap, ExtraV
         path: PathBuf::from(file),
         source,
     })?;
-    let value: serde_json::Value =
-        serde_yaml::from_str(&text).map_err(|e| ExtraVarsError::FileSyntax {
-            index,
-            path: PathBuf::from(file),
-            line: e.location().map_or(0, |l| l.line()),
-            column: e.location().map_or(0, |l| l.column()),
-            message: yaml_message(&e),
-        })?;
+    // `-e @secrets.yml` may be vaulted whole or hold `!vault` values, as in Ansible.
+    let text = crate::vault::file_text(&path, text)?;
+    let syntax = |e: serde_yaml::Error| ExtraVarsError::FileSyntax {
+        index,
+        path: PathBuf::from(file),
+        line: e.location().map_or(0, |l| l.line()),
+        column: e.location().map_or(0, |l| l.column()),
+        message: yaml_message(&e),
+    };
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(&text).map_err(syntax)?;
+    crate::vault::yaml::decrypt_tags(&mut doc, &text, &path, &crate::vault::current())?;
+    let value: serde_json::Value = serde_yaml::from_value(doc).map_err(syntax)?;
     into_map(value, index, |found| ExtraVarsError::FileNotMapping {
         index,
         path: PathBuf::from(file),

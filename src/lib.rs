@@ -20,7 +20,7 @@
 //! - `ci/`: periodic job launcher and HTML reports.
 //! - `extra_vars`: `-e key=value|@file.yml|{json}` with ansible-playbook's semantics;
 //!   `ansible_cfg`: `ansible.cfg` and the `ANSIBLE_*` variables for `kinit playbook`.
-//! - `secret`: a string that never prints itself.
+//! - `secret`: a string that never prints itself; `vault`: Ansible Vault secrets and decryption.
 //! - `atomic`: file writes that leave the old file or the new one, never half of one.
 //! - `interrupt`: Ctrl-C caught from the first line of `main`, turned into cancellation.
 
@@ -46,6 +46,7 @@ pub mod spec;
 pub mod template;
 pub mod transport;
 pub mod vars;
+pub mod vault;
 
 pub use error::Error;
 

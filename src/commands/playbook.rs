@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ansible_cfg;
 use crate::cli::PlaybookArgs;
-use crate::config::{PlaybookConfig, PlaybookMode};
+use crate::config::{PlaybookConfig, PlaybookMode, vault_sources};
 use crate::exec::Executor;
 use crate::exec::session::Session;
 use crate::inventory::Inventory;
@@ -32,6 +32,15 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
             "[WARNING]: become_method `{m}` from ansible.cfg/ANSIBLE_BECOME_METHOD: kinit becomes with sudo"
         );
     }
+    // Secrets first: `-e @file`, playbooks and inventories may all be vaulted.
+    let vault = crate::vault::load_secrets(&vault_sources(&args.vault, &cfg), &mut |w| {
+        eprintln!("[WARNING]: {w}")
+    })?;
+    let redactor = Redactor::default();
+    for pw in vault.passwords() {
+        redactor.add(pw.expose());
+    }
+    crate::vault::install(vault);
     let config = PlaybookConfig::from_args(&args, &cfg, &cwd, roles_path())?;
     let loader = Arc::new(Loader::new(config.loader.clone()));
     let mut books = Vec::new();
@@ -64,7 +73,7 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
     }
     let inventory = load_inventory(&config.inventory)?;
     let runtime = crate::exec::session::runtime()?;
-    runtime.block_on(run(config, loader, books, inventory))
+    runtime.block_on(run(config, loader, books, inventory, redactor))
 }
 
 async fn run(
@@ -72,6 +81,7 @@ async fn run(
     loader: Arc<Loader>,
     books: Vec<Playbook>,
     inventory: Inventory,
+    redactor: Redactor,
 ) -> Result<Outcome, Error> {
     if config.mode == PlaybookMode::ListHosts {
         let exec = Executor::new(
@@ -89,13 +99,7 @@ async fn run(
         }
         return Ok(Outcome::Success);
     }
-    let session = Session::start(
-        loader,
-        inventory,
-        config.run,
-        config.reports,
-        Redactor::default(),
-    )?;
+    let session = Session::start(loader, inventory, config.run, config.reports, redactor)?;
     for b in &books {
         if session.executor().run(b).await {
             break;

@@ -10,6 +10,8 @@ pub enum InventoryError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Vault(#[from] crate::vault::DecryptError),
     #[error("{}:{line}: {message}", path.display())]
     Syntax {
         path: PathBuf,

@@ -87,6 +87,8 @@ fn load_file(inv: &mut Inventory, path: &Path) -> Result<(), InventoryError> {
         path: path.to_path_buf(),
         source,
     })?;
+    // An inventory file may be vaulted whole, as Ansible's inventory plugins accept.
+    let text = crate::vault::file_text(path, text)?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     if matches!(ext, "yml" | "yaml" | "json") {
         yaml::parse(inv, path, &text)

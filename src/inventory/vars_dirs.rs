@@ -83,17 +83,15 @@ pub fn read_vars_file(path: &Path) -> Result<VarMap, InventoryError> {
         path: path.to_path_buf(),
         source,
     })?;
-    if text.starts_with("$ANSIBLE_VAULT") {
-        return Err(InventoryError::Syntax {
-            path: path.to_path_buf(),
-            line: 1,
-            message: "vault-encrypted variable files are not supported".into(),
-        });
-    }
-    let value: Value = serde_yaml::from_str(&text).map_err(|source| InventoryError::Yaml {
+    // group_vars/host_vars files may be vaulted whole or hold `!vault` values.
+    let text = crate::vault::file_text(path, text)?;
+    let yaml_err = |source| InventoryError::Yaml {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(&text).map_err(yaml_err)?;
+    crate::vault::yaml::decrypt_tags(&mut doc, &text, path, &crate::vault::current())?;
+    let value: Value = serde_yaml::from_value(doc).map_err(yaml_err)?;
     match value {
         Value::Null => Ok(VarMap::new()),
         Value::Object(m) => Ok(m),

@@ -30,11 +30,18 @@ pub fn parse(inv: &mut Inventory, path: &Path, text: &str) -> Result<(), Invento
     if text.trim().is_empty() {
         return Ok(());
     }
-    let top: Option<IndexMap<String, Option<YamlGroup>>> =
-        serde_yaml::from_str(text).map_err(|source| InventoryError::Yaml {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    let yaml_err = |source| InventoryError::Yaml {
+        path: path.to_path_buf(),
+        source,
+    };
+    let top: Option<IndexMap<String, Option<YamlGroup>>> = if text.contains("!vault") {
+        // `!vault` values are decrypted in the document before it takes the inventory's shape.
+        let mut doc: serde_yaml::Value = serde_yaml::from_str(text).map_err(yaml_err)?;
+        crate::vault::yaml::decrypt_tags(&mut doc, text, path, &crate::vault::current())?;
+        serde_yaml::from_value(doc).map_err(yaml_err)?
+    } else {
+        serde_yaml::from_str(text).map_err(yaml_err)?
+    };
     for (name, group) in top.unwrap_or_default() {
         add_group(inv, path, None, &name, group.unwrap_or_default())?;
     }

@@ -55,6 +55,9 @@ pub struct Params {
     /// A command (with `%s` for the new file) that must accept the file before it replaces
     /// the old one (`visudo -cf %s`).
     validate: Option<String>,
+    /// Copy a vault-encrypted `src` as its plaintext (default yes); `no` copies it as is.
+    #[serde(default = "yes", deserialize_with = "boolish")]
+    decrypt: bool,
 }
 
 /// The file the task would write, for `kinit plan --render`: `content`, or the local file
@@ -105,7 +108,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .ok_or_else(|| bad("`src` has no file name"))?;
-            (Content::file(&local).await?, Some(base), Some(local))
+            (
+                Content::local(&local, p.decrypt).await?,
+                Some(base),
+                Some(local),
+            )
         }
         (Some(_), Some(_)) => return Err(bad("`src` and `content` are mutually exclusive")),
         (None, None) => return Ok(ModuleResult::failed("src (or content) is required")),
@@ -254,7 +261,7 @@ async fn copy_tree(
         }
     }
     for (((_, source), path), stat) in files.iter().zip(&paths[dirs.len()..]).zip(file_stats) {
-        let content = Content::file(source).await?;
+        let content = Content::local(source, p.decrypt).await?;
         let before = Before {
             ids,
             stat: stat.clone(),

@@ -59,6 +59,20 @@ impl Content {
         })
     }
 
+    /// A local file to copy: its plaintext when it is vault-encrypted and `decrypt` is on
+    /// (`copy`'s default, Ansible's `decrypt: true`), else the file as it is.
+    pub async fn local(path: &std::path::Path, decrypt: bool) -> Result<Self, ModuleError> {
+        if decrypt && starts_vaulted(path).await {
+            let fail = |msg: String| ModuleError::Failed { msg };
+            let bytes = tokio::fs::read(path)
+                .await
+                .map_err(|e| fail(format!("cannot read `{}`: {e}", path.display())))?;
+            let plain = crate::vault::file_bytes(path, bytes).map_err(|e| fail(e.to_string()))?;
+            return Ok(Self::bytes(plain));
+        }
+        Self::file(path).await
+    }
+
     /// The content as text for a diff; async because a file source is read from disk.
     async fn text(&self) -> Option<String> {
         match &self.source {
@@ -66,6 +80,16 @@ impl Content {
             Source::File(p) if self.size < 256 * 1024 => tokio::fs::read_to_string(p).await.ok(),
             Source::File(_) => None,
         }
+    }
+}
+
+/// Whether the file at `path` begins with the vault header (an unreadable file is read, and
+/// its error reported, by the caller).
+async fn starts_vaulted(path: &std::path::Path) -> bool {
+    let mut head = [0u8; crate::vault::HEADER.len()];
+    match tokio::fs::File::open(path).await {
+        Ok(mut f) => f.read_exact(&mut head).await.is_ok() && crate::vault::is_vaulted(&head),
+        Err(_) => false,
     }
 }
 

@@ -60,6 +60,10 @@ fn text(
     let source = source.map_err(|e| ModuleError::Failed {
         msg: format!("cannot read template `{}`: {e}", local.display()),
     })?;
+    // A vaulted template is rendered from its plaintext (Ansible reads it through
+    // `DataLoader.get_real_file`, which decrypts).
+    let source = crate::vault::file_text(local, source)
+        .map_err(|e| ModuleError::Failed { msg: e.to_string() })?;
     let mut text = render
         .render_with(&source, &template_vars(local, &p.dest))
         .map_err(|e| ModuleError::Failed {

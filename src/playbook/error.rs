@@ -14,6 +14,8 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Vault(#[from] crate::vault::DecryptError),
     #[error("{}:{line}: YAML syntax error: {detail}", file.display())]
     Syntax {
         file: PathBuf,

@@ -112,18 +112,21 @@ impl Doc {
             path: path.to_path_buf(),
             source,
         })?;
+        // A whole-file vault (`ansible-vault encrypt vars.yml`) is read as its plaintext.
+        let text = crate::vault::file_text(path, text)?;
         Self::parse(path, &text)
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Doc, LoadError> {
         let file = Arc::new(path.to_path_buf());
         let text = &*explicit_empty_nulls(text);
-        let yaml: serde_yaml::Value =
+        let mut yaml: serde_yaml::Value =
             serde_yaml::from_str(text).map_err(|e| LoadError::Syntax {
                 file: path.to_path_buf(),
                 line: e.location().map(|l| l.line()).unwrap_or(0),
                 detail: e.to_string(),
             })?;
+        crate::vault::yaml::decrypt_tags(&mut yaml, text, path, &crate::vault::current())?;
         let value = to_json(yaml);
         let mut rec = Recorder::default();
         let mut parser = Parser::new_from_str(text);
@@ -149,7 +152,8 @@ fn explicit_empty_nulls(text: &str) -> std::borrow::Cow<'_, str> {
     EMPTY_NULL.replace_all(text, "!!null ~$1$2")
 }
 
-/// Convert a YAML value to JSON (mapping keys become strings; tags are dropped).
+/// Convert a YAML value to JSON (mapping keys become strings; tags are dropped, `!vault`
+/// values having been decrypted before).
 pub fn to_json(v: serde_yaml::Value) -> Value {
     use serde_yaml::Value as Y;
     match v {

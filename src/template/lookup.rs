@@ -305,7 +305,12 @@ fn run(
                 .collect())
         }
         "subelements" => subelements(terms),
-        "unvault" | "password" => Err(invalid(format!(
+        // `unvault`: the (decrypted) file as it is, nothing stripped.
+        "unvault" => term_strings(terms)?
+            .into_iter()
+            .map(|t| Ok(Value::from(read(&find(state, &t, "files")?)?)))
+            .collect(),
+        "password" => Err(invalid(format!(
             "the `{name}` lookup is not supported by kinit"
         ))),
         other => Err(invalid(format!(
@@ -378,6 +383,7 @@ pub const NAMES: &[&str] = &[
     "together",
     "subelements",
     "inventory_hostnames",
+    "unvault",
 ];
 
 /// The folders relative paths are searched in.
@@ -426,9 +432,12 @@ fn find(state: &State<'_, '_>, name: &str, subdir: &str) -> Result<PathBuf, Erro
     )))
 }
 
+/// A file's text; a vaulted file's plaintext, as Ansible's loader gives `file`, `template`
+/// and `unvault` lookups.
 fn read(path: &Path) -> Result<String, Error> {
-    std::fs::read_to_string(path)
-        .map_err(|e| invalid(format!("cannot read `{}`: {e}", path.display())))
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| invalid(format!("cannot read `{}`: {e}", path.display())))?;
+    crate::vault::file_text(path, text).map_err(|e| invalid(e.to_string()))
 }
 
 fn run_command(cmd: &str) -> Result<String, Error> {

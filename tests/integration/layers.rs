@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&str] = &[
     "atomic",
     "secret",
+    "vault",
     "vars",
     "interrupt",
     "report",

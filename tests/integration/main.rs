@@ -35,6 +35,7 @@ mod secrets_scan;
 mod session;
 mod ssh;
 mod support;
+mod vault;
 mod winrm;
 mod winrm_cluster_ca;
 mod winrm_playbook;

@@ -4,7 +4,8 @@
 //! against the test server including a wrong password and an injected 500), with JSON and
 //! JUnit logs, then grep every byte kinit wrote (stdout, stderr, every file it created in its
 //! scratch folder and state dir) for each secret in raw, base64, UTF-16LE and
-//! base64-of-UTF-16LE form. Any hit fails the test, naming the secret, form and place.
+//! base64-of-UTF-16LE form. Any hit fails the test, naming the secret, form and place. The
+//! vault scenario does the same for vault passwords (files, scripts, a wrong one).
 
 use std::path::Path;
 
@@ -24,6 +25,8 @@ const DB_PASSWORD: &str = "Db-Pw-Marmalade-8812";
 const NOLOG_VALUE: &str = "NoLog-Kumquat-5521";
 const LOOP_SECRET: &str = "Loop-Secret-Pelican-77";
 const WRONG_WINRM: &str = "Wr0ng-WinRM-Pw-9931";
+const VAULT_PW: &str = "Vault-Pw-Quince-3390";
+const WRONG_VAULT_PW: &str = "Vault-Wrong-Heron-6127";
 
 /// Every form a secret could leak in: raw, base64 at each byte alignment (as inside a longer
 /// encoded blob), UTF-16LE (PowerShell strings) and its base64 (`-EncodedCommand`).
@@ -285,6 +288,88 @@ async fn no_secret_reaches_any_output_over_winrm() {
         places.extend(outputs(label, &ran, &inputs));
     }
     assert_no_leaks(&[WINRM_PASSWORD, WRONG_WINRM, DB_PASSWORD], &places);
+}
+
+/// Tasks that put the vault password itself in front of every channel: read back from its
+/// file, echoed by a command, in a failure message.
+const VAULT_PLAYBOOK: &str = "- hosts: localhost
+  gather_facts: false
+  vars_files: [vars.yml]
+  tasks:
+    - debug: msg=\"{{ lookup('file', 'pw.txt') }} opened {{ word }}\"
+    - command: cat pw.txt
+      register: out
+    - debug: var=out
+    - copy: content=\"{{ lookup('file', 'pw.txt') }}\" dest=copied.txt
+    - fail: msg=\"{{ lookup('file', 'pw.txt') }}\"
+";
+
+#[test]
+fn no_vault_password_reaches_any_output() {
+    let Some(tool) = crate::vault::ansible_vault() else {
+        return;
+    };
+    let inputs = ["pw.txt", "pw.sh", "wrong.txt", "vars.yml", "site.yml"];
+    let mut places = Vec::new();
+    for (label, flags, code) in [
+        ("file", vec!["--vault-password-file", "pw.txt"], 2),
+        ("script -vvv", vec!["--vault-id", "dev@pw.sh", "-vvv"], 2),
+        (
+            "--diff",
+            vec!["--vault-password-file", "pw.txt", "--diff", "-v"],
+            2,
+        ),
+        (
+            "wrong",
+            vec!["--vault-password-file", "wrong.txt", "-vvv"],
+            2,
+        ),
+    ] {
+        let t = Test::new()
+            .write("pw.txt", &format!("{VAULT_PW}\n"))
+            .write("pw.sh", &format!("#!/bin/sh\necho {VAULT_PW}\n"))
+            .write("wrong.txt", WRONG_VAULT_PW)
+            .write("vars.yml", "word: the-vaulted-vars\n")
+            .write("site.yml", VAULT_PLAYBOOK);
+        std::fs::set_permissions(
+            t.path().join("pw.sh"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        crate::vault::encrypt_file(&tool, t.path(), "vars.yml", "pw.txt");
+        let ran = t
+            .args(["playbook", "site.yml"])
+            .args(["--log-json", "log.jsonl", "--junit", "junit.xml"])
+            .args(flags)
+            .run();
+        assert_eq!(
+            ran.output.status.code(),
+            Some(code),
+            "{label}\n{}\n{}",
+            ran.stdout(),
+            ran.stderr()
+        );
+        if label == "wrong" {
+            // The run stopped at the vars file: its error is all there is to scan.
+            assert!(
+                ran.stdout().contains("Decryption failed"),
+                "{}",
+                ran.stdout()
+            );
+        } else {
+            // The password was read back into results and output, masked everywhere.
+            assert!(
+                ran.stdout().contains("******** opened the-vaulted-vars"),
+                "{}",
+                ran.stdout()
+            );
+            assert!(ran.dir.join("log.jsonl").exists() && ran.dir.join("junit.xml").exists());
+        }
+        places.extend(outputs(label, &ran, &inputs));
+    }
+    // `copied.txt` holds the password by design (the task wrote it); it is not output.
+    places.retain(|(p, _)| !p.ends_with("copied.txt"));
+    assert_no_leaks(&[VAULT_PW, WRONG_VAULT_PW], &places);
 }
 
 /// Random passwords (seeded) over ASCII punctuation and non-ASCII text, each used as a host's
