@@ -6,7 +6,7 @@
 //! does (`salt_size` is accepted; the generated salt is always 16 characters). A private
 //! answer typed at the terminal is masked in every output like a password.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 
 use serde_json::Value;
 
@@ -110,12 +110,12 @@ fn ask(question: &str, private: bool, confirm: bool) -> String {
 }
 
 fn read_answer(question: &str, private: bool) -> String {
-    if private {
-        return rpassword::prompt_password(question).unwrap_or_default();
-    }
-    eprint!("{question}");
-    let _ = std::io::stderr().flush();
-    let mut line = String::new();
-    let _ = std::io::stdin().lock().read_line(&mut line);
-    line.trim_end_matches(['\n', '\r']).to_string()
+    let term = console::Term::stderr();
+    let _ = term.write_str(question);
+    let line = if private {
+        term.read_secure_line()
+    } else {
+        term.read_line()
+    };
+    line.unwrap_or_default()
 }

@@ -429,3 +429,48 @@ fn templated_serial() {
     assert!(out.contains("ok: [a] => batch=a,b"), "{out}");
     assert!(out.contains("ok: [c] => batch=c"), "{out}");
 }
+
+/// `vars_prompt` on a terminal: each question as Ansible words it (`prompt [default]: `),
+/// `confirm` asks twice, an empty answer takes the default, `encrypt` hashes the answer
+/// (the expected value is glibc crypt(3)'s, from Python's `crypt.crypt('hashme',
+/// '$6$abcdefghijklmnop')`), and a private answer is neither echoed nor printed by a task.
+/// Without a terminal nothing is asked: `tests/playbooks/diff/34-vars-prompt.yml` compares
+/// that case with ansible-playbook.
+#[test]
+fn vars_prompt_asks_on_a_terminal() {
+    let test = Test::new().write(
+        "site.yml",
+        "- hosts: localhost\n  gather_facts: false\n  vars_prompt:\n\
+         \x20   - name: visible\n      prompt: Your name\n      private: false\n\
+         \x20   - name: pw\n      prompt: Password\n      confirm: true\n\
+         \x20   - name: dflt\n      prompt: Keep default\n      default: kept\n      private: false\n\
+         \x20   - name: hashed\n      prompt: Hash me\n      encrypt: sha512_crypt\n      salt: abcdefghijklmnop\n\
+         \x20 tasks:\n    - debug:\n        msg: \"{{ [visible, pw, dflt, hashed] }}\"\n",
+    );
+    let Some((prompted, status, out)) = crate::support::on_terminal(
+        test.path(),
+        "playbook site.yml",
+        &[
+            ("Your name: ", "alice"),
+            ("Password: ", "pr0mpted-Secret"),
+            ("confirm Password: ", "pr0mpted-Secret"),
+            ("Keep default [kept]: ", ""),
+            ("Hash me: ", "hashme"),
+        ],
+    ) else {
+        return;
+    };
+    assert!(prompted, "a question never came:\n{out}");
+    assert!(status.success(), "{out}");
+    assert!(
+        out.contains(
+            "[\"alice\",\"********\",\"kept\",\"$6$abcdefghijklmnop$jaLYx99pJXe7Rnb0uRaJlO4H7h1B\
+             fHx64E91L9bhVMHaCP9V30qEdhxA6Hko5aGXfyz2g7IbhUs9r26qkHNo71\"]"
+        ),
+        "{out}"
+    );
+    assert!(
+        !out.contains("pr0mpted-Secret"),
+        "the private answer showed:\n{out}"
+    );
+}

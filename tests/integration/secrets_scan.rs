@@ -341,7 +341,8 @@ fn no_vault_password_reaches_any_output() {
             .args(["playbook", "site.yml"])
             .args(["--log-json", "log.jsonl", "--junit", "junit.xml"])
             .args(flags)
-            .run();
+            .run()
+            .partial_output(SCANNED);
         assert_eq!(
             ran.output.status.code(),
             Some(code),

@@ -526,6 +526,71 @@ pub fn this_host_name() -> String {
         .to_string()
 }
 
+/// Run `kinit <args>` in `dir` on a real pseudo-terminal (util-linux `script`) and answer its
+/// questions: each answer is typed once its prompt text has appeared (a terminal discards what
+/// was typed before the question, as getpass does). Returns whether every prompt came, the
+/// exit status and everything the terminal showed. `None` (after `cannot_run`) without
+/// `script`.
+pub fn on_terminal(
+    dir: &Path,
+    args: &str,
+    answers: &[(&str, &str)],
+) -> Option<(bool, std::process::ExitStatus, String)> {
+    use std::io::{Read, Write};
+    if !Path::new("/usr/bin/script").is_file() {
+        cannot_run("util-linux `script` is not installed");
+        return None;
+    }
+    let kinit = env!("CARGO_BIN_EXE_kinit");
+    let mut child = Command::new("/usr/bin/script")
+        .args(["-qec", &format!("{kinit} {args}"), "/dev/null"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("XDG_STATE_HOME", dir.join(".state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start script");
+    let mut stdout = child.stdout.take().unwrap();
+    let (seen_tx, seen_rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stdout.read(&mut buf) {
+            seen.extend_from_slice(&buf[..n]);
+            let _ = seen_tx.send(String::from_utf8_lossy(&seen).into_owned());
+        }
+        seen
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let mut all_prompted = true;
+    let mut shown = String::new();
+    for (i, (prompt, answer)) in answers.iter().enumerate() {
+        // The i-th answer waits for the i-th prompt counted over all prompts so far.
+        let wanted = answers[..=i].iter().filter(|(p, _)| p == prompt).count();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while shown.matches(prompt).count() < wanted {
+            match seen_rx
+                .recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+            {
+                Ok(text) => shown = text,
+                Err(_) => break,
+            }
+        }
+        if shown.matches(prompt).count() < wanted {
+            all_prompted = false;
+            break;
+        }
+        // The prompt is written just before echo is switched off and the line read.
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = stdin.write_all(format!("{answer}\n").as_bytes());
+    }
+    let status = wait_bounded(child, Duration::from_secs(60), "script").status;
+    drop(stdin);
+    let out = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    Some((all_prompted, status, out))
+}
+
 /// Wait (bounded) until process `pid` catches SIGINT (its bit in `/proc/<pid>/status`
 /// `SigCgt`), i.e. kinit reached the first line of `main`. A SIGINT before that ends any
 /// process by default, before a line of kinit ran; tests that interrupt kinit on purpose

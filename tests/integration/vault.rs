@@ -185,7 +185,8 @@ fn vaulted_files_and_values_decrypt_like_ansible_playbook() {
         .code(0)
         .stdout_has("ok=6")
         // The role's vaulted defaults, printed by its own task.
-        .stdout_has("from-role-defaults");
+        .stdout_has("from-role-defaults")
+        .snapshot();
     assert_eq!(read_json(&ran.dir, "kinit-vars.json"), expected_vars());
     for file in ["vars.json", "copy.txt", "template.txt"] {
         let (k, a) = (
@@ -219,7 +220,8 @@ fn without_any_secret_the_first_vaulted_file_is_named() {
     // `-e @extra.yml` is read first, as ansible-playbook reads extra vars before the plays.
     run_kinit(vaulted_project(&tool), &["-e", "out=kinit"])
         .code(1)
-        .stderr_has("extra.yml: Attempting to decrypt but no vault secrets found");
+        .stderr_has("extra.yml: Attempting to decrypt but no vault secrets found")
+        .snapshot();
 }
 
 #[test]
@@ -237,7 +239,8 @@ fn a_wrong_password_names_the_file_and_line_of_the_value() {
         .fails_with(4)
         .stderr_has(
             "error: site.yml:5: Decryption failed (no vault secrets were found that could decrypt)",
-        );
+        )
+        .snapshot();
 }
 
 #[test]
@@ -250,7 +253,8 @@ fn with_one_of_two_labels_the_values_of_the_other_do_not_open() {
         &["--vault-id", "prod@pw2.txt", "-e", "out=k"],
     )
     .code(1)
-    .stderr_has("inv.yml:5: Decryption failed (no vault secrets were found that could decrypt)");
+    .stderr_has("inv.yml:5: Decryption failed (no vault secrets were found that could decrypt)")
+    .snapshot();
 }
 
 #[test]
@@ -268,7 +272,8 @@ fn a_wrong_password_for_a_whole_vaulted_file_names_the_file() {
     // `include_vars` fails the host, which reports it on stdout.
     test.args(["playbook", "site.yml", "--vault-password-file", "other.txt"])
         .fails_with(2)
-        .stdout_has("vars.yml: Decryption failed (no vault secrets were found that could decrypt)");
+        .stdout_has("vars.yml: Decryption failed (no vault secrets were found that could decrypt)")
+        .snapshot();
 }
 
 #[test]
@@ -299,21 +304,25 @@ fn secrets_come_from_scripts_ansible_cfg_and_the_environment() {
     project(&[])
         .args(["playbook", "site.yml", "--vault-password-file", "pw.sh"])
         .succeeds()
-        .stdout_has(word);
+        .stdout_has(word)
+        .snapshot();
     project(&[])
         .args(["playbook", "site.yml", "--vault-id", "ops@pw.sh"])
         .succeeds()
-        .stdout_has(word);
+        .stdout_has(word)
+        .snapshot();
     // ANSIBLE_VAULT_PASSWORD_FILE, and ansible.cfg's two settings.
     project(&[])
         .env("ANSIBLE_VAULT_PASSWORD_FILE", "pw1.txt")
         .args(["playbook", "site.yml"])
         .succeeds()
-        .stdout_has(word);
+        .stdout_has(word)
+        .snapshot();
     project(&[("ansible.cfg", "[defaults]\nvault_password_file = pw.sh\n")])
         .args(["playbook", "site.yml"])
         .succeeds()
-        .stdout_has(word);
+        .stdout_has(word)
+        .snapshot();
     project(&[(
         "ansible.cfg",
         "[defaults]\nvault_identity_list = dev@missing.txt, ops@pw1.txt\n",
@@ -321,7 +330,8 @@ fn secrets_come_from_scripts_ansible_cfg_and_the_environment() {
     .args(["playbook", "site.yml"])
     .succeeds()
     .stdout_has(word)
-    .stderr_has("[WARNING]: Error getting vault password file (dev)");
+    .stderr_has("[WARNING]: Error getting vault password file (dev)")
+    .snapshot();
 }
 
 #[test]
@@ -336,12 +346,14 @@ fn a_failing_or_missing_password_source_is_a_clear_error() {
     .unwrap();
     t.args(["playbook", "site.yml", "--vault-password-file", "pw.sh"])
         .fails_with(1)
-        .stderr_has("error: vault password script `pw.sh` returned non-zero (3)");
+        .stderr_has("error: vault password script `pw.sh` returned non-zero (3)")
+        .snapshot();
     Test::new()
         .write("site.yml", "- hosts: localhost\n  tasks: []\n")
         .args(["playbook", "site.yml", "--vault-id", "dev@nope.txt"])
         .fails_with(1)
-        .stderr_has("error: The vault password file `nope.txt` was not found");
+        .stderr_has("error: The vault password file `nope.txt` was not found")
+        .snapshot();
 }
 
 #[test]
@@ -352,13 +364,19 @@ fn ask_vault_pass_without_a_terminal_fails_at_once() {
             .write("site.yml", "- hosts: localhost\n  tasks: []\n")
             .args(["playbook", "site.yml", flag])
             .fails_with(1)
-            .stderr_has("cannot prompt for the vault password (default): no terminal");
+            .stderr_has("cannot prompt for the vault password (default): no terminal")
+            .snapshot_as(&format!("ask_vault_pass_without_a_terminal{flag}"));
     }
 }
 
 #[test]
 fn playbook_help_lists_the_vault_flags() {
-    let ran = Test::new().args(["playbook", "--help"]).succeeds();
+    let ran = Test::new()
+        .args(["playbook", "--help"])
+        .succeeds()
+        .partial_output(
+            "the whole help text is clap's layout; the vault flags are what this checks",
+        );
     for flag in [
         "--vault-id <VAULT_IDS>",
         "-J, --ask-vault-password",
@@ -372,14 +390,7 @@ fn playbook_help_lists_the_vault_flags() {
 
 #[test]
 fn ask_vault_pass_reads_the_password_from_the_terminal_without_echo() {
-    use std::io::{Read, Write};
     let Some(tool) = ansible_vault() else { return };
-    // util-linux `script` gives kinit a real pseudo-terminal; the password is typed once the
-    // prompt is there (the terminal discards what was typed before it, as getpass does).
-    if !Path::new("/usr/bin/script").is_file() {
-        crate::support::cannot_run("util-linux `script` is not installed");
-        return;
-    }
     let test = Test::new()
         .write("pw1.txt", PW1)
         .write("vars.yml", "word: opened-at-the-prompt\n")
@@ -389,44 +400,15 @@ fn ask_vault_pass_reads_the_password_from_the_terminal_without_echo() {
              tasks:\n    - debug: msg={{ word }}\n",
         );
     encrypt_file(&tool, test.path(), "vars.yml", "pw1.txt");
-    let kinit = env!("CARGO_BIN_EXE_kinit");
-    let mut child = Command::new("/usr/bin/script")
-        .args([
-            "-qec",
-            &format!("{kinit} playbook site.yml -J"),
-            "/dev/null",
-        ])
-        .current_dir(test.path())
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let (prompted_tx, prompted_rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        while let Ok(n @ 1..) = stdout.read(&mut buf) {
-            seen.extend_from_slice(&buf[..n]);
-            if String::from_utf8_lossy(&seen).contains("Vault password: ") {
-                let _ = prompted_tx.send(());
-            }
-        }
-        seen
-    });
-    let mut stdin = child.stdin.take().unwrap();
-    let prompted = prompted_rx
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .is_ok();
-    // The prompt is written just before echo is switched off and the line read.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    stdin.write_all(format!("{PW1}\n").as_bytes()).unwrap();
-    let status = crate::support::wait_bounded(child, std::time::Duration::from_secs(60), "script");
-    drop(stdin);
-    let out = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    let Some((prompted, status, out)) = crate::support::on_terminal(
+        test.path(),
+        "playbook site.yml -J",
+        &[("Vault password: ", PW1)],
+    ) else {
+        return;
+    };
     assert!(prompted, "no prompt:\n{out}");
-    assert!(status.status.success(), "{out}");
+    assert!(status.success(), "{out}");
     assert!(out.contains("opened-at-the-prompt"), "{out}");
     assert!(!out.contains(PW1), "the password was echoed:\n{out}");
 }
