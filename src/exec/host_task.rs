@@ -79,7 +79,7 @@ impl Executor {
         let started = Instant::now();
         self.emit(Event::HostTask {
             host: host.to_string(),
-            task: task.display_name(),
+            task: inh.title(task),
         });
         let mut flow = Flow::Continue;
         let mut delegate_shown = None;
@@ -239,7 +239,7 @@ impl Executor {
         self.emit(Event::TaskResult {
             host: host.to_string(),
             task_id,
-            task: task.display_name(),
+            task: t.inh.title(task),
             location: task.loc.to_string(),
             status,
             module: task.module_name().map(str::to_string),

@@ -185,7 +185,7 @@ impl Executor {
             self.emit(Event::ItemResult {
                 host: host.to_string(),
                 task_id,
-                task: task.display_name(),
+                task: t.inh.title(task),
                 item: if no_log { "None".into() } else { label },
                 status,
                 module: task.module_name().map(str::to_string),

@@ -231,7 +231,7 @@ impl Executor {
         let progress = TaskProgress {
             events: &self.events,
             host,
-            task: task.display_name(),
+            task: inh.title(task),
         };
         let mctx = ModuleCtx {
             host: &delegate,

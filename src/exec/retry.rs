@@ -102,7 +102,7 @@ impl Executor {
             }
             self.emit(Event::Retry {
                 host: host.to_string(),
-                task: task.display_name(),
+                task: t.inh.title(task),
                 attempt,
                 retries,
             });

@@ -192,7 +192,7 @@ impl Executor {
         if task.module_name() != Some("meta") {
             self.emit(Event::TaskStart {
                 id,
-                name: task.display_name(),
+                name: inh.title(task),
                 location: task.loc.to_string(),
                 handler: inh.handler,
             });

@@ -493,7 +493,7 @@ fn teardown_works_where_preparation_fails() {
     assert!(!out.contains("PHASE [prepare-hypervisors]"), "{out}");
     assert!(out.contains("PHASE [cleanup-hypervisors]"), "{out}");
     assert!(
-        out.contains("TASK [Cleanup complete]\nok: [hypervisor-01]"),
+        out.contains("TASK [kinit_cleanup : Cleanup complete]\nok: [hypervisor-01]"),
         "{out}"
     );
 }

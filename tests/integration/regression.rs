@@ -159,7 +159,7 @@ fn prepare_hypervisors_needs_no_libvirt_uri() {
     assert!(!out.contains("is undefined"), "{out}");
     if missing.is_empty() {
         assert!(
-            out.contains("TASK [libvirt daemons found]\nok: [hypervisor-01]"),
+            out.contains("TASK [kinit_hypervisor : libvirt daemons found]\nok: [hypervisor-01]"),
             "{out}"
         );
     } else {
@@ -171,7 +171,9 @@ fn prepare_hypervisors_needs_no_libvirt_uri() {
             assert!(line.contains(p.as_str()), "`{p}` missing from: {line}");
         }
         assert!(
-            out.contains("TASK [libvirt daemons found]\nskipping: [hypervisor-01]"),
+            out.contains(
+                "TASK [kinit_hypervisor : libvirt daemons found]\nskipping: [hypervisor-01]"
+            ),
             "{out}"
         );
     }

@@ -180,8 +180,9 @@ fn prepare_hypervisors_keeps_a_newer_installed_package_and_installs_without_reco
         .succeeds()
         .partial_output(MACHINE_DEPENDENT);
     assert!(
-        run.stdout()
-            .contains("TASK [Virtualization packages (apt)]\nchanged: [hypervisor-01]"),
+        run.stdout().contains(
+            "TASK [kinit_hypervisor : Virtualization packages (apt)]\nchanged: [hypervisor-01]"
+        ),
         "{}",
         run.stdout()
     );
@@ -193,9 +194,9 @@ fn prepare_hypervisors_keeps_a_newer_installed_package_and_installs_without_reco
         .succeeds()
         .partial_output(MACHINE_DEPENDENT);
     assert!(
-        again
-            .stdout()
-            .contains("TASK [Virtualization packages (apt)]\nok: [hypervisor-01]"),
+        again.stdout().contains(
+            "TASK [kinit_hypervisor : Virtualization packages (apt)]\nok: [hypervisor-01]"
+        ),
         "{}",
         again.stdout()
     );
@@ -246,11 +247,15 @@ fn redhat_family_hypervisor_gets_dnf_not_apt() {
     .partial_output(MACHINE_DEPENDENT);
     let out = run.stdout();
     assert!(
-        out.contains("TASK [Virtualization packages (dnf)]\nchanged: [hypervisor-01]"),
+        out.contains(
+            "TASK [kinit_hypervisor : Virtualization packages (dnf)]\nchanged: [hypervisor-01]"
+        ),
         "{out}"
     );
     assert!(
-        out.contains("TASK [Virtualization packages (apt)]\nskipping: [hypervisor-01]"),
+        out.contains(
+            "TASK [kinit_hypervisor : Virtualization packages (apt)]\nskipping: [hypervisor-01]"
+        ),
         "{out}"
     );
     let calls = host_sh(host, "cat /root/pkg-calls");

@@ -48,14 +48,19 @@ pub(super) fn inventory_yaml(
     .unwrap()
 }
 
-/// The status line (`changed`/`ok`/`skipping`) of each run of task `name`, in order.
+/// The status line (`changed`/`ok`/`skipping`) of each run of task `name` (in a role or
+/// not: `TASK [role : name]`), in order.
 pub(super) fn statuses(stdout: &str, name: &str) -> Vec<String> {
     let header = format!("TASK [{name}]");
+    let in_role = format!(" : {name}]");
     let lines: Vec<&str> = stdout.lines().collect();
     lines
         .iter()
         .enumerate()
-        .filter(|(_, l)| l.trim() == header)
+        .filter(|(_, l)| {
+            let l = l.trim();
+            l == header || (l.starts_with("TASK [") && l.ends_with(&in_role))
+        })
         .map(|(i, _)| lines[i + 1].split(':').next().unwrap().to_string())
         .collect()
 }

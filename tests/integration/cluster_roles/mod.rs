@@ -364,13 +364,13 @@ pub(super) fn ca_hash(cert: &std::path::Path) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-/// The names of the tasks that reported `changed` on some host.
+/// The names of the tasks that reported `changed` on some host (without their role).
 fn changed_tasks(stdout: &str) -> Vec<String> {
     let mut task = String::new();
     let mut out = Vec::new();
     for l in stdout.lines() {
         if let Some(t) = l.strip_prefix("TASK [").and_then(|t| t.strip_suffix(']')) {
-            task = t.to_string();
+            task = t.split_once(" : ").map_or(t, |(_, name)| name).to_string();
         } else if l.starts_with("changed:") && !out.contains(&task) {
             out.push(task.clone());
         }

@@ -502,7 +502,7 @@ fn windows_worker_join_rides_out_the_network_blips_of_the_hyper_v_switch() {
     );
     let polled = stdout
         .split("TASK [")
-        .find(|t| t.starts_with("Node components and kubeadm join (start.ps1 result)]"))
+        .find(|t| t.contains("Node components and kubeadm join (start.ps1 result)]"))
         .unwrap_or_else(|| panic!("no polling task:\n{stdout}"));
     assert!(polled.contains("changed: [compute-01]"), "{polled}");
 }
