@@ -187,13 +187,20 @@ async fn run(
         let text = terminal_safe(&redactor.apply(&plain.render(&ev))).into_owned();
         match progress.as_mut() {
             Some(p) => p.handle(&ev, &text),
-            None => {
-                if !text.is_empty() {
+            None if !text.is_empty() => {
+                // Warnings go to stderr, as ansible-playbook's `Display.warning` writes them
+                // (utils/display.py), so a task's lines on stdout stay together.
+                if matches!(ev, Event::Warning { .. }) {
+                    let mut err = std::io::stderr().lock();
+                    let _ = err.write_all(text.as_bytes());
+                    let _ = err.flush();
+                } else {
                     let mut out = stdout.lock();
                     let _ = out.write_all(text.as_bytes());
                     let _ = out.flush();
                 }
             }
+            None => {}
         }
     }
     if let Some(p) = progress.take() {
