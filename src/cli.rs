@@ -285,6 +285,13 @@ pub struct ConnectArgs {
     /// The become method; kinit has `sudo`.
     #[arg(long, value_name = "METHOD", value_parser = ["sudo"])]
     pub become_method: Option<String>,
+    /// Ask for the SSH password on the terminal (for hosts whose variables set none).
+    #[arg(short = 'k', long = "ask-pass")]
+    pub ask_pass: bool,
+    /// Ask for the become (sudo) password on the terminal; with `-k`, an empty answer means
+    /// the SSH password.
+    #[arg(short = 'K', long = "ask-become-pass")]
+    pub ask_become_pass: bool,
 }
 
 /// Ansible Vault secrets, named as in ansible-playbook. Each is tried on every vaulted file

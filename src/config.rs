@@ -194,6 +194,9 @@ impl PlaybookConfig {
                 become_user: c.become_user.clone().or(cfg.become_user.clone()),
                 ssh_args: cfg.ssh_args.clone(),
                 gathering: cfg.gathering,
+                // Asked on the terminal by the `kinit playbook` handler (`-k`, `-K`).
+                password: None,
+                become_password: None,
             },
             host_key_checking: args
                 .exec

@@ -38,6 +38,13 @@ pub enum Error {
     Inventory(#[from] crate::inventory::InventoryError),
     #[error(transparent)]
     VaultSecret(#[from] crate::vault::SecretError),
+    #[error("cannot ask for the {what} ({flag}); give it in the inventory instead")]
+    AskPassword {
+        what: &'static str,
+        flag: &'static str,
+        #[source]
+        source: crate::secret::AskError,
+    },
     #[error(transparent)]
     AnsibleCfg(#[from] crate::ansible_cfg::AnsibleCfgError),
     #[error(transparent)]

@@ -37,6 +37,35 @@ impl fmt::Display for Secret {
     }
 }
 
+/// Why a hidden question could not be asked.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error("no terminal to ask on")]
+    NoTerminal,
+    #[error("cannot read from the terminal")]
+    Read(#[source] std::io::Error),
+}
+
+/// Ask `question` on the terminal and read the answer without echo (`-k`, `-K`, vault
+/// passwords). Without a terminal it fails at once rather than waiting for a line that
+/// never comes.
+pub fn ask_hidden(question: &str) -> Result<Secret, AskError> {
+    use std::io::IsTerminal;
+    let term = if std::io::stderr().is_terminal() {
+        console::Term::stderr()
+    } else if std::io::stdout().is_terminal() {
+        console::Term::stdout()
+    } else {
+        return Err(AskError::NoTerminal);
+    };
+    if std::fs::File::open("/dev/tty").is_err() && !std::io::stdin().is_terminal() {
+        return Err(AskError::NoTerminal);
+    }
+    term.write_str(question).map_err(AskError::Read)?;
+    let line = term.read_secure_line().map_err(AskError::Read)?;
+    Ok(Secret::new(line))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@ use crate::exec::session::Session;
 use crate::inventory::Inventory;
 use crate::playbook::{Loader, Playbook, list};
 use crate::report::{EventSender, Redactor};
+use crate::secret::Secret;
 use crate::{Error, Outcome};
 
 pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
@@ -32,7 +33,14 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
             "[WARNING]: become_method `{m}` from ansible.cfg/ANSIBLE_BECOME_METHOD: kinit becomes with sudo"
         );
     }
-    // Secrets first: `-e @file`, playbooks and inventories may all be vaulted.
+    // `-k`/`-K` first, as ansible-playbook asks them (`CLI.ask_passwords`), and only for a run.
+    let listing = args.syntax_check || args.list_tasks || args.list_tags || args.list_hosts;
+    let (ssh_password, become_password) = if listing {
+        (None, None)
+    } else {
+        ask_passwords(&args.connect)?
+    };
+    // Secrets next: `-e @file`, playbooks and inventories may all be vaulted.
     let vault = crate::vault::load_secrets(&vault_sources(&args.vault, &cfg), &mut |w| {
         eprintln!("[WARNING]: {w}")
     })?;
@@ -40,8 +48,13 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
     for pw in vault.passwords() {
         redactor.add(pw.expose());
     }
+    for pw in ssh_password.iter().chain(&become_password) {
+        redactor.add(pw.expose());
+    }
     crate::vault::install(vault);
-    let config = PlaybookConfig::from_args(&args, &cfg, &cwd, roles_path())?;
+    let mut config = PlaybookConfig::from_args(&args, &cfg, &cwd, roles_path())?;
+    config.run.connect.password = ssh_password;
+    config.run.connect.become_password = become_password;
     let loader = Arc::new(Loader::new(config.loader.clone()));
     let mut books = Vec::new();
     for p in &config.playbooks {
@@ -120,4 +133,35 @@ fn roles_path() -> Vec<PathBuf> {
 /// only the implicit `localhost` exists.
 fn load_inventory(sources: &[String]) -> Result<Inventory, Error> {
     Ok(crate::inventory::load(sources)?)
+}
+
+/// `-k` and `-K`, asked on the terminal with ansible-playbook's questions: with both, an empty
+/// become password means the SSH password.
+fn ask_passwords(
+    c: &crate::cli::ConnectArgs,
+) -> Result<(Option<Secret>, Option<Secret>), crate::Error> {
+    let ask = |question: &str, what: &'static str, flag: &'static str| {
+        crate::secret::ask_hidden(question).map_err(|source| crate::Error::AskPassword {
+            what,
+            flag,
+            source,
+        })
+    };
+    let ssh = match c.ask_pass {
+        true => Some(ask("SSH password: ", "SSH password", "-k")?),
+        false => None,
+    };
+    let become_ = match (c.ask_become_pass, &ssh) {
+        (false, _) => None,
+        (true, None) => Some(ask("BECOME password: ", "become password", "-K")?),
+        (true, Some(s)) => {
+            let b = ask(
+                "BECOME password[defaults to SSH password]: ",
+                "become password",
+                "-K",
+            )?;
+            Some(if b.is_empty() { s.clone() } else { b })
+        }
+    };
+    Ok((ssh, become_))
 }

@@ -92,6 +92,9 @@ pub struct ConnectDefaults {
     pub ssh_args: Option<String>,
     /// ansible.cfg's `gathering`: whether a play that does not say `gather_facts` gathers.
     pub gathering: crate::ansible_cfg::Gathering,
+    /// The passwords asked for with `-k` and `-K`, below the hosts' own variables.
+    pub password: Option<crate::secret::Secret>,
+    pub become_password: Option<crate::secret::Secret>,
 }
 
 impl Default for RunOptions {

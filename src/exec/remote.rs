@@ -148,6 +148,8 @@ impl Executor {
             user: cli.remote_user.clone(),
             private_key_files: cli.private_key.iter().cloned().collect(),
             connect_timeout: cli.timeout,
+            password: cli.password.clone(),
+            become_password: cli.become_password.clone(),
             ..ConnectionDefaults::default()
         };
         let resolved = resolve_target(name, &vars, &defaults)?;

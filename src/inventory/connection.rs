@@ -27,6 +27,10 @@ pub struct ConnectionDefaults {
     pub known_hosts_file: Option<PathBuf>,
     pub winrm_ca_file: Option<PathBuf>,
     pub connect_timeout: Option<Duration>,
+    /// `-k`: the login password for hosts whose variables give none.
+    pub password: Option<Secret>,
+    /// `-K`: the become password for hosts whose variables give none.
+    pub become_password: Option<Secret>,
 }
 
 /// A host's `ansible_become*` variables (the play and task keywords override them).
@@ -91,6 +95,8 @@ pub fn resolve_target(
     ];
     if let Some(p) = r.first_string(&password_vars)? {
         t.password = Some(Secret::new(p));
+    } else if let Some(p) = &defaults.password {
+        t.password = Some(p.clone());
     }
     if let Some(k) =
         r.first_string(&["ansible_ssh_private_key_file", "ansible_private_key_file"])?
@@ -145,7 +151,8 @@ pub fn resolve_target(
                 "ansible_become_pass",
                 "ansible_sudo_pass",
             ])?
-            .map(Secret::new),
+            .map(Secret::new)
+            .or_else(|| defaults.become_password.clone()),
         flags: r.string("ansible_become_flags")?,
     };
     Ok(ResolvedHost {

@@ -11,7 +11,6 @@
 //! is a warning while another one works, and the error when none does; a failed prompt is
 //! always the error.
 
-use std::io::IsTerminal;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -258,32 +257,21 @@ fn trim_newlines(b: &[u8]) -> &[u8] {
 /// `Vault password (label): ` for `--vault-id label@prompt`. Without a terminal this is an
 /// error at once rather than a read that never ends.
 fn prompt(label: &str, ask_style: bool) -> Result<Secret, SecretError> {
-    let term = if std::io::stderr().is_terminal() {
-        console::Term::stderr()
-    } else if std::io::stdout().is_terminal() {
-        console::Term::stdout()
-    } else {
-        return Err(SecretError::NoTerminal {
-            label: label.into(),
-        });
-    };
-    if std::fs::File::open("/dev/tty").is_err() && !std::io::stdin().is_terminal() {
-        return Err(SecretError::NoTerminal {
-            label: label.into(),
-        });
-    }
     let text = if ask_style {
         "Vault password: ".to_string()
     } else {
         format!("Vault password ({label}): ")
     };
-    let fail = |source| SecretError::Prompt {
-        label: label.into(),
-        source,
-    };
-    term.write_str(&text).map_err(fail)?;
-    let line = term.read_secure_line().map_err(fail)?;
-    let line = line.trim();
+    let answer = crate::secret::ask_hidden(&text).map_err(|e| match e {
+        crate::secret::AskError::NoTerminal => SecretError::NoTerminal {
+            label: label.into(),
+        },
+        crate::secret::AskError::Read(source) => SecretError::Prompt {
+            label: label.into(),
+            source,
+        },
+    })?;
+    let line = answer.expose().trim();
     if line.is_empty() {
         return Err(SecretError::EmptyPrompt {
             label: label.into(),

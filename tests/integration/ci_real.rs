@@ -254,10 +254,10 @@ fn real_deploy_to_create_network_writes_the_three_reports() {
         .collect();
     assert_eq!(logged, want);
     assert!(
-        events
-            .lines()
-            .any(|l| l.contains("\"task\":\"Cluster network\"")
-                && l.contains("\"status\":\"changed\"")),
+        events.lines().any(
+            |l| l.contains("\"task\":\"kinit_libvirt : Cluster network\"")
+                && l.contains("\"status\":\"changed\"")
+        ),
         "the deploy created the network"
     );
 
@@ -333,7 +333,9 @@ fn real_failure_in_create_network_still_tears_down() {
 
     let junit = read(&dir, "junit.xml");
     assert!(junit.contains("<failure message=\"phase create-network ended failed\""));
-    assert!(junit.contains("create-network: Cluster storage pool on hypervisor-01"));
+    assert!(
+        junit.contains("create-network: kinit_libvirt : Cluster storage pool on hypervisor-01")
+    );
     let teardown_suite = junit
         .lines()
         .find(|l| l.contains(&format!("<testsuite name=\"{LABEL}.teardown\"")))
@@ -502,14 +504,14 @@ fn a_failing_teardown_is_reported_and_the_reports_are_still_written() {
     let complete = errors
         .iter()
         .filter_map(|e| e.as_str())
-        .find(|e| e.starts_with("Cleanup complete on hypervisor-01"))
+        .find(|e| e.starts_with("kinit_cleanup : Cleanup complete on hypervisor-01"))
         .unwrap_or_else(|| panic!("{errors:?}"));
     for step in ["guests", "storage pool", "network"] {
         assert!(complete.contains(step), "{complete}");
     }
     let html = read(&dir, "index.html");
     assert!(html.contains("<h2>Teardown errors</h2>"));
-    assert!(html.contains("Cleanup complete on hypervisor-01"));
+    assert!(html.contains("kinit_cleanup : Cleanup complete on hypervisor-01"));
     // The steps after the first failed one were tried (their failures are in the log).
     let events = read(&dir, "events.jsonl");
     for task in [

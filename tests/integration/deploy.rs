@@ -736,9 +736,9 @@ fn guests_are_built_in_parallel_and_timed_one_by_one() {
     assert_eq!(
         names("controller-01"),
         [
-            "Linux guest disk (overlay over the cloud image)",
-            "Linux guest cloud-init seed",
-            "Linux guest running"
+            "kinit_libvirt : Linux guest disk (overlay over the cloud image)",
+            "kinit_libvirt : Linux guest cloud-init seed",
+            "kinit_libvirt : Linux guest running"
         ]
     );
     assert_eq!(

@@ -302,11 +302,8 @@ impl Ran {
         for (what, placeholder) in &self.redactions {
             text = text.replace(what, placeholder);
         }
-        let mut out: String = text
-            .lines()
-            .map(str::trim_end)
-            .collect::<Vec<_>>()
-            .join("\n");
+        let mut out: String =
+            unpadded_timing_with_paths(text.lines().map(str::trim_end)).join("\n");
         if text.ends_with('\n') {
             out.push('\n');
         }
@@ -526,6 +523,39 @@ pub fn this_host_name() -> String {
         .to_string()
 }
 
+/// The TASK TIMING table pads its names to the longest, so a table naming a file under the
+/// scratch folder or the checkout is aligned by that folder's length: in such a table the
+/// padding before each duration becomes one space, so the snapshot holds wherever the
+/// repository is cloned.
+fn unpadded_timing_with_paths<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let lines: Vec<&str> = lines.collect();
+    let mut out = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        out.push(lines[i].to_string());
+        if lines[i] != "TASK TIMING" {
+            i += 1;
+            continue;
+        }
+        let end = lines[i + 1..]
+            .iter()
+            .position(|l| l.is_empty())
+            .map_or(lines.len(), |n| i + 1 + n);
+        let table = &lines[i + 1..end];
+        let with_paths = table
+            .iter()
+            .any(|l| l.contains("[ROOT]") || l.contains("[DIR]"));
+        for l in table {
+            match l.rsplit_once(' ') {
+                Some((name, secs)) if with_paths => out.push(format!("{} {secs}", name.trim_end())),
+                _ => out.push(l.to_string()),
+            }
+        }
+        i = end;
+    }
+    out
+}
+
 /// Run `kinit <args>` in `dir` on a real pseudo-terminal (util-linux `script`) and answer its
 /// questions: each answer is typed once its prompt text has appeared (a terminal discards what
 /// was typed before the question, as getpass does). Returns whether every prompt came, the
@@ -712,6 +742,24 @@ pub fn cannot_run(why: impl std::fmt::Display) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timing_tables_naming_folders_lose_their_padding_others_keep_it() {
+        let text = "TASK TIMING\na ([ROOT]/x.yml:1)     0.00s\nlonger ([ROOT]/x.yml:2)  0.00s\n\n\
+                    TASK TIMING\na (x.yml:1)       0.00s\nlonger (x.yml:2)  0.00s";
+        assert_eq!(
+            unpadded_timing_with_paths(text.lines()),
+            [
+                "TASK TIMING",
+                "a ([ROOT]/x.yml:1) 0.00s",
+                "longer ([ROOT]/x.yml:2) 0.00s",
+                "",
+                "TASK TIMING",
+                "a (x.yml:1)       0.00s",
+                "longer (x.yml:2)  0.00s",
+            ]
+        );
+    }
 
     #[test]
     fn wildcards_match_and_mismatches_are_rejected() {

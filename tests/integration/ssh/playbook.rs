@@ -198,3 +198,70 @@ fn gather_facts_defines_ansible_distribution_over_ssh() {
     );
     assert!(ran.stdout().contains("Gathering Facts"), "{}", ran.stdout());
 }
+
+/// `-k` and `-K` as ansible-playbook asks them (`CLI.ask_passwords`): `SSH password: `, then
+/// `BECOME password[defaults to SSH password]: ` where an empty answer reuses the SSH
+/// password. The typed password logs in (sshd says `Accepted password`), sudo takes it, and it
+/// shows nowhere. (The password user exists only when the tests run as root.)
+#[test]
+fn ask_pass_and_ask_become_pass_log_in_and_become_with_the_typed_password() {
+    use crate::fixtures::sshd::{PW_USER, PW_USER_PASSWORD};
+    if !is_root() {
+        crate::support::cannot_run("needs root: the password user is created only then");
+        return;
+    }
+    let lab = SshLab::new(1);
+    let h = &lab.hosts[0];
+    let test = Test::new()
+        .write(
+            "hosts.ini",
+            &format!(
+                "h ansible_host={} ansible_port={} ansible_user={PW_USER} \
+                 ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n",
+                h.address, h.port
+            ),
+        )
+        .write(
+            "site.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n\
+             \x20   - command: id -un\n      become: true\n      register: who\n\
+             \x20   - debug: msg=\"became {{ who.stdout }}\"\n",
+        );
+    let Some((prompted, status, out)) = crate::support::on_terminal(
+        test.path(),
+        "playbook -i hosts.ini site.yml -k -K",
+        &[
+            ("SSH password: ", PW_USER_PASSWORD),
+            ("BECOME password[defaults to SSH password]: ", ""),
+        ],
+    ) else {
+        return;
+    };
+    assert!(prompted, "a question never came:\n{out}");
+    assert!(status.success(), "{out}");
+    assert!(out.contains("ok: [h] => became root"), "{out}");
+    assert!(
+        !out.contains(PW_USER_PASSWORD),
+        "the password showed:\n{out}"
+    );
+    assert!(
+        h.log()
+            .contains(&format!("Accepted password for {PW_USER}")),
+        "{}",
+        h.log()
+    );
+}
+
+/// Without a terminal, `-k` fails at once, saying what it could not ask.
+#[test]
+fn ask_pass_without_a_terminal_fails_at_once() {
+    Test::new()
+        .write("site.yml", "- hosts: localhost\n  tasks: []\n")
+        .args(["playbook", "site.yml", "-k"])
+        .fails_with(1)
+        .stdout_is("")
+        .stderr_is(
+            "error: cannot ask for the SSH password (-k); give it in the inventory instead\n  \
+             caused by: no terminal to ask on\n",
+        );
+}
