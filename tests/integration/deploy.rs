@@ -744,14 +744,14 @@ fn guests_are_built_in_parallel_and_timed_one_by_one() {
     assert_eq!(
         names("compute-01"),
         [
-            "Windows guest disk (empty; Windows Setup installs onto it)",
-            "Windows guest config ISO (autounattend.xml)",
-            "Windows guest running (Windows Setup runs unattended)"
+            "kinit_libvirt : Windows guest disk (empty; Windows Setup installs onto it)",
+            "kinit_libvirt : Windows guest config ISO (autounattend.xml)",
+            "kinit_libvirt : Windows guest running (Windows Setup runs unattended)"
         ]
     );
     let junit = std::fs::read_to_string(run.join("junit.xml")).unwrap();
     assert!(
-        junit.contains(r#"<testcase classname="compute-01" name="Windows guest running"#),
+        junit.contains(r#"<testcase classname="compute-01" name="kinit_libvirt : Windows guest running"#),
         "{junit}"
     );
     assert!(

@@ -384,6 +384,6 @@ fn render_stops_where_run_would() {
         .args(["-e", "kinit_require_pinned_downloads=true"])
         .fails_with(1)
         .snapshot()
-        .stderr_has("controller-01: task `The flannel manifest's checksum is set`")
+        .stderr_has("controller-01: task `kinit_network : The flannel manifest's checksum is set`")
         .stderr_has("flannel_manifest_checksum is not set");
 }
