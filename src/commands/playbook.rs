@@ -12,7 +12,7 @@ use crate::config::{PlaybookConfig, PlaybookMode, vault_sources};
 use crate::exec::Executor;
 use crate::exec::session::Session;
 use crate::inventory::Inventory;
-use crate::playbook::{Loader, Playbook, list};
+use crate::playbook::{Loader, Play, Playbook, list};
 use crate::report::{EventSender, Redactor};
 use crate::secret::Secret;
 use crate::{Error, Outcome};
@@ -72,13 +72,16 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
         }
         PlaybookMode::ListTags => {
             for b in &books {
-                print!("{}", list::list_tags(b));
+                print!("{}", list::list_tags(b, hosts_text(&config.run.extra_vars)));
             }
             return Ok(Outcome::Success);
         }
         PlaybookMode::ListTasks => {
             for b in &books {
-                print!("{}", list::list_tasks(b, &config.run.tags));
+                print!(
+                    "{}",
+                    list::list_tasks(b, &config.run.tags, hosts_text(&config.run.extra_vars))
+                );
             }
             return Ok(Outcome::Success);
         }
@@ -97,6 +100,8 @@ async fn run(
     redactor: Redactor,
 ) -> Result<Outcome, Error> {
     if config.mode == PlaybookMode::ListHosts {
+        let extra_vars = config.run.extra_vars.clone();
+        let shown = hosts_text(&extra_vars);
         let exec = Executor::new(
             loader,
             inventory,
@@ -107,7 +112,7 @@ async fn run(
         for b in &books {
             print!(
                 "{}",
-                list::list_hosts(b, |p| exec.play_hosts(p).unwrap_or_default())
+                list::list_hosts(b, |p| exec.play_hosts(p).unwrap_or_default(), &shown)
             );
         }
         return Ok(Outcome::Success);
@@ -164,4 +169,20 @@ fn ask_passwords(
         }
     };
     Ok((ssh, become_))
+}
+
+/// A play's `hosts` as the listings show it: templated with the play's vars and `-e`, as
+/// ansible-playbook shows the post-validated play (a template that fails is shown as written).
+fn hosts_text(extra_vars: &crate::vars::VarMap) -> impl Fn(&Play) -> String + '_ {
+    let templar = crate::template::Templar::new();
+    move |play| {
+        if !play.hosts.contains("{{") {
+            return play.hosts.clone();
+        }
+        let mut vars = play.vars.clone();
+        crate::vars::overlay(&mut vars, extra_vars);
+        templar
+            .render_str(&play.hosts, &vars)
+            .unwrap_or_else(|_| play.hosts.clone())
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::playbook::{Action, Keywords, Play, RoleCtx, Task};
+use crate::playbook::{Keywords, Play, RoleCtx, Task};
 use crate::vars::VarMap;
 
 /// What enclosing plays, blocks, roles and includes hand down to a task.
@@ -30,21 +30,9 @@ pub(crate) struct Inherit {
 }
 
 impl Inherit {
-    /// A task's title in output, as Ansible's `Task.get_name`: `role : name` inside a role,
-    /// and an unnamed `include_role` as `include_role : <role>` (`IncludeRole.get_name`).
+    /// A task's title in output (`Task::title` with the innermost role).
     pub fn title(&self, task: &Task) -> String {
-        if let (None, Action::IncludeRole { args }) = (&task.name, &task.action) {
-            let role = args
-                .get("name")
-                .or_else(|| args.get("role"))
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            return format!("include_role : {role}");
-        }
-        match self.roles.last() {
-            Some(r) => format!("{} : {}", r.name, task.display_name()),
-            None => task.display_name(),
-        }
+        task.title(self.roles.last().map(|r| r.name.as_str()))
     }
 
     pub fn from_play(play: &Play) -> Self {

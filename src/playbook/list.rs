@@ -27,15 +27,20 @@ pub fn play_tasks(play: &Play, filter: &TagFilter) -> Vec<ListedTask> {
     out
 }
 
-/// Every task a run would consider, by play, with their effective tags.
-pub fn list_tasks(pb: &Playbook, filter: &TagFilter) -> String {
+/// Every task a run would consider, by play, with their effective tags. `hosts_text` gives
+/// a play's `hosts` as ansible-playbook shows it (templated with the play's and `-e` vars).
+pub fn list_tasks(
+    pb: &Playbook,
+    filter: &TagFilter,
+    hosts_text: impl Fn(&Play) -> String,
+) -> String {
     let mut out = format!("\nplaybook: {}\n", pb.path.display());
     for (i, play) in pb.plays.iter().enumerate() {
         let _ = writeln!(
             out,
             "\n  play #{} ({}): {}\tTAGS: {}",
             i + 1,
-            play.hosts,
+            hosts_text(play),
             play.name,
             tags_str(&play.kw.tags)
         );
@@ -62,24 +67,17 @@ fn walk(
             }
         }
         match &t.action {
-            Action::Block {
-                block,
-                rescue,
-                always,
-            } => {
+            // Only the `block` part, as ansible-playbook lists a block (`_process_block`
+            // walks `b.block`): `rescue` and `always` tasks are not listed.
+            Action::Block { block, .. } => {
                 let role = t.role.as_ref().map(|r| r.name.as_str()).or(role);
-                for part in [block, rescue, always] {
-                    walk(part, &tags, role, filter, out);
-                }
+                walk(block, &tags, role, filter, out);
             }
             _ => {
                 if !filter.selects(&tags) {
                     continue;
                 }
-                let name = match role {
-                    Some(r) => format!("{r} : {}", t.display_name()),
-                    None => t.display_name(),
-                };
+                let name = t.title(role);
                 out.push(ListedTask { name, tags });
             }
         }
@@ -88,7 +86,7 @@ fn walk(
 
 /// `--list-tags`: each play with the tags its tasks carry (their own and inherited ones),
 /// sorted, as ansible-playbook lists them.
-pub fn list_tags(pb: &Playbook) -> String {
+pub fn list_tags(pb: &Playbook, hosts_text: impl Fn(&Play) -> String) -> String {
     let mut out = format!("\nplaybook: {}\n", pb.path.display());
     let all = TagFilter::default();
     for (i, play) in pb.plays.iter().enumerate() {
@@ -102,7 +100,7 @@ pub fn list_tags(pb: &Playbook) -> String {
             out,
             "\n  play #{} ({}): {}\tTAGS: {}\n      TASK TAGS: {}",
             i + 1,
-            play.hosts,
+            hosts_text(play),
             play.name,
             tags_str(&play.kw.tags),
             tags_str(&tags)
@@ -112,18 +110,23 @@ pub fn list_tags(pb: &Playbook) -> String {
 }
 
 /// `--list-hosts`: each play's pattern and the hosts it selects.
-pub fn list_hosts(pb: &Playbook, hosts_of: impl Fn(&Play) -> Vec<String>) -> String {
+pub fn list_hosts(
+    pb: &Playbook,
+    hosts_of: impl Fn(&Play) -> Vec<String>,
+    hosts_text: impl Fn(&Play) -> String,
+) -> String {
     let mut out = format!("\nplaybook: {}\n", pb.path.display());
     for (i, play) in pb.plays.iter().enumerate() {
         let hosts = hosts_of(play);
+        let pattern = hosts_text(play);
         let _ = writeln!(
             out,
             "\n  play #{} ({}): {}\tTAGS: {}\n    pattern: ['{}']\n    hosts ({}):",
             i + 1,
-            play.hosts,
+            pattern,
             play.name,
             tags_str(&play.kw.tags),
-            play.hosts,
+            pattern,
             hosts.len()
         );
         for h in hosts {

@@ -308,6 +308,29 @@ impl Task {
         }
     }
 
+    /// The title output shows, as Ansible's `Task.get_name`: `role : name` inside role
+    /// `role`. An `include_role` is titled by its own name, or `include_role : <role>` when
+    /// unnamed, never with the enclosing role (`IncludeRole.get_name`).
+    pub fn title(&self, role: Option<&str>) -> String {
+        if let Action::IncludeRole { args } = &self.action {
+            return match &self.name {
+                Some(n) => n.clone(),
+                None => {
+                    let included = args
+                        .get("name")
+                        .or_else(|| args.get("role"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    format!("include_role : {included}")
+                }
+            };
+        }
+        match role {
+            Some(r) => format!("{r} : {}", self.display_name()),
+            None => self.display_name(),
+        }
+    }
+
     pub fn module_name(&self) -> Option<&str> {
         match &self.action {
             Action::Module { name, .. } => Some(name),

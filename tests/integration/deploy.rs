@@ -751,7 +751,9 @@ fn guests_are_built_in_parallel_and_timed_one_by_one() {
     );
     let junit = std::fs::read_to_string(run.join("junit.xml")).unwrap();
     assert!(
-        junit.contains(r#"<testcase classname="compute-01" name="kinit_libvirt : Windows guest running"#),
+        junit.contains(
+            r#"<testcase classname="compute-01" name="kinit_libvirt : Windows guest running"#
+        ),
         "{junit}"
     );
     assert!(
