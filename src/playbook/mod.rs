@@ -19,6 +19,7 @@ mod keywords;
 pub mod list;
 mod load;
 mod play;
+mod prompt;
 mod role;
 mod tags;
 mod task;

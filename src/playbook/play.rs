@@ -6,12 +6,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::prompt::parse_var_prompt;
 use super::role::role_entry;
 use super::task::{
     TaskCtx, invalid, loc, parse_bool, parse_keywords, parse_tasks, scalar_string, var_map,
 };
 use super::yaml::Node;
-use super::{HostOrder, LoadError, Loader, Play, Serial, Strategy, VarPrompt, did_you_mean};
+use super::{HostOrder, LoadError, Loader, Play, Serial, Strategy, did_you_mean};
 
 const PLAY_KEYWORDS: &[&str] = &[
     "name",
@@ -239,67 +240,6 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         tasks,
         post_tasks,
         handlers,
-    })
-}
-
-const PROMPT_KEYS: &[&str] = &[
-    "name",
-    "prompt",
-    "default",
-    "private",
-    "confirm",
-    "encrypt",
-    "salt",
-    "salt_size",
-    "unsafe",
-];
-
-/// One `vars_prompt` entry: a mapping with `name` (Ansible's keys; `unsafe` is accepted and
-/// changes nothing, as kinit never templates a prompted answer).
-fn parse_var_prompt(n: &Node<'_>) -> Result<VarPrompt, LoadError> {
-    if !n.value.is_object() {
-        return Err(invalid(
-            n,
-            "a `vars_prompt` entry must be a mapping with `name`",
-        ));
-    }
-    for (k, v) in n.entries() {
-        if !PROMPT_KEYS.contains(&k) {
-            return Err(LoadError::UnknownKeyword {
-                file: v.file.to_path_buf(),
-                line: v.line(),
-                what: "a `vars_prompt` entry",
-                key: k.to_string(),
-                suggestion: did_you_mean(k, PROMPT_KEYS.iter().copied()),
-            });
-        }
-    }
-    let text = |key: &str| -> Result<Option<String>, LoadError> {
-        n.get(key).map(|v| scalar_string(&v)).transpose()
-    };
-    let flag = |key: &str, default: bool| -> Result<bool, LoadError> {
-        n.get(key)
-            .map(|v| parse_bool(&v, key))
-            .transpose()
-            .map(|b| b.unwrap_or(default))
-    };
-    Ok(VarPrompt {
-        name: text("name")?.ok_or_else(|| invalid(n, "a `vars_prompt` entry needs `name`"))?,
-        prompt: text("prompt")?,
-        default: n.get("default").map(|v| v.value.clone()),
-        private: flag("private", true)?,
-        confirm: flag("confirm", false)?,
-        encrypt: text("encrypt")?,
-        salt: text("salt")?,
-        salt_size: match n.get("salt_size") {
-            Some(v) => Some(
-                scalar_string(&v)?
-                    .parse()
-                    .map_err(|_| invalid(&v, "`salt_size` expects a count"))?,
-            ),
-            None => None,
-        },
-        loc: loc(n),
     })
 }
 

@@ -1,6 +1,9 @@
 //! Type conversions and small helpers: `bool`, `int`, `float`, `string`, `ternary`,
 //! `mandatory`, `type_debug`, `to_uuid`, `quote`, `extract`, and the `dict()` global, with
 //! Ansible's (Python's) rules.
+//!
+//! One file: each is a short conversion following the same Python rules (truthiness, type
+//! names, `str()`), which read best side by side.
 
 use minijinja::value::{Kwargs, ValueKind};
 use minijinja::{Error, ErrorKind, State, Value};
