@@ -40,6 +40,7 @@ pub mod dnf;
 pub mod fetch;
 pub mod file;
 pub mod get_url;
+pub mod group;
 mod get_url_fetch;
 pub mod lineinfile;
 pub mod modprobe;
@@ -354,6 +355,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("fetch", &fetch::Fetch),
     ("file", &file::File),
     ("get_url", &get_url::GetUrl),
+    ("group", &group::Group),
     ("lineinfile", &lineinfile::LineInFile),
     ("modprobe", &modprobe::Modprobe),
     ("package", &package::Package),

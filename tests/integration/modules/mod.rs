@@ -215,6 +215,7 @@ pub async fn suite(conn: &Connection) {
         system::sysctl,
         system::modprobe,
         system::user,
+        system::group,
         system::packages,
         system::service,
     );
@@ -273,6 +274,7 @@ mod local {
         system::sysctl,
         system::modprobe,
         system::user,
+        system::group,
         system::packages,
         system::service,
     );

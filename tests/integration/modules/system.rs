@@ -183,6 +183,61 @@ pub async fn user(fx: &Fixture<'_>) {
     .await;
 }
 
+pub async fn group(fx: &Fixture<'_>) {
+    let name = unique("kinitg");
+    // An existing group is reported with its gid, whoever runs the module.
+    let r = fx.run("group", json!({"name": "root"})).await;
+    assert!(!r.changed && !r.failed, "{r:?}");
+    assert_eq!(r.data["gid"], 0);
+    if !is_root(fx).await {
+        // Unprivileged login: only the decision can be checked, and the failure is groupadd's.
+        let c = fx.check("group", json!({"name": name})).await;
+        assert!(c.changed && c.data.is_empty(), "{c:?}");
+        let r = fx.run("group", json!({"name": name})).await;
+        assert!(
+            r.failed && r.msg.as_deref().unwrap_or("").contains("groupadd"),
+            "{r:?}"
+        );
+        return;
+    }
+    let probe = format!("getent group {name} | cut -d: -f1,3");
+    let r = fx.converges("group", json!({"name": name}), &probe).await;
+    assert_eq!(r.data["name"], name.as_str());
+    assert_eq!(r.data["state"], "present");
+    // A new gid: groupmod, then nothing; check mode reports the current gid.
+    let c = fx.check("group", json!({"name": name, "gid": 47399})).await;
+    assert_eq!(c.data["gid"], r.data["gid"]);
+    let r = fx
+        .converges("group", json!({"name": name, "gid": 47399}), &probe)
+        .await;
+    assert_eq!(r.data["gid"], 47399);
+    assert_eq!(fx.sh(&probe).await, format!("{name}:47399\n"));
+    // Another group may not take that gid unless non_unique.
+    let other = format!("{name}o");
+    let r = fx.run("group", json!({"name": other, "gid": 47399})).await;
+    assert!(r.failed, "{r:?}");
+    assert_eq!(
+        r.msg.as_deref(),
+        Some("groupadd: GID '47399' already exists\n")
+    );
+    let r = fx
+        .run(
+            "group",
+            json!({"name": other, "gid": 47399, "non_unique": true}),
+        )
+        .await;
+    assert!(r.changed && !r.failed, "{r:?}");
+    for g in [&other, &name] {
+        fx.converges(
+            "group",
+            json!({"name": g, "state": "absent"}),
+            &format!("getent group {g} || echo gone"),
+        )
+        .await;
+    }
+    assert_eq!(fx.sh(&probe).await, "");
+}
+
 pub async fn packages(fx: &Fixture<'_>) {
     // `dpkg` is installed on every Debian host: present is ok, absent would remove it (check
     // mode only!), and `package` finds apt by itself.
