@@ -40,8 +40,9 @@ pub mod dnf;
 pub mod fetch;
 pub mod file;
 pub mod get_url;
-pub mod group;
 mod get_url_fetch;
+pub mod group;
+pub mod ini_file;
 pub mod lineinfile;
 pub mod modprobe;
 pub mod package;
@@ -356,6 +357,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("file", &file::File),
     ("get_url", &get_url::GetUrl),
     ("group", &group::Group),
+    ("ini_file", &ini_file::IniFile),
     ("lineinfile", &lineinfile::LineInFile),
     ("modprobe", &modprobe::Modprobe),
     ("package", &package::Package),
