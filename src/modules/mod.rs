@@ -39,6 +39,7 @@ pub mod copy_remote;
 pub mod dnf;
 pub mod fetch;
 pub mod file;
+pub mod find;
 pub mod get_url;
 mod get_url_fetch;
 pub mod group;
@@ -355,6 +356,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("dnf", &dnf::Dnf),
     ("fetch", &fetch::Fetch),
     ("file", &file::File),
+    ("find", &find::Find),
     ("get_url", &get_url::GetUrl),
     ("group", &group::Group),
     ("ini_file", &ini_file::IniFile),

@@ -1,7 +1,9 @@
-//! `copy`, `template`, `file`, `lineinfile`, `blockinfile`, `stat`, `slurp`, `fetch` on a
-//! real host.
+//! `copy`, `template`, `file`, `lineinfile`, `blockinfile`, `ini_file`, `find`, `stat`, `slurp`,
+//! `fetch` on a real host.
 
 use serde_json::json;
+
+use kinit::modules::ModuleResult;
 
 use super::Fixture;
 
@@ -423,4 +425,152 @@ pub async fn copy_remote_src(fx: &Fixture<'_>) {
         )
         .await;
     assert!(r.failed);
+}
+
+pub async fn ini_file(fx: &Fixture<'_>) {
+    // A new file in a new folder, mode set; then an option changed in place, a commented-out
+    // option taken over, a section removed; the host's file is what upstream's would be.
+    let f = fx.path("conf.d/app.ini");
+    let probe = format!("cat {f} 2>&1; stat -c %a {f} 2>&1");
+    let r = fx
+        .converges(
+            "ini_file",
+            json!({"path": f, "section": "db", "option": "host", "value": "a", "mode": "0600"}),
+            &probe,
+        )
+        .await;
+    assert_eq!(r.msg.as_deref(), Some("section and option added"));
+    assert_eq!(fx.sh(&probe).await, "\n[db]\nhost = a\n600\n");
+    fx.sh(&format!(
+        "printf '[db]\\nhost = a\\n#port = 1\\n[old]\\nx=1' > {f}"
+    ))
+    .await;
+    let r = fx
+        .converges(
+            "ini_file",
+            json!({"path": f, "section": "db", "option": "port", "value": 5432}),
+            &probe,
+        )
+        .await;
+    assert_eq!(r.msg.as_deref(), Some("option changed"));
+    fx.converges(
+        "ini_file",
+        json!({"path": f, "section": "old", "state": "absent"}),
+        &probe,
+    )
+    .await;
+    assert_eq!(
+        fx.sh(&format!("cat {f}")).await,
+        "[db]\nhost = a\nport = 5432\n"
+    );
+    // With --diff: the content before and after.
+    let r = fx
+        .try_run(
+            "ini_file",
+            json!({"path": f, "section": "db", "option": "host", "value": "b"}),
+            true,
+            true,
+        )
+        .await
+        .unwrap();
+    let d = r.diff.unwrap();
+    assert!(
+        d.before.contains("host = a") && d.after.contains("host = b"),
+        "{d:?}"
+    );
+    let r = fx
+        .run(
+            "ini_file",
+            json!({"path": fx.path("none.ini"), "section": "s", "option": "o", "value": "v", "create": false}),
+        )
+        .await;
+    assert!(r.failed && r.msg.unwrap().ends_with("none.ini does not exist!"));
+}
+
+pub async fn find(fx: &Fixture<'_>) {
+    let root = fx.path("tree");
+    fx.sh(&format!(
+        "mkdir -p {root}/sub/deeper {root}/.h && printf 'port=1\\n' > {root}/a.conf && \
+         printf 'x\\n' > {root}/b.txt && printf 'port=2\\n' > {root}/sub/c.conf && \
+         printf 'y\\n' > {root}/sub/deeper/d.conf && printf 'z\\n' > {root}/.h/e.conf && \
+         chmod 0600 {root}/b.txt && ln -s a.conf {root}/l.conf"
+    ))
+    .await;
+    let paths = |r: &ModuleResult| -> Vec<String> {
+        let mut v: Vec<String> = r.data["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap().replace(&root, ""))
+            .collect();
+        v.sort();
+        v
+    };
+    let r = fx
+        .run("find", json!({"paths": root, "patterns": "*.conf"}))
+        .await;
+    assert!(!r.changed && !r.failed, "{r:?}");
+    assert_eq!(paths(&r), ["/a.conf"]);
+    assert_eq!(r.data["examined"], 5);
+    let r = fx
+        .run(
+            "find",
+            json!({"paths": root, "patterns": "*.conf", "recurse": true, "hidden": true}),
+        )
+        .await;
+    assert_eq!(
+        paths(&r),
+        ["/.h/e.conf", "/a.conf", "/sub/c.conf", "/sub/deeper/d.conf"]
+    );
+    let r = fx
+        .run(
+            "find",
+            json!({"paths": root, "recurse": true, "depth": 2, "contains": "port="}),
+        )
+        .await;
+    assert_eq!(paths(&r), ["/a.conf", "/sub/c.conf"]);
+    let r = fx
+        .run(
+            "find",
+            json!({"paths": root, "file_type": "link", "get_checksum": true}),
+        )
+        .await;
+    assert_eq!(paths(&r), ["/l.conf"]);
+    assert_eq!(r.data["files"][0]["islnk"], true);
+    // The stat dict is upstream's; the checksum is the host's sha1sum.
+    let r = fx
+        .run(
+            "find",
+            json!({"paths": root, "patterns": "b.txt", "get_checksum": true}),
+        )
+        .await;
+    let f = &r.data["files"][0];
+    assert_eq!(f["mode"], "0600");
+    assert_eq!(f["size"], 2);
+    assert_eq!(
+        (f["isreg"].clone(), f["rusr"].clone(), f["roth"].clone()),
+        (json!(true), json!(true), json!(false))
+    );
+    let sum = fx
+        .sh(&format!("sha1sum < {root}/b.txt | cut -d' ' -f1"))
+        .await;
+    assert_eq!(f["checksum"], sum.trim());
+    let want_user = fx.sh("id -un").await;
+    assert_eq!(f["pw_name"], want_user.trim());
+    // A path that is no folder is skipped with a warning message; the rest is searched.
+    let r = fx
+        .run(
+            "find",
+            json!({"paths": [format!("{root}/a.conf"), format!("{root}/sub")]}),
+        )
+        .await;
+    assert_eq!(paths(&r), ["/sub/c.conf"]);
+    assert_eq!(
+        r.msg.as_deref(),
+        Some("Not all paths examined, check warnings for details")
+    );
+    assert_eq!(
+        r.data["skipped_paths"][format!("{root}/a.conf")],
+        format!("'{root}/a.conf' is not a directory")
+    );
 }
