@@ -567,8 +567,8 @@ fn contains(text: &str, re: &Regex, whole: bool) -> bool {
         .any(|line| re.find(line).is_some_and(|m| m.start() == 0))
 }
 
-fn filters(p: &Params) -> Result<Filters, ModuleResult> {
-    let fail = |m: String| ModuleResult::failed(m);
+fn filters(p: &Params) -> Result<Filters, Box<ModuleResult>> {
+    let fail = |m: String| Box::new(ModuleResult::failed(m));
     let names = Names::new(p).map_err(fail)?;
     let age = match &p.age {
         None => None,
@@ -579,7 +579,7 @@ fn filters(p: &Params) -> Result<Filters, ModuleResult> {
     let size = match &p.size {
         None => None,
         Some(s) => Some(parse_size(s).ok_or_else(|| {
-            ModuleResult::failed("failed to process size").with("size", s.as_str())
+            Box::new(ModuleResult::failed("failed to process size").with("size", s.as_str()))
         })?),
     };
     if let Some(l) = p.limit.filter(|l| *l <= 0) {
@@ -630,7 +630,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let _ = &p.encoding;
     let f = match filters(&p) {
         Ok(f) => f,
-        Err(r) => return Ok(r),
+        Err(r) => return Ok(*r),
     };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -854,7 +854,24 @@ mod tests {
 
     #[test]
     fn printf_records_are_parsed() {
-        let rec = "f\0f\0644\01000\01000\012\099\02049\01\01700000000.5\01700000001.25\01700000002.0\0alice\01000\0sub/x.conf\0";
+        let fields = [
+            "f",
+            "f",
+            "644",
+            "1000",
+            "1000",
+            "12",
+            "99",
+            "2049",
+            "1",
+            "1700000000.5",
+            "1700000001.25",
+            "1700000002.0",
+            "alice",
+            "1000",
+            "sub/x.conf",
+        ];
+        let rec: String = fields.iter().map(|f| format!("{f}\0")).collect();
         let e = &parse_entries(rec.as_bytes())[0];
         assert_eq!(e.rel, "sub/x.conf");
         assert_eq!((e.mode, e.size, e.inode, e.dev), (0o644, 12, 99, 2049));
