@@ -286,12 +286,26 @@ pub struct ConnectArgs {
     #[arg(long, value_name = "METHOD", value_parser = ["sudo"])]
     pub become_method: Option<String>,
     /// Ask for the SSH password on the terminal (for hosts whose variables set none).
-    #[arg(short = 'k', long = "ask-pass")]
+    #[arg(
+        short = 'k',
+        long = "ask-pass",
+        conflicts_with = "connection_password_file"
+    )]
     pub ask_pass: bool,
+    /// The SSH password from a file (`-` for stdin; an executable is run for it).
+    #[arg(long, visible_alias = "conn-pass-file", value_name = "FILE")]
+    pub connection_password_file: Option<String>,
     /// Ask for the become (sudo) password on the terminal; with `-k`, an empty answer means
     /// the SSH password.
-    #[arg(short = 'K', long = "ask-become-pass")]
+    #[arg(
+        short = 'K',
+        long = "ask-become-pass",
+        conflicts_with = "become_password_file"
+    )]
     pub ask_become_pass: bool,
+    /// The become password from a file (`-` for stdin; an executable is run for it).
+    #[arg(long, visible_alias = "become-pass-file", value_name = "FILE")]
+    pub become_password_file: Option<String>,
 }
 
 /// Ansible Vault secrets, named as in ansible-playbook. Each is tried on every vaulted file

@@ -38,6 +38,8 @@ pub enum Error {
     Inventory(#[from] crate::inventory::InventoryError),
     #[error(transparent)]
     VaultSecret(#[from] crate::vault::SecretError),
+    #[error(transparent)]
+    PasswordFile(#[from] crate::secret::PasswordFileError),
     #[error("cannot ask for the {what} ({flag}); give it in the inventory instead")]
     AskPassword {
         what: &'static str,

@@ -66,6 +66,75 @@ pub fn ask_hidden(question: &str) -> Result<Secret, AskError> {
     Ok(Secret::new(line))
 }
 
+/// Why a password file (`--connection-password-file`, `--become-password-file`) gave no
+/// password. The texts are ansible-playbook's (`CLI.get_password_from_file`).
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordFileError {
+    #[error("The password file {0} was not found")]
+    NotFound(String),
+    #[error(
+        "Problem occurred when trying to run the password script {0}. If this is not a script, \
+         remove the executable bit from the file."
+    )]
+    Run(String, #[source] std::io::Error),
+    #[error("The password script {path} returned an error (rc={rc}): {stderr}")]
+    Script {
+        path: String,
+        rc: String,
+        stderr: String,
+    },
+    #[error("Could not read password file {0:?}.")]
+    Read(String, #[source] std::io::Error),
+    #[error("Empty password was provided from file ({0})")]
+    Empty(String),
+}
+
+/// A password from a file as ansible-playbook reads one: `-` is standard input, an executable
+/// is run and its output taken, any other file is read; surrounding whitespace and line ends
+/// are dropped. The path is made absolute first, as the option's `unfrack_path` does.
+pub fn read_password_file(path: &str) -> Result<Secret, PasswordFileError> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let absolute = match path {
+        "-" => path.to_string(),
+        _ => std::path::absolute(path)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| path.to_string()),
+    };
+    let path = absolute.as_str();
+    let bytes = if path == "-" {
+        let mut b = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut b)
+            .map_err(|e| PasswordFileError::Read(path.into(), e))?;
+        b
+    } else {
+        let meta = std::fs::metadata(path).map_err(|_| PasswordFileError::NotFound(path.into()))?;
+        if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+            let out = std::process::Command::new(path)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .map_err(|e| PasswordFileError::Run(path.into(), e))?;
+            if !out.status.success() {
+                return Err(PasswordFileError::Script {
+                    path: path.into(),
+                    rc: out.status.code().map_or("signal".into(), |c| c.to_string()),
+                    stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
+                });
+            }
+            out.stdout
+        } else {
+            std::fs::read(path).map_err(|e| PasswordFileError::Read(path.into(), e))?
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err(PasswordFileError::Empty(path.into()));
+    }
+    Ok(Secret::new(secret))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

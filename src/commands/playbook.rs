@@ -140,8 +140,9 @@ fn load_inventory(sources: &[String]) -> Result<Inventory, Error> {
     Ok(crate::inventory::load(sources)?)
 }
 
-/// `-k` and `-K`, asked on the terminal with ansible-playbook's questions: with both, an empty
-/// become password means the SSH password.
+/// `-k` and `-K`, asked on the terminal with ansible-playbook's questions (with both, an empty
+/// become password means the SSH password), or `--connection-password-file` and
+/// `--become-password-file` (`CLI.ask_passwords`).
 fn ask_passwords(
     c: &crate::cli::ConnectArgs,
 ) -> Result<(Option<Secret>, Option<Secret>), crate::Error> {
@@ -152,20 +153,28 @@ fn ask_passwords(
             source,
         })
     };
+    let from_file = |f: &Option<String>| {
+        f.as_deref()
+            .map(crate::secret::read_password_file)
+            .transpose()
+    };
     let ssh = match c.ask_pass {
         true => Some(ask("SSH password: ", "SSH password", "-k")?),
-        false => None,
+        false => from_file(&c.connection_password_file)?,
     };
-    let become_ = match (c.ask_become_pass, &ssh) {
-        (false, _) => None,
-        (true, None) => Some(ask("BECOME password: ", "become password", "-K")?),
-        (true, Some(s)) => {
+    let become_ = match (c.ask_become_pass, c.ask_pass) {
+        (false, _) => from_file(&c.become_password_file)?,
+        (true, false) => Some(ask("BECOME password: ", "become password", "-K")?),
+        (true, true) => {
             let b = ask(
                 "BECOME password[defaults to SSH password]: ",
                 "become password",
                 "-K",
             )?;
-            Some(if b.is_empty() { s.clone() } else { b })
+            match b.is_empty() {
+                true => ssh.clone(),
+                false => Some(b),
+            }
         }
     };
     Ok((ssh, become_))

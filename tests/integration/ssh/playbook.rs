@@ -265,3 +265,94 @@ fn ask_pass_without_a_terminal_fails_at_once() {
              caused by: no terminal to ask on\n",
         );
 }
+
+/// `--connection-password-file` (a plain file, trailing newline dropped) and
+/// `--become-password-file` (an executable, run for its output), as ansible-playbook reads
+/// them: the login is by password and sudo takes the script's answer.
+#[test]
+fn password_files_log_in_and_become() {
+    use crate::fixtures::sshd::{PW_USER, PW_USER_PASSWORD};
+    if !is_root() {
+        crate::support::cannot_run("needs root: the password user is created only then");
+        return;
+    }
+    let lab = SshLab::new(1);
+    let h = &lab.hosts[0];
+    let test = Test::new()
+        .write(
+            "hosts.ini",
+            &format!(
+                "h ansible_host={} ansible_port={} ansible_user={PW_USER} \
+                 ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n",
+                h.address, h.port
+            ),
+        )
+        .write("conn.pw", &format!("{PW_USER_PASSWORD}\n"))
+        .write("become.sh", &format!("#!/bin/sh\necho '{PW_USER_PASSWORD}'\n"))
+        .write(
+            "site.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n\
+             \x20   - command: id -un\n      become: true\n      register: who\n\
+             \x20   - debug: msg=\"became {{ who.stdout }}\"\n",
+        );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        test.path().join("become.sh"),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let ran = test
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .args(["--connection-password-file", "conn.pw"])
+        .args(["--become-pass-file", "become.sh"])
+        .succeeds()
+        .stdout_is(
+            "\nPLAY [all]\n\nTASK [command]\nchanged: [h]\n\nTASK [debug]\nok: [h] => became root\n...\n",
+        )
+        .stderr_is("");
+    assert!(!ran.stdout().contains(PW_USER_PASSWORD));
+    assert!(
+        h.log()
+            .contains(&format!("Accepted password for {PW_USER}")),
+        "{}",
+        h.log()
+    );
+}
+
+/// A password file that gives nothing is refused with ansible-playbook's words (the path made
+/// absolute, as its `unfrack_path` makes it), and `-k` together with a connection password
+/// file is a usage error.
+#[test]
+fn password_file_errors_say_what_is_wrong() {
+    use std::os::unix::fs::PermissionsExt;
+    let run = |args: &[&str]| {
+        let t = Test::new()
+            .write("site.yml", "- hosts: localhost\n  tasks: []\n")
+            .write("empty.pw", "\n")
+            .write("fails.sh", "#!/bin/sh\necho broken >&2\nexit 3\n");
+        std::fs::set_permissions(
+            t.path().join("fails.sh"),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .unwrap();
+        t.args(["playbook", "site.yml"]).args(args.iter().copied())
+    };
+    run(&["--connection-password-file", "nope.pw"])
+        .fails_with(1)
+        .stdout_is("")
+        .stderr_is("error: The password file [DIR]/nope.pw was not found\n");
+    run(&["--become-password-file", "empty.pw"])
+        .fails_with(1)
+        .stdout_is("")
+        .stderr_is("error: Empty password was provided from file ([DIR]/empty.pw)\n");
+    run(&["--conn-pass-file", "fails.sh"])
+        .fails_with(1)
+        .stdout_is("")
+        .stderr_is("error: The password script [DIR]/fails.sh returned an error (rc=3): broken\n");
+    run(&["-k", "--connection-password-file", "x"])
+        .fails_with(2)
+        .stdout_is("")
+        .stderr_is(
+            "error: the argument '--ask-pass' cannot be used with '--connection-password-file <FILE>'\n...\n",
+        );
+}
