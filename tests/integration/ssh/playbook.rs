@@ -199,16 +199,14 @@ fn gather_facts_defines_ansible_distribution_over_ssh() {
     assert!(ran.stdout().contains("Gathering Facts"), "{}", ran.stdout());
 }
 
-/// `-k` and `-K` as ansible-playbook asks them (`CLI.ask_passwords`): `SSH password: `, then
-/// `BECOME password[defaults to SSH password]: ` where an empty answer reuses the SSH
-/// password. The typed password logs in (sshd says `Accepted password`), sudo takes it, and it
-/// shows nowhere. (The password user exists only when the tests run as root.)
-#[test]
-fn ask_pass_and_ask_become_pass_log_in_and_become_with_the_typed_password() {
-    use crate::fixtures::sshd::{PW_USER, PW_USER_PASSWORD};
+/// One sshd host reached as the password user (no key, host keys not checked), and a play
+/// that becomes root and says so. `None` (after `cannot_run`) unless the tests run as root:
+/// the password user is created only then.
+fn password_user_lab() -> Option<(SshLab, Test)> {
+    use crate::fixtures::sshd::PW_USER;
     if !is_root() {
         crate::support::cannot_run("needs root: the password user is created only then");
-        return;
+        return None;
     }
     let lab = SshLab::new(1);
     let h = &lab.hosts[0];
@@ -227,6 +225,20 @@ fn ask_pass_and_ask_become_pass_log_in_and_become_with_the_typed_password() {
              \x20   - command: id -un\n      become: true\n      register: who\n\
              \x20   - debug: msg=\"became {{ who.stdout }}\"\n",
         );
+    Some((lab, test))
+}
+
+/// `-k` and `-K` as ansible-playbook asks them (`CLI.ask_passwords`): `SSH password: `, then
+/// `BECOME password[defaults to SSH password]: ` where an empty answer reuses the SSH
+/// password. The typed password logs in (sshd says `Accepted password`), sudo takes it, and it
+/// shows nowhere. (The password user exists only when the tests run as root.)
+#[test]
+fn ask_pass_and_ask_become_pass_log_in_and_become_with_the_typed_password() {
+    use crate::fixtures::sshd::{PW_USER, PW_USER_PASSWORD};
+    let Some((lab, test)) = password_user_lab() else {
+        return;
+    };
+    let h = &lab.hosts[0];
     let Some((prompted, status, out)) = crate::support::on_terminal(
         test.path(),
         "playbook -i hosts.ini site.yml -k -K",
@@ -272,28 +284,15 @@ fn ask_pass_without_a_terminal_fails_at_once() {
 #[test]
 fn password_files_log_in_and_become() {
     use crate::fixtures::sshd::{PW_USER, PW_USER_PASSWORD};
-    if !is_root() {
-        crate::support::cannot_run("needs root: the password user is created only then");
+    let Some((lab, test)) = password_user_lab() else {
         return;
-    }
-    let lab = SshLab::new(1);
+    };
     let h = &lab.hosts[0];
-    let test = Test::new()
-        .write(
-            "hosts.ini",
-            &format!(
-                "h ansible_host={} ansible_port={} ansible_user={PW_USER} \
-                 ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n",
-                h.address, h.port
-            ),
-        )
+    let test = test
         .write("conn.pw", &format!("{PW_USER_PASSWORD}\n"))
-        .write("become.sh", &format!("#!/bin/sh\necho '{PW_USER_PASSWORD}'\n"))
         .write(
-            "site.yml",
-            "- hosts: all\n  gather_facts: false\n  tasks:\n\
-             \x20   - command: id -un\n      become: true\n      register: who\n\
-             \x20   - debug: msg=\"became {{ who.stdout }}\"\n",
+            "become.sh",
+            &format!("#!/bin/sh\necho '{PW_USER_PASSWORD}'\n"),
         );
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(
