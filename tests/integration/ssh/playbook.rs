@@ -228,13 +228,25 @@ fn password_user_lab() -> Option<(SshLab, Test)> {
     Some((lab, test))
 }
 
+/// sshd accepted the password user by password (not by a key).
+fn assert_password_login(h: &crate::fixtures::sshd::SshdHost) {
+    let log = h.log();
+    assert!(
+        log.contains(&format!(
+            "Accepted password for {}",
+            crate::fixtures::sshd::PW_USER
+        )),
+        "{log}"
+    );
+}
+
 /// `-k` and `-K` as ansible-playbook asks them (`CLI.ask_passwords`): `SSH password: `, then
 /// `BECOME password[defaults to SSH password]: ` where an empty answer reuses the SSH
 /// password. The typed password logs in (sshd says `Accepted password`), sudo takes it, and it
 /// shows nowhere. (The password user exists only when the tests run as root.)
 #[test]
 fn ask_pass_and_ask_become_pass_log_in_and_become_with_the_typed_password() {
-    use crate::fixtures::sshd::{PW_USER, PW_USER_PASSWORD};
+    use crate::fixtures::sshd::PW_USER_PASSWORD;
     let Some((lab, test)) = password_user_lab() else {
         return;
     };
@@ -256,12 +268,7 @@ fn ask_pass_and_ask_become_pass_log_in_and_become_with_the_typed_password() {
         !out.contains(PW_USER_PASSWORD),
         "the password showed:\n{out}"
     );
-    assert!(
-        h.log()
-            .contains(&format!("Accepted password for {PW_USER}")),
-        "{}",
-        h.log()
-    );
+    assert_password_login(h);
 }
 
 /// Without a terminal, `-k` fails at once, saying what it could not ask.
@@ -283,7 +290,7 @@ fn ask_pass_without_a_terminal_fails_at_once() {
 /// them: the login is by password and sudo takes the script's answer.
 #[test]
 fn password_files_log_in_and_become() {
-    use crate::fixtures::sshd::{PW_USER, PW_USER_PASSWORD};
+    use crate::fixtures::sshd::PW_USER_PASSWORD;
     let Some((lab, test)) = password_user_lab() else {
         return;
     };
@@ -310,12 +317,7 @@ fn password_files_log_in_and_become() {
         )
         .stderr_is("");
     assert!(!ran.stdout().contains(PW_USER_PASSWORD));
-    assert!(
-        h.log()
-            .contains(&format!("Accepted password for {PW_USER}")),
-        "{}",
-        h.log()
-    );
+    assert_password_login(h);
 }
 
 /// A password file that gives nothing is refused with ansible-playbook's words (the path made
