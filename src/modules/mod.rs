@@ -58,6 +58,7 @@ pub mod slurp;
 pub mod stat;
 pub mod sysctl;
 pub mod systemd;
+pub mod tempfile;
 pub mod template;
 pub mod unarchive;
 pub mod uri;
@@ -375,6 +376,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("sysctl", &sysctl::Sysctl),
     ("systemd", &systemd::Systemd),
     ("systemd_service", &systemd::Systemd),
+    ("tempfile", &tempfile::Tempfile),
     ("template", &template::Template),
     ("unarchive", &unarchive::Unarchive),
     ("uri", &uri::Uri),

@@ -574,3 +574,57 @@ pub async fn find(fx: &Fixture<'_>) {
         format!("'{root}/a.conf' is not a directory")
     );
 }
+
+/// `tempfile` makes a new, private file or folder under `path` each time, with upstream's name
+/// shape, and a check-mode run is skipped (upstream declares no check mode) and makes nothing.
+pub async fn tempfile(fx: &Fixture<'_>) {
+    let root = fx.path("tmp");
+    fx.sh(&format!("mkdir -p {root}")).await;
+    let count = format!("ls -A {root} | wc -l");
+    let c = fx.check("tempfile", json!({"path": root})).await;
+    assert!(c.skipped && !c.changed, "{c:?}");
+    assert_eq!(fx.sh(&count).await.trim(), "0");
+    let a = fx
+        .run("tempfile", json!({"path": root, "suffix": ".x"}))
+        .await;
+    let b = fx
+        .run("tempfile", json!({"path": root, "state": "directory"}))
+        .await;
+    assert!(a.changed && b.changed, "{a:?} {b:?}");
+    let (pa, pb) = (
+        a.data["path"].as_str().unwrap(),
+        b.data["path"].as_str().unwrap(),
+    );
+    let name = pa.strip_prefix(&format!("{root}/ansible.")).unwrap();
+    let name = name.strip_suffix(".x").unwrap();
+    assert!(
+        name.len() == 8
+            && name
+                .bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_'),
+        "{pa}"
+    );
+    assert_eq!(
+        (a.data["mode"].as_str(), a.data["state"].as_str()),
+        (Some("0600"), Some("file"))
+    );
+    assert_eq!(
+        (b.data["mode"].as_str(), b.data["state"].as_str()),
+        (Some("0700"), Some("directory"))
+    );
+    assert_eq!(
+        fx.sh(&format!("stat -c '%F %a' {pa} {pb}")).await,
+        "regular empty file 600\ndirectory 700\n"
+    );
+    let gone = fx
+        .run("tempfile", json!({"path": format!("{root}/nope")}))
+        .await;
+    assert!(gone.failed, "{gone:?}");
+    assert!(
+        gone.msg
+            .as_deref()
+            .unwrap()
+            .starts_with("[Errno 2] No such file or directory: "),
+        "{gone:?}"
+    );
+}
