@@ -114,7 +114,7 @@ impl Executor {
             .map_err(|e| e.to_string())?;
         crate::template::strip_omit(&mut v);
         if no_log {
-            self.events.redactor.add_value(&v);
+            self.events.redactor.add_task_data(&v);
         }
         T::deserialize(&v).map_err(|e| crate::modules::args::explain(&e.to_string()))
     }

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 use super::include::IncludeReq;
 use super::inherit::Inherit;
@@ -229,9 +229,7 @@ impl Executor {
             }
         }
         let shown = if no_log {
-            self.events
-                .redactor
-                .add_value(&without_loop_names(result.to_value()));
+            self.events.redactor.add_task_data(&result.to_value());
             censor(&result)
         } else {
             result.clone()
@@ -464,21 +462,4 @@ pub(crate) fn censor(r: &TaskResult) -> TaskResult {
         msg: None,
         fields,
     }
-}
-
-/// A `no_log` result as data to register as secrets: without the names of the loop and index
-/// variables (`ansible_loop_var`, `ansible_index_var`, in each of `results` too), which are
-/// kinit's bookkeeping, not the task's data. Registered, they masked the word `item` in every
-/// later line (`(********=None)`).
-pub(super) fn without_loop_names(mut v: Value) -> Value {
-    if let Some(m) = v.as_object_mut() {
-        m.remove("ansible_loop_var");
-        m.remove("ansible_index_var");
-        if let Some(Value::Array(items)) = m.get_mut("results") {
-            for item in items {
-                *item = without_loop_names(std::mem::take(item));
-            }
-        }
-    }
-    v
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Executor;
-use super::host_task::{Flow, OnHost, censor, item_status, skipped, without_loop_names};
+use super::host_task::{Flow, OnHost, censor, item_status, skipped};
 use crate::playbook::LoopKind;
 use crate::report::{Event, TaskResult};
 use crate::vars::VarMap;
@@ -178,9 +178,7 @@ impl Executor {
             }
             let status = item_status(&r, kw);
             if no_log {
-                self.events
-                    .redactor
-                    .add_value(&without_loop_names(r.to_value()));
+                self.events.redactor.add_task_data(&r.to_value());
             }
             self.emit(Event::ItemResult {
                 host: host.to_string(),

@@ -196,7 +196,7 @@ impl Executor {
             Err(e) => return Attempt::of(self.error_result(task, e.to_string())),
         };
         if kw.no_log == Some(true) {
-            self.events.redactor.add_value(&args);
+            self.events.redactor.add_task_data(&args);
         }
         let delegate = match &kw.delegate_to {
             Some(d) => match self.templar.render_str(d, ctx) {

@@ -18,6 +18,26 @@ const MIN_LEN: usize = 4;
 
 pub const MASK: &str = "********";
 
+/// Keys of module arguments and results whose values are a module's vocabulary, never a
+/// user's secret (see `Redactor::add_task_data`).
+const VOCABULARY: &[&str] = &[
+    "ansible_index_var",
+    "ansible_loop_var",
+    "backup",
+    "changed",
+    "checksum",
+    "failed",
+    "follow",
+    "force",
+    "group",
+    "md5sum",
+    "mode",
+    "owner",
+    "recurse",
+    "skipped",
+    "state",
+];
+
 #[derive(Clone, Default)]
 pub struct Redactor {
     /// Every spelling of every secret, longest first.
@@ -45,6 +65,21 @@ impl Redactor {
         }
         // Longest first, so a secret that contains another is masked whole.
         forms.sort_by_key(|x| std::cmp::Reverse(x.len()));
+    }
+
+    /// Register the data of a `no_log` task (its arguments or its result): every string in it
+    /// but those under `VOCABULARY` keys, which hold a module's choices and bookkeeping
+    /// (`state: directory`, `mode: u+rwx`, `ansible_loop_var: item`), not data. Registered,
+    /// such words were masked in every later line (`TASK [delete temporary ********]`).
+    pub fn add_task_data(&self, v: &serde_json::Value) {
+        match v {
+            serde_json::Value::Array(a) => a.iter().for_each(|x| self.add_task_data(x)),
+            serde_json::Value::Object(m) => m
+                .iter()
+                .filter(|(k, _)| !VOCABULARY.contains(&k.as_str()))
+                .for_each(|(_, x)| self.add_task_data(x)),
+            other => self.add_value(other),
+        }
     }
 
     /// Register every string inside a JSON value.

@@ -701,3 +701,43 @@ debug (site.yml:7)     0.00s
         )
         .stderr_is("");
 }
+
+/// A `no_log` task hides its own data from later output, but not the words of a module's
+/// vocabulary it used (`state: directory`, `mode`): these masked every later `directory`.
+#[test]
+fn a_no_log_task_masks_its_data_not_its_modules_words() {
+    let dir = "made";
+    Test::new().write(
+        "site.yml",
+        &format!(
+            "- hosts: localhost\n  gather_facts: false\n  vars:\n    token: s3cret-token\n  tasks:\n\
+             \x20   - file: {{path: {dir}, state: directory, mode: u+rwx}}\n      no_log: true\n\
+             \x20   - copy: {{content: \"{{{{ token }}}}\", dest: {dir}/t}}\n      no_log: true\n\
+             \x20   - name: the directory is there, in mode u+rwx\n\
+             \x20     debug: msg=\"state directory, token s3cret-token\"\n",
+        ),
+    )
+    .args(["playbook", "site.yml"])
+    .succeeds()
+    .stdout_is(
+        r#"
+PLAY [localhost]
+
+TASK [file]
+changed: [localhost]
+
+TASK [copy]
+changed: [localhost]
+
+TASK [the directory is there, in mode u+rwx]
+ok: [localhost] => state directory, token ********
+
+PLAY RECAP
+localhost            : ok=3    changed=2    unreachable=0    failed=0    skipped=0    rescued=0    ignored=0
+
+TASK TIMING
+...
+"#,
+    )
+    .stderr_is("");
+}
