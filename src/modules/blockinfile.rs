@@ -55,6 +55,12 @@ pub struct Params {
     /// A command (with `%s` for the edited file) that must accept the file before it
     /// replaces the old one.
     validate: Option<String>,
+    /// Put a blank line before a new block unless one is there (or it starts the file).
+    #[serde(default, deserialize_with = "boolish")]
+    prepend_newline: bool,
+    /// Put a blank line after a new block unless one is there (or it ends the file).
+    #[serde(default, deserialize_with = "boolish")]
+    append_newline: bool,
 }
 
 fn default_marker() -> String {
@@ -109,12 +115,60 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         attrs: &attrs,
         validate: p.validate.as_deref(),
         missing_msg: None,
+        created_msg: Some("File created"),
+    };
+    let spacing = Spacing {
+        before: p.prepend_newline,
+        after: p.append_newline,
     };
     textedit::edit_file(ctx, &e, |old| {
-        let (text, msg) = edit(old, &begin, &end, block, &place);
+        let (text, msg) = edit(old, &begin, &end, block, &place, spacing);
         (text, msg.to_string())
     })
     .await
+}
+
+/// Blank lines to keep around a block written this run (`prepend_newline`, `append_newline`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spacing {
+    pub before: bool,
+    pub after: bool,
+}
+
+/// Whether a pattern sets Python's `re.MULTILINE` with a leading inline flag group
+/// (`(?m)...`, `(?im:...)` is scoped, not global). Upstream then searches the whole text,
+/// not line by line, so a pattern may span lines.
+fn multiline(r: &Regex) -> bool {
+    let s = r.as_str();
+    s.strip_prefix("(?")
+        .and_then(|rest| rest.split_once(')'))
+        .is_some_and(|(flags, _)| {
+            flags.chars().all(|c| c.is_ascii_alphabetic()) && flags.contains('m')
+        })
+}
+
+/// Where upstream puts a new block for `place`: after (before) the last line matching, or for
+/// a multi-line pattern after (before) its first match in the whole text; the end when
+/// nothing matches.
+fn position(text: &str, ls: &[String], place: &Place) -> usize {
+    let (r, after) = match place {
+        Place::Eof => return ls.len(),
+        Place::Bof => return 0,
+        Place::After(r) => (r, true),
+        Place::Before(r) => (r, false),
+    };
+    if multiline(r) {
+        return match r.find(text) {
+            Some(m) if after => text[..m.end()].matches('\n').count() + 1,
+            Some(m) => text[..m.start()].matches('\n').count(),
+            None => ls.len(),
+        };
+    }
+    match ls.iter().rposition(|l| r.is_match(l)) {
+        Some(i) if after => i + 1,
+        Some(i) => i,
+        None => ls.len(),
+    }
 }
 
 /// Put `block` (or, with `None`, no block) between the `begin`/`end` marker lines of `text`.
@@ -124,9 +178,11 @@ pub fn edit(
     end: &str,
     block: Option<&str>,
     place: &Place,
+    spacing: Spacing,
 ) -> (String, &'static str) {
     let mut ls = lines(text);
-    let b = ls.iter().position(|l| l == begin);
+    // The last of each marker, as upstream's scan keeps the last.
+    let b = ls.iter().rposition(|l| l == begin);
     let e = ls.iter().rposition(|l| l == end);
     let new: Vec<String> = match block {
         Some(body) => std::iter::once(begin.to_string())
@@ -137,9 +193,7 @@ pub fn edit(
     };
     let (at, msg) = match (b, e) {
         (Some(b), Some(e)) if b <= e => {
-            if ls[b..=e] == new[..] {
-                return (text.to_string(), "");
-            }
+            // Replaced even when equal: the spacing may still change; the text decides below.
             ls.drain(b..=e);
             (
                 b,
@@ -151,21 +205,26 @@ pub fn edit(
             )
         }
         _ if block.is_none() => return (text.to_string(), ""),
-        _ => {
-            let last = |r: &Regex| ls.iter().rposition(|l| r.is_match(l));
-            let at = match place {
-                Place::Eof => ls.len(),
-                Place::Bof => 0,
-                Place::After(r) => last(r).map(|i| i + 1).unwrap_or(ls.len()),
-                Place::Before(r) => last(r).unwrap_or(ls.len()),
-            };
-            (at, "Block inserted")
-        }
+        _ => (position(text, &ls, place).min(ls.len()), "Block inserted"),
     };
+    let mut at = at;
+    if spacing.before && block.is_some() && at != 0 && !ls[at - 1].is_empty() {
+        ls.insert(at, String::new());
+        at += 1;
+    }
+    let count = new.len();
     for (i, l) in new.into_iter().enumerate() {
         ls.insert(at + i, l);
     }
-    (unlines(&ls), msg)
+    let next = at + count;
+    if spacing.after && block.is_some() && next < ls.len() && !ls[next].is_empty() {
+        ls.insert(next, String::new());
+    }
+    let out = unlines(&ls);
+    if out == text {
+        return (out, "");
+    }
+    (out, msg)
 }
 
 #[cfg(test)]
@@ -174,24 +233,53 @@ mod tests {
 
     const B: &str = "# BEGIN X";
     const E: &str = "# END X";
+    const N: Spacing = Spacing {
+        before: false,
+        after: false,
+    };
 
     #[test]
     fn inserts_updates_and_removes_a_block() {
-        let (t, m) = edit("a\n", B, E, Some("k=1\n"), &Place::Eof);
+        let (t, m) = edit("a\n", B, E, Some("k=1\n"), &Place::Eof, N);
         assert_eq!(
             (t.as_str(), m),
             ("a\n# BEGIN X\nk=1\n# END X\n", "Block inserted")
         );
-        assert_eq!(edit(&t, B, E, Some("k=1\n"), &Place::Eof).1, "");
-        let (t2, _) = edit(&t, B, E, Some("k=2"), &Place::Eof);
+        assert_eq!(edit(&t, B, E, Some("k=1\n"), &Place::Eof, N).1, "");
+        let (t2, _) = edit(&t, B, E, Some("k=2"), &Place::Eof, N);
         assert_eq!(t2, "a\n# BEGIN X\nk=2\n# END X\n");
-        assert_eq!(edit(&t2, B, E, None, &Place::Eof).0, "a\n");
+        assert_eq!(edit(&t2, B, E, None, &Place::Eof, N).0, "a\n");
     }
 
     #[test]
     fn inserts_before_a_matching_line() {
         let r = Regex::new("^b").unwrap();
-        let (t, _) = edit("a\nb\n", B, E, Some("x"), &Place::Before(r));
+        let (t, _) = edit("a\nb\n", B, E, Some("x"), &Place::Before(r), N);
         assert_eq!(t, "a\n# BEGIN X\nx\n# END X\nb\n");
+    }
+
+    #[test]
+    fn a_multiline_pattern_is_searched_in_the_whole_text() {
+        let text = "a\nLIST =\n  (X =\nb\n";
+        let r = Regex::new(r"(?m)LIST =\n.*\(X =").unwrap();
+        assert!(multiline(&r));
+        let (t, _) = edit(text, B, E, Some("x"), &Place::After(r), N);
+        assert_eq!(t, "a\nLIST =\n  (X =\n# BEGIN X\nx\n# END X\nb\n");
+        // Without the flag, lines are matched one by one: no line holds both, so the end.
+        let r = Regex::new(r"LIST =\n.*\(X =").unwrap();
+        assert!(!multiline(&r));
+        let (t, _) = edit(text, B, E, Some("x"), &Place::After(r), N);
+        assert_eq!(t, "a\nLIST =\n  (X =\nb\n# BEGIN X\nx\n# END X\n");
+    }
+
+    #[test]
+    fn blank_lines_around_a_new_block_when_asked() {
+        let both = Spacing {
+            before: true,
+            after: true,
+        };
+        let r = Regex::new("^a").unwrap();
+        let (t, _) = edit("a\nb\n", B, E, Some("x"), &Place::After(r), both);
+        assert_eq!(t, "a\n\n# BEGIN X\nx\n# END X\n\nb\n");
     }
 }

@@ -190,7 +190,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         force: p.force,
         validate: p.validate.as_deref(),
     };
-    let mut r = filewrite::apply(ctx, &w, content, &before).await?;
+    let r = filewrite::apply(ctx, &w, content, &before).await?;
+    let mut r = filewrite::with_file_state(r, ctx, &before);
     if let Some(src) = &p.src {
         r = r.with("src", src.as_str());
     }

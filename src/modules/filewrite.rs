@@ -148,6 +148,15 @@ pub struct Write<'a> {
     pub validate: Option<&'a str>,
 }
 
+/// `state: file` on a `copy`/`template` result whose destination is a file once it ran, as
+/// upstream's `add_path_info` reports it (not for a new file in check mode, nor a failure).
+pub fn with_file_state(r: ModuleResult, ctx: &ModuleCtx<'_>, before: &Before) -> ModuleResult {
+    if r.failed || (ctx.check_mode && before.stat.kind != Kind::File) {
+        return r;
+    }
+    r.with("state", "file")
+}
+
 /// Bring `w.dest` to `content` and the requested attributes, given what `probe` saw.
 pub async fn apply(
     ctx: &ModuleCtx<'_>,
@@ -296,7 +305,7 @@ async fn validated_put(
 ) -> Result<Option<ModuleResult>, ModuleError> {
     if !check.contains("%s") {
         return Ok(Some(ModuleResult::failed(format!(
-            "`validate` must contain %s: `{check}`"
+            "validate must contain %s: {check}"
         ))));
     }
     let tmp = format!("{dest}.kinit-validate");

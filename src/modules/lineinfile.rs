@@ -164,13 +164,31 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         backup: p.backup,
         attrs: &attrs,
         validate: p.validate.as_deref(),
-        missing_msg: None,
+        missing_msg: Some(format!("Destination {} does not exist !", p.path)),
+        created_msg: None,
     };
-    textedit::edit_file(ctx, &e, |old| {
+    let found = std::sync::atomic::AtomicUsize::new(0);
+    let mut r = textedit::edit_file(ctx, &e, |old| {
         let (text, msg) = edit(old, &edit_spec);
+        if edit_spec.state == State::Absent {
+            found.store(
+                lines(old).len() - lines(&text).len(),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
         (text, msg.to_string())
     })
-    .await
+    .await?;
+    if r.failed {
+        return Ok(r);
+    }
+    // Upstream names the backup `backup` ("" when none) and counts removed lines as `found`.
+    let backup = r.data.remove("backup_file").unwrap_or_else(|| "".into());
+    r = r.with("backup", backup);
+    if edit_spec.state == State::Absent {
+        r = r.with("found", found.into_inner());
+    }
+    Ok(r)
 }
 
 /// Apply `e` to `text`: the new text and Ansible's message for what happened.

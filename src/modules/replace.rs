@@ -53,6 +53,8 @@ pub struct Edit {
     pub regexp: regex::Regex,
     pub replace: String,
     pub section: Option<regex::Regex>,
+    /// The section pattern as upstream writes it, for its "did not match" message.
+    pub section_text: String,
 }
 
 /// The edited text and Ansible's message (`N replacements made`, or empty).
@@ -61,7 +63,15 @@ pub fn edit(text: &str, e: &Edit) -> (String, String) {
         None => (0, text.len()),
         Some(section) => match section.captures(text).and_then(|c| c.name("subsection")) {
             Some(m) => (m.start(), m.end()),
-            None => return (text.to_string(), String::new()),
+            None => {
+                return (
+                    text.to_string(),
+                    format!(
+                        "Pattern for before/after params did not match the given file: {}",
+                        e.section_text
+                    ),
+                );
+            }
         },
     };
     let part = &text[start..end];
@@ -84,6 +94,12 @@ fn build(p: &Params) -> Result<Edit, ModuleError> {
         .multi_line(true)
         .build()
         .map_err(|e| bad("regexp", &p.regexp, e))?;
+    let section_text = match (&p.after, &p.before) {
+        (Some(a), Some(b)) => format!("{a}(?P<subsection>.*?){b}"),
+        (Some(a), None) => format!("{a}(?P<subsection>.*)"),
+        (None, Some(b)) => format!("(?P<subsection>.*){b}"),
+        (None, None) => String::new(),
+    };
     let section = match (&p.after, &p.before) {
         (None, None) => None,
         (a, b) => {
@@ -105,6 +121,7 @@ fn build(p: &Params) -> Result<Edit, ModuleError> {
         regexp,
         replace: crate::template::python_replacement(&p.replace),
         section,
+        section_text,
     })
 }
 
@@ -123,6 +140,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         attrs: &attrs,
         validate: p.validate.as_deref(),
         missing_msg: Some(format!("Path {} does not exist !", p.path)),
+        created_msg: None,
     };
     let r = textedit::edit_file(ctx, &e, |old| edit(old, &spec)).await?;
     // Ansible's replace reports `rc: 0` on success (and 256/257 on its failures).
@@ -163,11 +181,17 @@ mod tests {
         );
         let (out, _) = edit(text, &spec("^a", "z", None, Some(r"\[x\]")));
         assert_eq!(out, "z=1\nb=2\n[x]\na=3\n");
-        // A section that is not found, or nothing to replace: unchanged, no message.
+        // A section that is not found: unchanged, upstream's message with its pattern.
         assert_eq!(
-            edit(text, &spec("a", "b", Some("nope"), None)),
-            (text.into(), String::new())
+            edit(text, &spec("a", "b", Some("nope"), Some("x"))),
+            (
+                text.into(),
+                "Pattern for before/after params did not match the given file: \
+                 nope(?P<subsection>.*?)x"
+                    .to_string()
+            )
         );
+        // Nothing to replace: unchanged, no message.
         assert_eq!(
             edit(text, &spec("q", "b", None, None)),
             (text.into(), String::new())

@@ -122,11 +122,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         force: p.force,
         validate: p.validate.as_deref(),
     };
-    Ok(
-        filewrite::apply(ctx, &w, Content::bytes(text.into_bytes()), &before)
-            .await?
-            .with("src", p.src.as_str()),
-    )
+    let r = filewrite::apply(ctx, &w, Content::bytes(text.into_bytes()), &before).await?;
+    Ok(filewrite::with_file_state(r, ctx, &before).with("src", p.src.as_str()))
 }
 
 /// The variables Ansible's `template` adds for the file it renders: `ansible_managed` (its

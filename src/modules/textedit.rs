@@ -17,6 +17,9 @@ pub struct TextEdit<'a> {
     pub validate: Option<&'a str>,
     /// The failure message for a missing file (`create: false`), when the module has its own.
     pub missing_msg: Option<String>,
+    /// The message for a file the edit creates, when the module has its own
+    /// (`blockinfile`: "File created").
+    pub created_msg: Option<&'static str>,
 }
 
 /// Read `e.path`, run `edit` on its text (`""` for a missing file), write the result.
@@ -49,10 +52,32 @@ pub async fn edit_file(
         .as_deref()
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
-    let (new, msg) = edit(&old);
-    if new == old && before.stat.kind == Kind::Absent {
+    let (new, mut msg) = edit(&old);
+    let absent = before.stat.kind == Kind::Absent;
+    if new == old && absent {
         // Nothing to write and no file: leave it absent (e.g. removing a line from nothing).
         return Ok(ModuleResult::ok());
+    }
+    if absent {
+        if let Some(m) = e.created_msg {
+            msg = m.to_string();
+        }
+        // `create` makes the missing folders too, as upstream's `os.makedirs`.
+        let parent = super::posix::parent_of(e.path);
+        if !ctx.check_mode && !parent.is_empty() {
+            let out = ctx
+                .run(format!(
+                    "mkdir -p -- {}",
+                    crate::transport::quote::sh(&parent)
+                ))
+                .await?;
+            if !out.success() {
+                return Ok(ModuleResult::failed(format!(
+                    "Error creating {parent} ({})",
+                    out.stderr_str().trim()
+                )));
+            }
+        }
     }
     let w = Write {
         dest: e.path,
@@ -82,7 +107,8 @@ pub async fn edit_file(
         } else if r.changed {
             "ownership, perms or SE linux context changed".into()
         } else {
-            String::new()
+            // Unchanged: the edit's own word, usually empty ("Pattern ... did not match").
+            msg
         });
     }
     Ok(r)

@@ -88,7 +88,23 @@ impl Loader {
                 .collect::<Vec<_>>()
                 .join(", "),
         })?;
-        if ctx.stack.contains(&path) {
+        let tasks_file = match tasks_from {
+            Some(f) => {
+                let stem = f.trim_end_matches(".yml").trim_end_matches(".yaml");
+                Some(
+                    main_file(&path.join("tasks"), stem).ok_or_else(|| LoadError::Invalid {
+                        file: at.file.to_path_buf(),
+                        line: at.line,
+                        detail: format!("role `{name}` has no tasks file `{f}`"),
+                    })?,
+                )
+            }
+            None => main_file(&path.join("tasks"), "main"),
+        };
+        // A role is on the stack by the task file it runs: a role may import itself with
+        // another `tasks_from` (Ansible allows it), not the file that is importing it.
+        let key = tasks_file.clone().unwrap_or_else(|| path.clone());
+        if ctx.stack.contains(&key) {
             return Err(LoadError::Cycle {
                 file: at.file.to_path_buf(),
                 line: at.line,
@@ -114,7 +130,7 @@ impl Loader {
             params,
         });
         let mut stack = ctx.stack.clone();
-        stack.push(path.clone());
+        stack.push(key);
         let sub = TaskCtx {
             loader: self,
             dir: path.join("tasks"),
@@ -136,19 +152,6 @@ impl Loader {
                 }
             }
         }
-        let tasks_file = match tasks_from {
-            Some(f) => {
-                let stem = f.trim_end_matches(".yml").trim_end_matches(".yaml");
-                Some(
-                    main_file(&path.join("tasks"), stem).ok_or_else(|| LoadError::Invalid {
-                        file: at.file.to_path_buf(),
-                        line: at.line,
-                        detail: format!("role `{name}` has no tasks file `{f}`"),
-                    })?,
-                )
-            }
-            None => main_file(&path.join("tasks"), "main"),
-        };
         if let Some(f) = tasks_file {
             let doc = self.doc(&f)?;
             block.extend(parse_tasks(&sub, Some(doc.root()))?);

@@ -137,6 +137,35 @@ fn import_cycle_is_reported_where_it_closes() {
 }
 
 #[test]
+fn a_role_may_import_itself_for_another_file_but_not_the_same_one() {
+    let pb = load(&[
+        ("site.yml", "- hosts: all\n  roles: [r]\n"),
+        (
+            "roles/r/tasks/main.yml",
+            "- import_role: {name: r, tasks_from: other.yml}\n",
+        ),
+        ("roles/r/tasks/other.yml", "- debug: msg=other\n"),
+    ]);
+    assert!(pb.is_ok(), "{:?}", pb.err());
+    let err = load(&[
+        ("site.yml", "- hosts: all\n  roles: [r]\n"),
+        ("roles/r/tasks/main.yml", "- import_role: {name: r}\n"),
+    ])
+    .unwrap_err();
+    assert!(matches!(err, LoadError::Cycle { line: 1, .. }), "{err}");
+    // Two roles depending on each other are still a cycle.
+    let err = load(&[
+        ("site.yml", "- hosts: all\n  roles: [a]\n"),
+        ("roles/a/meta/main.yml", "dependencies: [b]\n"),
+        ("roles/b/meta/main.yml", "dependencies: [a]\n"),
+        ("roles/a/tasks/main.yml", "- debug: msg=a\n"),
+        ("roles/b/tasks/main.yml", "- debug: msg=b\n"),
+    ])
+    .unwrap_err();
+    assert!(matches!(err, LoadError::Cycle { .. }), "{err}");
+}
+
+#[test]
 fn missing_role_and_block_loop_are_load_errors() {
     let err = load(&[("site.yml", "- hosts: all\n  roles:\n    - nope\n")]).unwrap_err();
     assert!(

@@ -39,6 +39,10 @@ const DROP: &[&str] = &[
     "mtime",
     "atime",
     "ctime",
+    "inode",
+    "dev",
+    // ext4's file generation number (`lsattr -v`), new for every file.
+    "version",
     "failed_when_suppressed_exception",
     "ansible_job_id",
     "results_file",
