@@ -21,6 +21,7 @@ mod load;
 mod play;
 mod prompt;
 mod role;
+mod role_argspec;
 mod tags;
 mod task;
 pub mod yaml;
@@ -40,7 +41,9 @@ pub use error::{LoadError, did_you_mean};
 pub use keywords::set_templated;
 pub use load::{Loader, LoaderOptions};
 pub use play::serial_from_text;
+pub use role::RoleUse;
 pub use tags::TagFilter;
+pub use task::rolespec_validate;
 
 use crate::vars::VarMap;
 
