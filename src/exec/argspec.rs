@@ -43,9 +43,9 @@ impl Executor {
     /// Run `validate_argument_spec` with its arguments rendered.
     pub(crate) fn validate_argument_spec(&self, args: ValidateArgs, ctx: &VarMap) -> Attempt {
         let context = args.validate_args_context.clone().unwrap_or(json!({}));
-        let fail = |msg: String| {
-            Attempt::of(TaskResult::failed(msg).with("validate_args_context", context.clone()))
-        };
+        // Bad arguments are an error of the action itself: Ansible's result then has only
+        // the message.
+        let fail = |msg: String| Attempt::of(TaskResult::failed(format!("Task failed: {msg}")));
         let Some(spec) = &args.argument_spec else {
             let given = serde_json::to_value(&args).unwrap_or_default();
             return fail(format!(
