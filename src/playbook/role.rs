@@ -8,23 +8,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::task::{TaskCtx, invalid, parse_tasks, scalar_string};
-use super::{Action, Keywords, LoadError, Loader, Location, RoleCtx, Task};
+use super::{Action, Keywords, LoadError, Loader, Location, RoleCtx, RoleUse, Task};
 use crate::vars::VarMap;
-
-/// How a role is used: what `roles:`, `dependencies:`, `import_role` or `include_role` give it.
-#[derive(Debug, Clone, Default)]
-pub struct RoleUse {
-    pub name: String,
-    /// Variables the role's tasks see from the use: its parameters and its `vars:`.
-    pub params: VarMap,
-    /// The role parameters proper (`roles: [{role: x, foo: 1}]`; not `vars:`, and none for
-    /// `include_role`/`import_role`), which argument-spec validation checks as
-    /// `provided_arguments` (Ansible's `Role._role_params`).
-    pub role_params: VarMap,
-    pub tasks_from: Option<String>,
-    /// `rolespec_validate: false` on `import_role`/`include_role` skips the validation task.
-    pub skip_validation: bool,
-}
 
 /// `main.yml`, `main.yaml` or `main` in `dir`.
 fn main_file(dir: &Path, stem: &str) -> Option<PathBuf> {

@@ -31,6 +31,10 @@ impl Loader {
         meta: Option<&Node<'_>>,
     ) -> Result<Option<Task>, LoadError> {
         let meta_dir = role.path.join("meta");
+        // Most roles have no `meta/` at all: one `stat`, and nothing else to do.
+        if meta.is_none() && !meta_dir.is_dir() {
+            return Ok(None);
+        }
         let file = SPEC_FILES
             .iter()
             .map(|f| meta_dir.join(f))

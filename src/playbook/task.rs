@@ -284,7 +284,7 @@ fn finish_module(
                 .get("name")
                 .and_then(Value::as_str)
                 .ok_or_else(|| invalid(val, "import_role needs `name`"))?;
-            let using = super::role::RoleUse {
+            let using = super::RoleUse {
                 name: rname.to_string(),
                 tasks_from: args
                     .get("tasks_from")

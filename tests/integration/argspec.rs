@@ -160,3 +160,55 @@ fn list_tasks_shows_the_argument_spec_validation_task_as_ansible_playbook_does()
         assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{extra:?}");
     }
 }
+
+/// A failing check fails the host before the role's own tasks run, with Ansible's message; the
+/// value of a `no_log` option never reaches the output, even where an error text quotes it.
+/// Defaults of the spec are not variables: the role's task sees `count` undefined.
+#[test]
+fn a_failing_check_stops_the_role_and_masks_no_log_values() {
+    let spec = "argument_specs:\n  main:\n    options:\n      token: {type: str, no_log: true, choices: [letmein]}\n      count: {type: int, default: 3}\n";
+    let tasks =
+        "- name: role task\n  debug: {msg: \"count is {{ count | default('undefined') }}\"}\n";
+    let site = "- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: good token
+      include_role: {name: guarded}
+      vars: {token: letmein}
+    - name: bad token
+      include_role: {name: guarded}
+      vars: {token: hunter2-secret}
+";
+    project()
+        .write("roles/guarded/meta/argument_specs.yml", spec)
+        .write("roles/guarded/tasks/main.yml", tasks)
+        .write("run.yml", site)
+        .args(["playbook", "run.yml"])
+        .fails_with(2)
+        .stdout_is(
+            "
+PLAY [localhost]
+
+TASK [good token]
+ok: [localhost]
+
+TASK [guarded : Validating arguments against arg spec 'main']
+ok: [localhost]
+
+TASK [guarded : role task]
+ok: [localhost] => count is undefined
+
+TASK [bad token]
+ok: [localhost]
+
+TASK [guarded : Validating arguments against arg spec 'main']
+fatal: [localhost]: FAILED! => Validation of arguments failed:
+value of token must be one of: ********, got: ********
+
+PLAY RECAP
+localhost            : ok=4    changed=0    unreachable=0    failed=1    skipped=0    rescued=0    ignored=0
+...
+",
+        )
+        .stderr_is("");
+}
