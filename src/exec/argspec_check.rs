@@ -104,6 +104,22 @@ fn type_of(opts: &Value, key: &str) -> Option<String> {
     })
 }
 
+/// What `_handle_aliases` refuses in a spec: an option both required and defaulted, or
+/// aliases that are no list (the first such option stops it).
+fn spec_problem(spec: &Map<String, Value>) -> Option<String> {
+    for (k, opts) in spec {
+        if attr(opts, "default").is_some() && attr(opts, "required").is_some_and(truthy) {
+            return Some(format!(
+                "internal error: required and default are mutually exclusive for {k}"
+            ));
+        }
+        if attr(opts, "aliases").is_some_and(|a| !a.is_array()) {
+            return Some("internal error: aliases must be a list or tuple".into());
+        }
+    }
+    None
+}
+
 /// Copy each alias's value to its option; the alias → option pairs.
 fn handle_aliases(
     spec: &Map<String, Value>,
@@ -111,16 +127,11 @@ fn handle_aliases(
 ) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     for (k, opts) in spec {
-        if attr(opts, "default").is_some() && attr(opts, "required").is_some_and(truthy) {
-            return Err(format!(
-                "internal error: required and default are mutually exclusive for {k}"
-            ));
+        if let Some(problem) = spec_problem(&Map::from_iter([(k.clone(), opts.clone())])) {
+            return Err(problem);
         }
-        let Some(aliases) = attr(opts, "aliases") else {
+        let Some(Value::Array(aliases)) = attr(opts, "aliases") else {
             continue;
-        };
-        let Value::Array(aliases) = aliases else {
-            return Err("internal error: aliases must be a list or tuple".into());
         };
         for alias in aliases {
             let alias = py_str(alias);
@@ -371,8 +382,17 @@ impl Run {
         aliases: &[(String, String)],
         ctx: &[String],
     ) {
+        let known = |k: &String| spec.contains_key(k) || aliases.iter().any(|(a, _)| a == k);
+        // Naming what is supported reads the aliases again, and a bad spec fails there
+        // again: Ansible then reports that instead of the unsupported names.
+        if params.keys().any(|k| !known(k))
+            && let Some(problem) = spec_problem(spec)
+        {
+            self.errors.push(problem);
+            return;
+        }
         for k in params.keys() {
-            if spec.contains_key(k) || aliases.iter().any(|(a, _)| a == k) {
+            if known(k) {
                 continue;
             }
             let mut path = ctx.to_vec();

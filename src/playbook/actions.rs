@@ -139,10 +139,13 @@ pub struct WaitArgs {
 pub struct ValidateArgs {
     /// Options by name, each with `type`, `required`, `default`, `choices`, `elements`,
     /// `options`, `aliases`, `no_log`... as in a module's argument spec.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub argument_spec: Option<Value>,
     /// Values to check besides the variables named like an option (which they override).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub provided_arguments: Option<Value>,
     /// Returned as it is, to say what was validated (the role and its entry point).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub validate_args_context: Option<Value>,
 }
 
