@@ -1,6 +1,7 @@
 //! Executor-side actions: tasks that act on the run itself rather than on a host (`debug`,
 //! `assert`, `fail`, `set_fact`, `add_host`, `group_by`, `meta`, `pause`, `include_vars`,
-//! `wait_for_connection`; the ones changing run state are in `state_actions`).
+//! `wait_for_connection`; `validate_argument_spec` is in `argspec`, and the ones changing run
+//! state are in `state_actions`).
 
 use std::time::{Duration, Instant};
 
@@ -97,6 +98,7 @@ impl Executor {
                 self.wait_for_connection(&rendered!(a), host, kw, ctx).await
             }
             ExecAction::AsyncStatus(a) => self.async_status(&rendered!(a)),
+            ExecAction::ValidateArgumentSpec(a) => self.validate_argument_spec(rendered!(a), ctx),
         }
     }
 

@@ -13,7 +13,7 @@ use super::inherit::Inherit;
 /// playbook with a recursion error too. Real content nests a handful of levels.
 pub(crate) const MAX_INCLUDE_DEPTH: usize = 64;
 use super::{Executor, PlayRun};
-use crate::playbook::{Action, Location, Task};
+use crate::playbook::{Action, Location, RoleUse, Task};
 use crate::vars::VarMap;
 
 /// One include a host asked for (one per loop item).
@@ -28,6 +28,8 @@ pub(crate) enum IncludeReq {
         name: String,
         tasks_from: Option<String>,
         params: VarMap,
+        /// `rolespec_validate`: check the role's argument spec first.
+        validate: bool,
         loc: Location,
     },
 }
@@ -42,8 +44,12 @@ impl IncludeReq {
                 name,
                 tasks_from,
                 params,
+                validate,
                 ..
-            } => format!("r:{name}:{tasks_from:?}:{}", Value::Object(params.clone())),
+            } => format!(
+                "r:{name}:{tasks_from:?}:{validate}:{}",
+                Value::Object(params.clone())
+            ),
         }
     }
 }
@@ -144,13 +150,24 @@ impl Executor {
                 name,
                 tasks_from,
                 params,
+                validate,
                 loc,
-            } => (
-                self.loader
-                    .include_role(name, params.clone(), tasks_from.as_deref(), loc)
-                    .map(|r| (r.block, r.handlers)),
-                loc,
-            ),
+            } => {
+                // `include_role` passes no role parameters: its `vars:` are variables.
+                let using = RoleUse {
+                    name: name.clone(),
+                    params: params.clone(),
+                    tasks_from: tasks_from.clone(),
+                    skip_validation: !validate,
+                    ..RoleUse::default()
+                };
+                (
+                    self.loader
+                        .include_role(using, loc)
+                        .map(|r| (r.block, r.handlers)),
+                    loc,
+                )
+            }
         };
         match loaded {
             Ok((block, handlers)) => {
@@ -239,6 +256,7 @@ impl Executor {
                         .get("tasks_from")
                         .and_then(Value::as_str)
                         .map(str::to_string),
+                    validate: crate::playbook::rolespec_validate(&args),
                     params,
                     loc: task.loc.clone(),
                 })

@@ -12,6 +12,9 @@
 //! < role and include params < extra vars (`-e`).
 
 pub mod actions;
+mod argspec;
+mod argspec_check;
+mod argspec_types;
 mod conn;
 mod host_task;
 mod hostvars;

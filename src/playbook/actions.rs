@@ -34,6 +34,7 @@ pub enum ExecAction {
     IncludeVars(Box<IncludeVarsArgs>),
     WaitForConnection(WaitArgs),
     AsyncStatus(AsyncStatusArgs),
+    ValidateArgumentSpec(ValidateArgs),
 }
 
 /// Every executor action, by short name.
@@ -49,6 +50,7 @@ pub const NAMES: &[&str] = &[
     "include_vars",
     "wait_for_connection",
     "async_status",
+    "validate_argument_spec",
 ];
 
 pub fn is_action(name: &str) -> bool {
@@ -128,6 +130,23 @@ pub struct WaitArgs {
     pub delay: Option<Value>,
     pub sleep: Option<Value>,
     pub connect_timeout: Option<Value>,
+}
+
+/// `validate_argument_spec`: check variables and given arguments against an argument spec
+/// (what a role's `meta/argument_specs.yml` holds for one entry point).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateArgs {
+    /// Options by name, each with `type`, `required`, `default`, `choices`, `elements`,
+    /// `options`, `aliases`, `no_log`... as in a module's argument spec.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argument_spec: Option<Value>,
+    /// Values to check besides the variables named like an option (which they override).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provided_arguments: Option<Value>,
+    /// Returned as it is, to say what was validated (the role and its entry point).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validate_args_context: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -225,6 +244,9 @@ impl ExecAction {
             "pause" => Self::Pause(typed("pause", args)?),
             "include_vars" => Self::IncludeVars(Box::new(typed("include_vars", args)?)),
             "wait_for_connection" => Self::WaitForConnection(typed("wait_for_connection", args)?),
+            "validate_argument_spec" => {
+                Self::ValidateArgumentSpec(typed("validate_argument_spec", args)?)
+            }
             _ => Self::AsyncStatus(typed("async_status", args)?),
         })
     }
@@ -242,6 +264,7 @@ impl ExecAction {
             Self::IncludeVars(_) => "include_vars",
             Self::WaitForConnection(_) => "wait_for_connection",
             Self::AsyncStatus(_) => "async_status",
+            Self::ValidateArgumentSpec(_) => "validate_argument_spec",
         }
     }
 }

@@ -32,7 +32,6 @@ const KNOWN: &[&str] = &[
     "set_stats",
     "subversion",
     "sysvinit",
-    "validate_argument_spec",
     "yum",
     "yum_repository",
     // ansible.posix

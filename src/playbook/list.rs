@@ -46,7 +46,10 @@ pub fn list_tasks(
         );
         out.push_str("    tasks:\n");
         for t in play_tasks(play, filter) {
-            let _ = writeln!(out, "      {}\tTAGS: {}", t.name, tags_str(&t.tags));
+            // Sorted, as ansible-playbook prints them (`cli/playbook.py`: `cur_tags.sort()`).
+            let mut tags = t.tags;
+            tags.sort();
+            let _ = writeln!(out, "      {}\tTAGS: {}", t.name, tags_str(&tags));
         }
     }
     out

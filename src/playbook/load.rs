@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::task::{TaskCtx, invalid, parse_tasks};
 use super::yaml::Doc;
-use super::{LoadError, Location, Playbook, RoleCtx, Task};
+use super::{LoadError, Location, Playbook, RoleCtx, RoleUse, Task};
 use crate::vars::VarMap;
 
 #[derive(Debug, Clone, Default)]
@@ -194,13 +194,7 @@ impl Loader {
     }
 
     /// Load a role for a dynamic `include_role` (at run time).
-    pub fn include_role(
-        &self,
-        name: &str,
-        params: VarMap,
-        tasks_from: Option<&str>,
-        at: &Location,
-    ) -> Result<LoadedRole, LoadError> {
+    pub fn include_role(&self, using: RoleUse, at: &Location) -> Result<LoadedRole, LoadError> {
         let ctx = TaskCtx {
             loader: self,
             dir: at.file.parent().unwrap_or(Path::new(".")).to_path_buf(),
@@ -209,7 +203,7 @@ impl Loader {
             handlers: RefCell::new(Vec::new()),
             is_handler: false,
         };
-        let block = self.role_block(&ctx, name, params, tasks_from, at)?;
+        let block = self.role_block(&ctx, using, at)?;
         Ok(LoadedRole {
             block,
             handlers: ctx.handlers.into_inner(),

@@ -21,6 +21,7 @@ mod load;
 mod play;
 mod prompt;
 mod role;
+mod role_argspec;
 mod tags;
 mod task;
 pub mod yaml;
@@ -41,6 +42,7 @@ pub use keywords::set_templated;
 pub use load::{Loader, LoaderOptions};
 pub use play::serial_from_text;
 pub use tags::TagFilter;
+pub use task::rolespec_validate;
 
 use crate::vars::VarMap;
 
@@ -184,6 +186,21 @@ pub struct RoleCtx {
     pub vars: VarMap,
     /// Parameters given where the role is used (`roles: [{role: x, foo: 1}]`).
     pub params: VarMap,
+}
+
+/// How a role is used: what `roles:`, `dependencies:`, `import_role` or `include_role` give it.
+#[derive(Debug, Clone, Default)]
+pub struct RoleUse {
+    pub name: String,
+    /// Variables the role's tasks see from the use: its parameters and its `vars:`.
+    pub params: VarMap,
+    /// The role parameters proper (`roles: [{role: x, foo: 1}]`; not `vars:`, and none for
+    /// `include_role`/`import_role`), which argument-spec validation checks as
+    /// `provided_arguments` (Ansible's `Role._role_params`).
+    pub role_params: VarMap,
+    pub tasks_from: Option<String>,
+    /// `rolespec_validate: false` on `import_role`/`include_role` skips the validation task.
+    pub skip_validation: bool,
 }
 
 /// A loop: `loop:` or one of the `with_*` forms (which differ in how they flatten).

@@ -116,8 +116,8 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
     let mut tasks = Vec::new();
     if let Some(roles) = node.get("roles") {
         for r in roles.items() {
-            let (rname, params, kw) = role_entry(&r)?;
-            let mut t = loader.role_block(&ctx, &rname, params, None, &loc(&r))?;
+            let (using, kw) = role_entry(&r)?;
+            let mut t = loader.role_block(&ctx, using, &loc(&r))?;
             t.kw = kw;
             tasks.push(t);
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::task::{TaskCtx, invalid, parse_tasks, scalar_string};
-use super::{Action, Keywords, LoadError, Loader, Location, RoleCtx, Task};
+use super::{Action, Keywords, LoadError, Loader, Location, RoleCtx, RoleUse, Task};
 use crate::vars::VarMap;
 
 /// `main.yml`, `main.yaml` or `main` in `dir`.
@@ -60,11 +60,11 @@ impl Loader {
     pub(crate) fn role_block(
         &self,
         ctx: &TaskCtx<'_>,
-        name: &str,
-        params: VarMap,
-        tasks_from: Option<&str>,
+        using: RoleUse,
         at: &Location,
     ) -> Result<Task, LoadError> {
+        let name = using.name.as_str();
+        let tasks_from = using.tasks_from.as_deref();
         let mut candidates = self.role_candidates(name, &ctx.dir);
         // Inside a role (its `dependencies`), Ansible also searches beside that role
         // (`role_basedir`, the folder holding it), after the roles path and before the
@@ -127,7 +127,7 @@ impl Loader {
             path: path.clone(),
             defaults: load_vars("defaults")?,
             vars: load_vars("vars")?,
-            params,
+            params: using.params,
         });
         let mut stack = ctx.stack.clone();
         stack.push(key);
@@ -140,16 +140,25 @@ impl Loader {
             is_handler: false,
         };
         let mut block = Vec::new();
-        if let Some(meta) = main_file(&path.join("meta"), "main") {
-            let doc = self.doc(&meta)?;
-            if let Some(deps) = doc.root().get("dependencies") {
-                for dep in deps.items() {
-                    let (dname, dparams, kw) = role_entry(&dep)?;
-                    let mut t =
-                        self.role_block(&sub, &dname, dparams, None, &super::task::loc(&dep))?;
-                    t.kw = kw;
-                    block.push(t);
-                }
+        let meta = match main_file(&path.join("meta"), "main") {
+            Some(f) => Some(self.doc(&f)?),
+            None => None,
+        };
+        if let Some(deps) = meta.as_ref().and_then(|d| d.root().get("dependencies")) {
+            for dep in deps.items() {
+                let (using, kw) = role_entry(&dep)?;
+                let mut t = self.role_block(&sub, using, &super::task::loc(&dep))?;
+                t.kw = kw;
+                block.push(t);
+            }
+        }
+        if !using.skip_validation {
+            let entry = tasks_from.unwrap_or("main");
+            let meta_root = meta.as_ref().map(|d| d.root());
+            if let Some(t) =
+                self.validation_task(&role, entry, &using.role_params, meta_root.as_ref())?
+            {
+                block.push(t);
             }
         }
         if let Some(f) = tasks_file {
@@ -199,18 +208,30 @@ fn wrap_handlers(handlers: Vec<Task>, role: &Arc<RoleCtx>) -> Vec<Task> {
 
 /// A `roles:` or `dependencies:` entry: `name` or `{role: name, when: .., tags: .., k: v}`.
 /// Keys that are not keywords are role parameters, as in Ansible.
-pub(crate) fn role_entry(
-    n: &super::yaml::Node<'_>,
-) -> Result<(String, VarMap, Keywords), LoadError> {
+pub(crate) fn role_entry(n: &super::yaml::Node<'_>) -> Result<(RoleUse, Keywords), LoadError> {
     match n.value {
-        Value::String(s) => Ok((s.clone(), VarMap::new(), Keywords::default())),
+        Value::String(s) => Ok((
+            RoleUse {
+                name: s.clone(),
+                ..RoleUse::default()
+            },
+            Keywords::default(),
+        )),
         Value::Object(_) => {
             let mut name = None;
             let mut params = VarMap::new();
+            let mut role_params = VarMap::new();
             let mut kws = Vec::new();
             for (k, v) in n.entries() {
                 match k {
-                    "role" | "name" => name = Some(scalar_string(&v)?),
+                    // `role` names the role; `name` only when there is no `role`
+                    // (`RoleDefinition._load_role_name`).
+                    "role" => name = Some(scalar_string(&v)?),
+                    "name" => {
+                        if n.get("role").is_none() {
+                            name = Some(scalar_string(&v)?);
+                        }
+                    }
                     "vars" => params.extend(super::task::var_map(&v)?),
                     "when" | "tags" | "become" | "become_user" | "environment" | "no_log"
                     | "ignore_errors" | "delegate_to" | "check_mode" | "any_errors_fatal" => {
@@ -218,12 +239,19 @@ pub(crate) fn role_entry(
                     }
                     other => {
                         params.insert(other.to_string(), v.value.clone());
+                        role_params.insert(other.to_string(), v.value.clone());
                     }
                 }
             }
             let kw = super::task::parse_keywords(&kws, "a role entry")?;
             let name = name.ok_or_else(|| invalid(n, "role entry needs `role`"))?;
-            Ok((name, params, kw))
+            let using = RoleUse {
+                name,
+                params,
+                role_params,
+                ..RoleUse::default()
+            };
+            Ok((using, kw))
         }
         _ => Err(invalid(n, "a role entry must be a name or a mapping")),
     }

@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use super::yaml::Node;
 use super::{Action, Keywords, LoadError, Location, RoleCtx, Task, did_you_mean};
-use crate::vars::VarMap;
 
 pub(crate) use super::args::{build_args, contains_template, raw_param, split_action_value};
 pub(crate) use super::error::{invalid, scalar_string};
@@ -285,10 +284,16 @@ fn finish_module(
                 .get("name")
                 .and_then(Value::as_str)
                 .ok_or_else(|| invalid(val, "import_role needs `name`"))?;
-            let tasks_from = args.get("tasks_from").and_then(Value::as_str);
-            let mut wrapper =
-                ctx.loader
-                    .role_block(ctx, rname, VarMap::new(), tasks_from, &task_loc)?;
+            let using = super::RoleUse {
+                name: rname.to_string(),
+                tasks_from: args
+                    .get("tasks_from")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                skip_validation: !rolespec_validate(&args),
+                ..Default::default()
+            };
+            let mut wrapper = ctx.loader.role_block(ctx, using, &task_loc)?;
             wrapper.name = name;
             wrapper.kw = kw;
             Ok(wrapper)
@@ -356,6 +361,20 @@ fn finish_module(
                 role: None,
             })
         }
+    }
+}
+
+/// `rolespec_validate` of `import_role`/`include_role` (default true): whether the role's
+/// argument spec is checked.
+pub fn rolespec_validate(args: &Value) -> bool {
+    match args.get("rolespec_validate") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => !matches!(
+            s.trim().to_lowercase().as_str(),
+            "no" | "false" | "off" | "n" | "f" | "0"
+        ),
+        Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+        _ => true,
     }
 }
 

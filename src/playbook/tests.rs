@@ -183,3 +183,45 @@ fn missing_role_and_block_loop_are_load_errors() {
         "{err}"
     );
 }
+
+/// A role with an argument spec gets the validation task after its dependencies and before
+/// its own tasks; its `provided_arguments` are the role parameters, not `vars:` nor the
+/// `name` a role entry may carry beside `role`.
+#[test]
+fn argument_spec_task_follows_dependencies_and_gets_the_role_parameters() {
+    let pb = load(&[
+        (
+            "site.yml",
+            "- hosts: all\n  roles:\n    - role: r\n      name: ignored\n      who: me\n      vars: {v: 1}\n",
+        ),
+        (
+            "roles/r/meta/main.yml",
+            "dependencies: [d]\nargument_specs:\n  main:\n    options:\n      who: {type: str}\n",
+        ),
+        ("roles/r/tasks/main.yml", "- name: own task\n  debug: {}\n"),
+        ("roles/d/tasks/main.yml", "- name: dep task\n  debug: {}\n"),
+    ])
+    .unwrap();
+    let Action::Block { block, .. } = &pb.plays[0].tasks[0].action else {
+        panic!("a role is a block")
+    };
+    let names: Vec<String> = block.iter().map(|t| t.display_name()).collect();
+    assert_eq!(
+        names,
+        [
+            "role d",
+            "Validating arguments against arg spec 'main'",
+            "own task"
+        ]
+    );
+    assert_eq!(block[1].kw.tags, ["always"]);
+    let Action::Exec(exec) = &block[1].action else {
+        panic!("not an executor action")
+    };
+    let actions::ExecAction::ValidateArgumentSpec(a) = exec.as_ref() else {
+        panic!("not validate_argument_spec: {exec:?}")
+    };
+    assert_eq!(a.argument_spec, Some(json!({"who": {"type": "str"}})));
+    assert_eq!(a.provided_arguments, Some(json!({"who": "me"})));
+    assert_eq!(a.validate_args_context.as_ref().unwrap()["name"], "r");
+}

@@ -39,9 +39,15 @@ use serde_json::Value;
 
 pub use filters::python_replacement;
 pub use lookup::NAMES as LOOKUPS;
+pub use pyrepr::quote_str as py_quote;
 pub use scope::HostVarsSource;
 
 use crate::vars::VarMap;
+
+/// Python's `str()` of a JSON value, as Ansible's messages print one (`[1, 'x']`, `True`).
+pub fn py_str(v: &Value) -> String {
+    pyrepr::to_str(&minijinja::Value::from_serialize(v)).unwrap_or_default()
+}
 
 /// The value of the `omit` variable; the executor drops module arguments equal to it
 /// (`strip_omit`).

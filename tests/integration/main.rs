@@ -3,6 +3,7 @@
 //! tests themselves. Each area has its own module; `support` holds the shared builder.
 
 mod ansible_diff;
+mod argspec;
 mod chaos;
 mod chaos_sshd;
 mod chaos_winrm;

@@ -73,7 +73,7 @@ const CORE: &[&str] = &[
     "failed_when_result",
 ];
 
-fn ansible_playbook() -> Option<PathBuf> {
+pub(crate) fn ansible_playbook() -> Option<PathBuf> {
     if let Some(venv) = std::env::var_os("KINIT_VENV") {
         let p = Path::new(&venv).join("bin/ansible-playbook");
         if p.is_file() {
