@@ -124,7 +124,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let rest = String::from_utf8_lossy(&rest);
     let (lstat, fstat) = (&stats[0], &stats[1]);
     let same_as_src = rest.contains("kinit-same");
-    let drift = rest.contains("kinit-drift");
+    let drift = p.recurse && attrs.drifted(&rest);
     let stat = if p.follow { fstat } else { lstat };
 
     let state = p.state.unwrap_or(match lstat.kind {

@@ -246,8 +246,10 @@ impl Attrs {
         cmds.join(" && ")
     }
 
-    /// A probe snippet that prints `kinit-drift` when anything below `path` differs from
-    /// these attributes (for `recurse`), so a recursive fix runs only when needed.
+    /// A probe snippet that shows, for `recurse`, whether anything below `path` differs from
+    /// these attributes, so a recursive fix runs only when needed: `kinit-drift` for a wrong
+    /// owner, group or octal mode; for a symbolic mode (`u+rwx`), whose outcome depends on
+    /// each entry's mode, one `kinit-m <mode> <type>` line per entry, decided by `drifted`.
     pub fn drift_script(&self, path: &str) -> String {
         let mut tests = Vec::new();
         if let Some(o) = &self.owner {
@@ -259,14 +261,36 @@ impl Attrs {
         if let Some(Mode::Octal(m)) = &self.mode {
             tests.push(format!("! -perm {m:04o}"));
         }
-        if tests.is_empty() {
-            return String::new();
+        let mut s = String::new();
+        if !tests.is_empty() {
+            s.push_str(&format!(
+                "[ -n \"$(find {} \\( {} \\) -print 2>/dev/null | head -n 1)\" ] && echo kinit-drift\n",
+                sh(path),
+                tests.join(" -o ")
+            ));
         }
-        format!(
-            "[ -n \"$(find {} \\( {} \\) -print 2>/dev/null | head -n 1)\" ] && echo kinit-drift\n",
-            sh(path),
-            tests.join(" -o ")
-        )
+        if let Some(Mode::Symbolic(..)) = &self.mode {
+            s.push_str(&format!(
+                "find {} -printf 'kinit-m %m %y\\n' 2>/dev/null\n",
+                sh(path)
+            ));
+        }
+        s
+    }
+
+    /// Whether the output of `drift_script` shows anything to fix.
+    pub fn drifted(&self, out: &str) -> bool {
+        if out.contains("kinit-drift") {
+            return true;
+        }
+        let Some(mode) = &self.mode else { return false };
+        out.lines()
+            .filter_map(|l| l.strip_prefix("kinit-m "))
+            .filter_map(|l| l.split_once(' '))
+            // `chmod -R` leaves links alone.
+            .filter(|(_, kind)| *kind != "l")
+            .filter_map(|(m, kind)| Some((u32::from_str_radix(m, 8).ok()?, kind == "d")))
+            .any(|(m, dir)| mode.resolve(m, dir).is_some_and(|want| want != m))
     }
 }
 
@@ -297,6 +321,26 @@ pub fn parent_of(path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn a_symbolic_recursive_mode_drifts_only_where_an_entry_would_change() {
+        let attrs = Attrs {
+            mode: Some(Mode::parse("u+rwx").unwrap()),
+            ..Attrs::default()
+        };
+        assert!(attrs.drift_script("/d").contains("-printf 'kinit-m %m %y\\n'"));
+        assert!(!attrs.drifted("kinit-m 700 d\nkinit-m 755 d\nkinit-m 777 l\n"));
+        assert!(attrs.drifted("kinit-m 700 d\nkinit-m 644 f\n"));
+        let octal = Attrs {
+            mode: Some(Mode::parse("0700").unwrap()),
+            ..Attrs::default()
+        };
+        assert!(!octal.drift_script("/d").contains("kinit-m"));
+        assert!(octal.drifted("kinit-drift\n"));
+        assert!(!octal.drifted(""));
+    }
+
     use super::*;
 
     #[test]
