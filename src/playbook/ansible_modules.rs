@@ -25,7 +25,6 @@ const KNOWN: &[&str] = &[
     "known_hosts",
     "mount_facts",
     "package_facts",
-    "pip",
     "reboot",
     "rpm_key",
     "service_facts",
