@@ -42,6 +42,9 @@ pub mod file;
 pub mod find;
 pub mod get_url;
 mod get_url_fetch;
+pub mod git;
+mod git_ops;
+mod git_sync;
 pub mod group;
 pub mod ini_file;
 pub mod lineinfile;
@@ -371,6 +374,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("file", &file::File),
     ("find", &find::Find),
     ("get_url", &get_url::GetUrl),
+    ("git", &git::GitModule),
     ("group", &group::Group),
     ("ini_file", &ini_file::IniFile),
     ("lineinfile", &lineinfile::LineInFile),

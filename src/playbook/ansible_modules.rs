@@ -19,7 +19,6 @@ const KNOWN: &[&str] = &[
     "expect",
     "gather_facts",
     "getent",
-    "git",
     "hostname",
     "iptables",
     "known_hosts",
