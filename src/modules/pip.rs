@@ -166,7 +166,7 @@ struct Shell {
 impl Shell {
     fn new(p: &Params, chdir: Option<&str>) -> Shell {
         let mut prefix = match chdir {
-            Some(d) => format!("cd {} || exit 1\n", sh(d)),
+            Some(d) => format!("cd {} || exit 1\n", host_path(d)),
             None => "cd \"${TMPDIR:-/tmp}\" || cd /tmp\n".to_string(),
         };
         if let Some(u) = &p.umask {
@@ -186,6 +186,16 @@ impl Shell {
         script: &str,
     ) -> Result<crate::transport::ExecOutput, ModuleError> {
         ctx.run(format!("{}{script}", self.prefix)).await
+    }
+}
+
+/// A path argument (Ansible's `type='path'`) as sh text: quoted, with a leading `~` left to
+/// the host's `$HOME`.
+fn host_path(path: &str) -> String {
+    match path.strip_prefix('~') {
+        Some("") => "\"$HOME\"".into(),
+        Some(rest) if rest.starts_with('/') => format!("\"$HOME\"{}", sh(rest)),
+        _ => sh(path),
     }
 }
 
@@ -259,8 +269,10 @@ async fn make_virtualenv(
              virtualenv_command",
         )));
     }
+    let r = sh_
+        .run(ctx, &format!("{} {}", sh_join(&argv), host_path(env)))
+        .await?;
     argv.push(env.to_string());
-    let r = sh_.run(ctx, &sh_join(&argv)).await?;
     let (out, err) = (r.stdout_str(), r.stderr_str());
     if !r.success() {
         return Ok(Step::Done(fail(argv.into(), &out, &err)));
@@ -278,10 +290,11 @@ async fn find_pip(
 ) -> Result<Step<Vec<String>>, ModuleError> {
     let script = match (env, &p.executable) {
         (_, Some(exe)) if exe.starts_with('/') => return Ok(Step::Go(vec![exe.clone()])),
+        (_, Some(exe)) if exe.starts_with("~/") => format!("echo {}", host_path(exe)),
         (_, Some(exe)) => format!("command -v {}", sh(exe)),
         (Some(env), None) => format!(
             "for b in pip3 pip; do if [ -f {e}/bin/$b ] && [ -x {e}/bin/$b ]; then echo {e}/bin/$b; exit 0; fi; done; exit 1",
-            e = sh(env)
+            e = host_path(env)
         ),
         (None, None) => {
             let py = match ctx.vars.get("ansible_python_interpreter") {
@@ -372,7 +385,9 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         return Ok(ModuleResult::failed(msg));
     }
     let env = p.virtualenv.as_ref().map(|e| match &p.chdir {
-        Some(c) if !e.starts_with('/') => format!("{}/{e}", c.trim_end_matches('/')),
+        Some(c) if !e.starts_with('/') && !e.starts_with('~') => {
+            format!("{}/{e}", c.trim_end_matches('/'))
+        }
         _ => e.clone(),
     });
     let sh_ = Shell::new(&p, p.chdir.as_deref());
@@ -380,7 +395,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let mut venv_created = false;
     if let Some(env) = &env {
         let probe = sh_
-            .run(ctx, &format!("test -e {}/bin/activate", sh(env)))
+            .run(ctx, &format!("test -e {}/bin/activate", host_path(env)))
             .await?;
         if !probe.success() {
             if ctx.check_mode {
@@ -395,7 +410,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     // the tools installed there).
     let path_prefix = env
         .as_ref()
-        .map(|e| format!("PATH={}:\"$PATH\" ", sh(&format!("{e}/bin"))))
+        .map(|e| format!("PATH={}:\"$PATH\" ", host_path(&format!("{e}/bin"))))
         .unwrap_or_default();
 
     let mut packages = Vec::new();
@@ -535,6 +550,14 @@ mod tests {
 
     fn params(v: Value) -> Params {
         super::super::args::parse("pip", &v).unwrap()
+    }
+
+    #[test]
+    fn paths_leave_the_tilde_to_the_host() {
+        assert_eq!(host_path("~/venv"), "\"$HOME\"/venv");
+        assert_eq!(host_path("~"), "\"$HOME\"");
+        assert_eq!(host_path("/a b"), "'/a b'");
+        assert_eq!(host_path("~user/x"), "'~user/x'");
     }
 
     #[test]
