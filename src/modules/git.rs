@@ -9,6 +9,9 @@
 //!
 //! Not done: `verify_commit`/`gpg_allowlist` (refused with a clear message), the `--diff`
 //! text, and the fallbacks upstream keeps for git older than 2.3.
+//!
+//! Longer than most files: the parameters, the first probe and `main()`'s decision tree are
+//! one reading of upstream's `main()`; the commands live in `git_ops` and `git_sync`.
 
 use serde::Deserialize;
 use serde_json::Value;

@@ -41,12 +41,10 @@ pub fn failed_cmd(argv: &[String], out: &ExecOutput) -> Stop {
 }
 
 /// A failed result with `msg` and the command's `stdout`/`stderr`/`rc`.
-pub fn failed_with(msg: impl Into<String>, out: &ExecOutput) -> Stop {
-    Stop::Done(
-        ModuleResult::failed(msg)
-            .with_streams(out.stdout_str(), out.stderr_str())
-            .with("rc", out.rc),
-    )
+pub fn failed_with(msg: impl Into<String>, out: &ExecOutput) -> ModuleResult {
+    ModuleResult::failed(msg)
+        .with_streams(out.stdout_str(), out.stderr_str())
+        .with("rc", out.rc)
 }
 
 /// Runs git on the host: the binary, and the shell prefix every command shares (locale,
@@ -124,7 +122,7 @@ impl Git<'_> {
                 "Could not determine branch data - received {}",
                 out.stdout_str()
             );
-            return Err(failed_with(msg, &out));
+            return Err(Stop::Done(failed_with(msg, &out)));
         }
         Ok(out
             .stdout_str()
@@ -212,10 +210,10 @@ impl Git<'_> {
         let out = self.checked(cwd, &["ls-remote", remote, flag, &rf]).await?;
         let text = out.stdout_str();
         if text.is_empty() {
-            return Err(failed_with(
+            return Err(Stop::Done(failed_with(
                 format!("Could not determine remote revision for {version}"),
                 &out,
-            ));
+            )));
         }
         let mut line = text.as_str();
         if tag {

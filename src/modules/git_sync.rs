@@ -166,10 +166,10 @@ pub async fn switch_version(git: &Git<'_>, w: &Want<'_>) -> Flow<()> {
         let branch = git.head_branch(w.dest, remote, w.bare).await?;
         let out = git.out(dest, &["checkout", "--force", &branch]).await?;
         if !out.success() {
-            return Err(failed_with(
+            return Err(Stop::Done(failed_with(
                 format!("Failed to checkout branch {branch}"),
                 &out,
-            ));
+            )));
         }
         fail_msg = format!("Failed to checkout branch {branch}");
         vec![
@@ -192,10 +192,10 @@ pub async fn switch_version(git: &Git<'_>, w: &Want<'_>) -> Flow<()> {
                     .out(dest, &["fetch", &depth, remote, &local, &tracking])
                     .await?;
                 if !out.success() {
-                    return Err(failed_with(
+                    return Err(Stop::Done(failed_with(
                         format!("Failed to fetch branch from remote: {version}"),
                         &out,
-                    ));
+                    )));
                 }
             }
             if !git.is_local_branch(w.dest, version).await? {
@@ -209,10 +209,10 @@ pub async fn switch_version(git: &Git<'_>, w: &Want<'_>) -> Flow<()> {
             } else {
                 let out = git.out(dest, &["checkout", "--force", version]).await?;
                 if !out.success() {
-                    return Err(failed_with(
+                    return Err(Stop::Done(failed_with(
                         format!("Failed to checkout branch {version}"),
                         &out,
-                    ));
+                    )));
                 }
                 vec![
                     "reset".into(),
@@ -227,10 +227,8 @@ pub async fn switch_version(git: &Git<'_>, w: &Want<'_>) -> Flow<()> {
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = git.out(dest, &refs).await?;
     if !out.success() {
-        let Stop::Done(r) = failed_with(fail_msg, &out) else {
-            unreachable!()
-        };
-        return Err(Stop::Done(r.with("cmd", git.argv(&refs).join(" "))));
+        let r = failed_with(fail_msg, &out).with("cmd", git.argv(&refs).join(" "));
+        return Err(Stop::Done(r));
     }
     Ok(())
 }
@@ -249,10 +247,10 @@ async fn submodule_versions(
         )
         .await?;
     if !out.success() {
-        return Err(failed_with(
+        return Err(Stop::Done(failed_with(
             "Unable to determine hashes of submodules",
             &out,
-        ));
+        )));
     }
     let mut found = Vec::new();
     let mut name: Option<String> = None;

@@ -9,6 +9,9 @@
 //! is upstream's too: a missing virtualenv, `extra_args`, `requirements` or `state: latest`
 //! predict a change outright; otherwise each named package is looked up in the freeze
 //! ([`pip_req`](super::pip_req) matches the versions).
+//!
+//! Longer than most files: the steps (virtualenv, finding pip, the freeze, the install) are
+//! each short, but they share upstream's one flow and its accumulated output.
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
