@@ -42,12 +42,17 @@ pub mod file;
 pub mod find;
 pub mod get_url;
 mod get_url_fetch;
+pub mod git;
+mod git_ops;
+mod git_sync;
 pub mod group;
 pub mod ini_file;
 pub mod lineinfile;
 pub mod modprobe;
 pub mod package;
 pub mod ping;
+pub mod pip;
+pub mod pip_req;
 pub mod raw;
 pub mod replace;
 pub mod script;
@@ -241,6 +246,16 @@ impl ModuleResult {
         self.data.insert(key.to_string(), value.into());
         self
     }
+    /// `stdout` and `stderr` as they are, with the `_lines` ansible-playbook adds to every
+    /// result that has them.
+    pub fn with_streams(self, stdout: String, stderr: String) -> Self {
+        let lines = |s: &str| -> Vec<Value> { s.lines().map(Value::from).collect() };
+        let (so, se) = (lines(&stdout), lines(&stderr));
+        self.with("stdout", stdout)
+            .with("stderr", stderr)
+            .with("stdout_lines", so)
+            .with("stderr_lines", se)
+    }
     /// `rc`, `stdout`, `stderr` and their `_lines`, as command-like modules return them.
     pub fn with_output(self, out: &ExecOutput) -> Self {
         let stdout = out.stdout_str();
@@ -359,12 +374,14 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("file", &file::File),
     ("find", &find::Find),
     ("get_url", &get_url::GetUrl),
+    ("git", &git::GitModule),
     ("group", &group::Group),
     ("ini_file", &ini_file::IniFile),
     ("lineinfile", &lineinfile::LineInFile),
     ("modprobe", &modprobe::Modprobe),
     ("package", &package::Package),
     ("ping", &ping::Ping),
+    ("pip", &pip::Pip),
     ("raw", &raw::Raw),
     ("replace", &replace::Replace),
     ("script", &script::Script),

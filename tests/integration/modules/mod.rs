@@ -9,6 +9,7 @@
 mod commands;
 mod files;
 mod net;
+mod sources;
 mod system;
 mod windows;
 
@@ -214,6 +215,8 @@ pub async fn suite(conn: &Connection) {
         net::uri,
         net::wait_for,
         net::unarchive,
+        sources::pip,
+        sources::git,
         system::setup,
         system::sysctl,
         system::modprobe,
@@ -276,6 +279,8 @@ mod local {
         net::uri,
         net::wait_for,
         net::unarchive,
+        sources::pip,
+        sources::git,
         system::setup,
         system::sysctl,
         system::modprobe,
