@@ -41,7 +41,8 @@ TEST=(
   iproute2                        # network namespaces for per-host addresses
   libvirt-clients                 # virsh, virt-ssh-helper, virt-xml-validate (kinit plan --render checks); libvirt's test driver is in libvirt0
   genisoimage                     # seed and config ISOs (virt_config_iso; isoinfo reads them back)
-  python3-venv                    # ansible-core and pywinrm for differential tests
+  python3-venv                    # ansible-core and pywinrm for differential tests; pip module tests
+  git                             # git module tests (local repositories)
   curl zip unzip xz-utils         # get_url/uri/unarchive module tests (HTTP client, archives)
   bind9-utils haproxy             # named-checkconf/haproxy -c check the service node's rendered configuration
   libxml2-utils chromium          # xmllint (JUnit schema, rendered answer files), headless page rendering

@@ -262,7 +262,13 @@ impl Executor {
                     self.await_reboot(&resolved.target, conn, r).await,
                 ))
             }
-            Ok(r) => Attempt::of(task_result(r)),
+            // A diff shows (and registers) only where the task asked for one.
+            Ok(mut r) => {
+                if !mctx.diff {
+                    r.diff = None;
+                }
+                Attempt::of(task_result(r))
+            }
             // Only the task's own `timeout` is reported as the task timing out; a transport's
             // timeout (a WinRM HTTP read, say) keeps its own words.
             Err(ModuleError::Transport(TransportError::Timeout { after, .. }))

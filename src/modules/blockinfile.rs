@@ -116,6 +116,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         validate: p.validate.as_deref(),
         missing_msg: None,
         created_msg: Some("File created"),
+        content_header: true,
     };
     let spacing = Spacing {
         before: p.prepend_newline,

@@ -166,6 +166,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         validate: p.validate.as_deref(),
         missing_msg: Some(format!("Destination {} does not exist !", p.path)),
         created_msg: None,
+        content_header: true,
     };
     let found = std::sync::atomic::AtomicUsize::new(0);
     let mut r = textedit::edit_file(ctx, &e, |old| {

@@ -329,7 +329,11 @@ mod tests {
             mode: Some(Mode::parse("u+rwx").unwrap()),
             ..Attrs::default()
         };
-        assert!(attrs.drift_script("/d").contains("-printf 'kinit-m %m %y\\n'"));
+        assert!(
+            attrs
+                .drift_script("/d")
+                .contains("-printf 'kinit-m %m %y\\n'")
+        );
         assert!(!attrs.drifted("kinit-m 700 d\nkinit-m 755 d\nkinit-m 777 l\n"));
         assert!(attrs.drifted("kinit-m 700 d\nkinit-m 644 f\n"));
         let octal = Attrs {
@@ -340,8 +344,6 @@ mod tests {
         assert!(octal.drifted("kinit-drift\n"));
         assert!(!octal.drifted(""));
     }
-
-    use super::*;
 
     #[test]
     fn parses_ids_records_and_trailing_content() {

@@ -141,6 +141,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         validate: p.validate.as_deref(),
         missing_msg: Some(format!("Path {} does not exist !", p.path)),
         created_msg: None,
+        content_header: false,
     };
     let r = textedit::edit_file(ctx, &e, |old| edit(old, &spec)).await?;
     // Ansible's replace reports `rc: 0` on success (and 256/257 on its failures).

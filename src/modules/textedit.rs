@@ -20,6 +20,8 @@ pub struct TextEdit<'a> {
     /// The message for a file the edit creates, when the module has its own
     /// (`blockinfile`: "File created").
     pub created_msg: Option<&'static str>,
+    /// Whether the diff is headed `path (content)`, as lineinfile's and blockinfile's are.
+    pub content_header: bool,
 }
 
 /// Read `e.path`, run `edit` on its text (`""` for a missing file), write the result.
@@ -88,6 +90,9 @@ pub async fn edit_file(
     };
     let content_changed = new != old;
     let mut r = filewrite::apply(ctx, &w, Content::bytes(new.into_bytes()), &before).await?;
+    if let Some(d) = r.diff.as_mut().filter(|_| e.content_header) {
+        d.path = Some(format!("{} (content)", e.path));
+    }
     if r.failed && r.msg.as_deref() == Some("failed to validate") {
         // lineinfile/blockinfile say it in one line, as Ansible's do.
         let rc = r.data.get("exit_status").cloned().unwrap_or_default();

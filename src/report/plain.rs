@@ -193,15 +193,20 @@ impl Plain {
             Status::Ok | Status::Changed => {
                 if module == Some("debug") {
                     match &result.msg {
-                        Some(m) => {
+                        // A text message stays on the host's line.
+                        Some(m @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => {
                             let _ = write!(tail, " => {}", show(m));
+                        }
+                        Some(m) => {
+                            let shown = serde_json::json!({ "msg": m });
+                            let _ = write!(tail, " => {}", pretty(&shown));
                         }
                         None => {
                             let mut shown = result.to_value();
                             if let Some(m) = shown.as_object_mut() {
                                 m.retain(|k, _| !matches!(k.as_str(), "changed" | "failed"));
                             }
-                            let _ = write!(tail, " => {}", show(&shown));
+                            let _ = write!(tail, " => {}", pretty(&shown));
                         }
                     }
                 }
@@ -218,10 +223,13 @@ impl Plain {
                 }
             }
         }
-        if self.diff
-            && let Some(d) = result.fields.get("diff").filter(|d| !d.is_null())
-        {
-            s.push_str(&render_diff(d));
+        // A result carries a diff only where its task asked for one (`--diff` or `diff:`);
+        // it comes before the host's line, as in ansible-playbook.
+        if let Some(d) = result.fields.get("diff").filter(|d| !d.is_null()) {
+            let diff = render_diff(d);
+            if !diff.is_empty() {
+                s = format!("{}\n{s}", diff.trim_start_matches('\n'));
+            }
         }
         s
     }
@@ -262,6 +270,33 @@ fn failure_details(out: &mut String, result: &TaskResult) {
     }
 }
 
+/// A value as ansible-playbook's default callback prints a `debug` variable or structure:
+/// JSON indented by four spaces, keys sorted, non-ASCII as it is.
+fn pretty(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut out = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+    match serde::Serialize::serialize(&sorted(v), &mut ser) {
+        Ok(()) => String::from_utf8_lossy(&out).into_owned(),
+        Err(_) => show(v),
+    }
+}
+
 fn show(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -269,19 +304,62 @@ fn show(v: &Value) -> String {
     }
 }
 
-/// A minimal line diff of `before`/`after` (whole-line removals then additions).
+/// Lines of context around each change in a `--diff` hunk (Ansible's `DIFF_CONTEXT`).
+const DIFF_CONTEXT: usize = 3;
+
+/// A result's `diff` as Ansible's default callback shows it: a unified diff with hunk headers
+/// (Python's `difflib.unified_diff`, `before: path`/`after: path` headers, a last line without
+/// its newline marked `\ No newline at end of file`); nothing when the texts are equal.
 fn render_diff(d: &Value) -> String {
-    let before = d.get("before").and_then(Value::as_str).unwrap_or("");
-    let after = d.get("after").and_then(Value::as_str).unwrap_or("");
-    let path = d.get("path").and_then(Value::as_str).unwrap_or("");
-    let mut out = format!("\n--- before: {path}\n+++ after: {path}");
-    let b: Vec<&str> = before.lines().collect();
-    let a: Vec<&str> = after.lines().collect();
-    for l in b.iter().filter(|l| !a.contains(l)) {
-        out.push_str(&format!("\n-{l}"));
+    let text = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
+    let header = |side: &str| match d.get("path").and_then(Value::as_str) {
+        Some(p) => format!("{side}: {p}"),
+        None => side.to_string(),
+    };
+    let split = |t: &str| -> Vec<String> {
+        let mut ls: Vec<String> = t.split_inclusive('\n').map(str::to_string).collect();
+        if let Some(last) = ls.last_mut()
+            && !last.ends_with('\n')
+        {
+            last.push_str("\n\\ No newline at end of file\n");
+        }
+        ls
+    };
+    let (before, after) = (split(text("before")), split(text("after")));
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &before, &after);
+    let groups = similar::group_diff_ops(ops, DIFF_CONTEXT);
+    if groups.is_empty() {
+        return String::new();
     }
-    for l in a.iter().filter(|l| !b.contains(l)) {
-        out.push_str(&format!("\n+{l}"));
+    let mut out = format!("\n--- {}\n+++ {}", header("before"), header("after"));
+    // difflib's `_format_range_unified`.
+    let range = |r: std::ops::Range<usize>| match r.len() {
+        1 => format!("{}", r.start + 1),
+        0 => format!("{},0", r.start),
+        n => format!("{},{n}", r.start + 1),
+    };
+    for group in &groups {
+        let (first, last) = (&group[0], &group[group.len() - 1]);
+        let old = first.old_range().start..last.old_range().end;
+        let new = first.new_range().start..last.new_range().end;
+        let _ = write!(out, "\n@@ -{} +{} @@", range(old), range(new));
+        let lines = |sign: char, ls: &[String]| -> String {
+            ls.iter()
+                .map(|l| format!("\n{sign}{}", l.strip_suffix('\n').unwrap_or(l)))
+                .collect()
+        };
+        for op in group {
+            let (old, new) = (op.old_range(), op.new_range());
+            match op.tag() {
+                similar::DiffTag::Equal => out.push_str(&lines(' ', &before[old])),
+                similar::DiffTag::Delete => out.push_str(&lines('-', &before[old])),
+                similar::DiffTag::Insert => out.push_str(&lines('+', &after[new])),
+                similar::DiffTag::Replace => {
+                    out.push_str(&lines('-', &before[old]));
+                    out.push_str(&lines('+', &after[new]));
+                }
+            }
+        }
     }
     out
 }
@@ -291,6 +369,34 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn a_diff_is_unified_with_hunk_headers_as_difflib_writes_it() {
+        let before: String = (1..=12).map(|i| format!("{i}\n")).collect();
+        let after = before.replace("5\n", "five\n") + "13";
+        let d = serde_json::json!({"before": before, "after": after, "path": "/f"});
+        assert_eq!(
+            render_diff(&d),
+            "\n--- before: /f\n+++ after: /f\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\
+             \n@@ -10,3 +10,4 @@\n 10\n 11\n 12\n+13\n\\ No newline at end of file"
+        );
+        let same = serde_json::json!({"before": "a\n", "after": "a\n"});
+        assert_eq!(render_diff(&same), "");
+        let new = serde_json::json!({"before": "", "after": "x\n"});
+        assert_eq!(
+            render_diff(&new),
+            "\n--- before\n+++ after\n@@ -0,0 +1 @@\n+x"
+        );
+    }
+
+    #[test]
+    fn debug_structures_print_as_ansible_playbook_prints_them() {
+        let v = serde_json::json!({"x": {"b": 1, "a": [1, {"z": 2, "c": "hé"}], "e": []}});
+        assert_eq!(
+            pretty(&v),
+            "{\n    \"x\": {\n        \"a\": [\n            1,\n            {\n                \"c\": \"hé\",\n                \"z\": 2\n            }\n        ],\n        \"b\": 1,\n        \"e\": []\n    }\n}"
+        );
+    }
 
     fn start(id: usize, name: &str) -> Event {
         Event::TaskStart {

@@ -686,7 +686,9 @@ fn a_no_log_loop_masks_its_values_not_the_word_item() {
 PLAY [localhost]
 
 TASK [debug]
-ok: [localhost] => (item=None) => {"censored":"the output has been hidden due to the fact that 'no_log: true' was specified for this result"}
+ok: [localhost] => (item=None) => {
+    "censored": "the output has been hidden due to the fact that 'no_log: true' was specified for this result"
+}
 
 TASK [debug]
 ok: [localhost] => (item=1) => shown-1

@@ -15,7 +15,8 @@ pub async fn pip(fx: &Fixture<'_>) {
         .await
         != "ok\n"
     {
-        return; // no Python with venv on this host
+        crate::support::cannot_run("the host has no Python with `venv` and `ensurepip`");
+        return;
     }
     let wheels = fx.path("wheels");
     let venv = fx.path("venv");
@@ -101,7 +102,8 @@ pub async fn pip(fx: &Fixture<'_>) {
 
 pub async fn git(fx: &Fixture<'_>) {
     if fx.sh("command -v git >/dev/null && echo ok").await != "ok\n" {
-        return; // no git on this host
+        crate::support::cannot_run("the host has no `git`");
+        return;
     }
     let origin = fx.path("origin");
     let co = fx.path("co");
