@@ -56,6 +56,7 @@ fn text(
     local: &std::path::Path,
     source: std::io::Result<String>,
     render: &dyn super::Render,
+    vars: &crate::vars::VarMap,
 ) -> Result<String, ModuleError> {
     let source = source.map_err(|e| ModuleError::Failed {
         msg: format!("cannot read template `{}`: {e}", local.display()),
@@ -65,7 +66,10 @@ fn text(
     let source = crate::vault::file_text(local, source)
         .map_err(|e| ModuleError::Failed { msg: e.to_string() })?;
     let mut text = render
-        .render_with(&source, &template_vars(local, &p.dest))
+        .render_with(
+            &source,
+            &template_vars(local, &p.dest, vars.contains_key("ansible_managed")),
+        )
         .map_err(|e| ModuleError::Failed {
             msg: format!("template `{}`: {e}", p.src),
         })?;
@@ -87,7 +91,13 @@ pub fn render(
         });
     }
     let local = ctx.find_local(&p.src)?;
-    let text = text(&p, &local, std::fs::read_to_string(&local), ctx.render)?;
+    let text = text(
+        &p,
+        &local,
+        std::fs::read_to_string(&local),
+        ctx.render,
+        ctx.vars,
+    )?;
     Ok(super::render::Rendered::target(vec![
         super::render::RenderedFile {
             name: super::render::host_path(&p.dest),
@@ -102,7 +112,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     }
     let local = ctx.find_local(&p.src)?;
     let source = tokio::fs::read_to_string(&local).await;
-    let text = text(&p, &local, source, ctx.render)?;
+    let text = text(&p, &local, source, ctx.render, ctx.vars)?;
     let before = filewrite::probe(ctx, &p.dest, ctx.diff).await?;
     if before.stat.kind == Kind::Directory {
         return Ok(ModuleResult::failed(format!(
@@ -128,15 +138,21 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
 
 /// The variables Ansible's `template` adds for the file it renders: `ansible_managed` (its
 /// default text, "Ansible managed"), `template_path`/`template_fullpath` (the local file),
-/// `template_destpath`, `template_host` (this machine), `template_uid` (the file's owner)
+/// `template_destpath`, `template_host` (this machine), `template_uid` (the file's owner),
+/// `template_mtime` (its modification time, local, as Python prints a datetime)
 /// and `template_run_date` (now, as Python prints a datetime).
-fn template_vars(local: &std::path::Path, dest: &str) -> crate::vars::VarMap {
+fn template_vars(local: &std::path::Path, dest: &str, user_managed: bool) -> crate::vars::VarMap {
     use std::os::unix::fs::MetadataExt;
     let full = std::path::absolute(local).unwrap_or_else(|_| local.to_path_buf());
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_default();
-    let uid = std::fs::metadata(local).map(|m| m.uid()).unwrap_or(0);
+    let meta = std::fs::metadata(local).ok();
+    let uid = meta.as_ref().map(|m| m.uid()).unwrap_or(0);
+    let mtime = meta
+        .and_then(|m| m.modified().ok())
+        .map(python_datetime)
+        .unwrap_or_default();
     let owner = std::fs::read_to_string("/etc/passwd")
         .ok()
         .and_then(|p| {
@@ -148,21 +164,27 @@ fn template_vars(local: &std::path::Path, dest: &str) -> crate::vars::VarMap {
         .unwrap_or_else(|| uid.to_string());
     let mut v = crate::vars::VarMap::new();
     let s = |x: String| serde_json::Value::String(x);
-    v.insert("ansible_managed".into(), s("Ansible managed".into()));
+    // Only where the variable is not set (upstream's `include_ansible_managed`).
+    if !user_managed {
+        v.insert("ansible_managed".into(), s("Ansible managed".into()));
+    }
     v.insert("template_path".into(), s(full.display().to_string()));
     v.insert("template_fullpath".into(), s(full.display().to_string()));
     v.insert("template_destpath".into(), s(dest.to_string()));
     v.insert("template_host".into(), s(host));
     v.insert("template_uid".into(), s(owner));
-    v.insert("template_run_date".into(), s(python_now()));
+    v.insert("template_mtime".into(), s(mtime));
+    v.insert(
+        "template_run_date".into(),
+        s(python_datetime(std::time::SystemTime::now())),
+    );
     v
 }
 
-/// Now (UTC) as `str(datetime.now())` prints it: `2026-11-25 21:53:07.123456`.
-fn python_now() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+/// A time (UTC) as `str(datetime)` prints it: `2026-11-25 21:53:07.123456`, without the
+/// fraction when it is zero.
+fn python_datetime(t: std::time::SystemTime) -> String {
+    let now = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let secs = now.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -175,11 +197,14 @@ fn python_now() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
+    let fraction = match now.subsec_micros() {
+        0 => String::new(),
+        us => format!(".{us:06}"),
+    };
     format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:06}",
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}{fraction}",
         rem / 3600,
         rem / 60 % 60,
         rem % 60,
-        now.subsec_micros()
     )
 }

@@ -261,7 +261,11 @@ pub fn superset(a: Value, b: Value) -> Result<bool, Error> {
     subset(b, a)
 }
 
+/// Ansible's `contains` test is Python's `value in seq`: a substring test on a string.
 pub fn contains(seq: Value, item: Value) -> Result<bool, Error> {
+    if let (Some(text), Some(part)) = (seq.as_str(), item.as_str()) {
+        return Ok(text.contains(part));
+    }
     Ok(items(&seq)?.contains(&item))
 }
 
