@@ -77,6 +77,19 @@ impl Executor {
         for (k, v) in magic {
             m.insert(k.to_string(), v);
         }
+        // The play's role names as `VariableManager._get_magic_variables` lists them: the
+        // roles it names, the roles pulled in as dependencies (a set there; sorted here), both.
+        let names = &pr.play.role_names;
+        let mut dependent = names.dependent.clone();
+        dependent.sort();
+        dependent.dedup();
+        let mut all: Vec<String> = names.play.iter().chain(&dependent).cloned().collect();
+        all.sort();
+        all.dedup();
+        m.insert("ansible_play_role_names".into(), json!(names.play));
+        m.insert("role_names".into(), json!(names.play));
+        m.insert("ansible_dependent_role_names".into(), json!(dependent));
+        m.insert("ansible_role_names".into(), json!(all));
         if let Some(r) = inh.roles.last() {
             m.insert("role_name".into(), json!(r.name));
             m.insert("role_path".into(), json!(self.abs(&r.path)));

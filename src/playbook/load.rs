@@ -36,6 +36,18 @@ pub struct Loader {
     docs: Mutex<HashMap<PathBuf, Arc<Doc>>>,
     /// What loading found worth saying that is not an error (`take_warnings`).
     warnings: Mutex<Vec<String>>,
+    /// The roles the play being parsed names (`roles:`, `import_role`) and those they pull
+    /// in as dependencies, for `ansible_play_role_names` and friends (`take_role_names`).
+    role_names: Mutex<RoleNames>,
+}
+
+/// The role names a play's magic variables list (Ansible 2.19's `VariableManager`):
+/// `play` are the roles the play names (its `roles:` and static `import_role`s), `dependent`
+/// every role pulled in through a role's `dependencies`.
+#[derive(Debug, Clone, Default)]
+pub struct RoleNames {
+    pub play: Vec<String>,
+    pub dependent: Vec<String>,
 }
 
 impl Loader {
@@ -45,7 +57,24 @@ impl Loader {
             base: Mutex::new(PathBuf::from(".")),
             docs: Mutex::new(HashMap::new()),
             warnings: Mutex::new(Vec::new()),
+            role_names: Mutex::new(RoleNames::default()),
         }
+    }
+
+    /// Note a role the play names (`dependency: false`) or one pulled in as a dependency.
+    pub(crate) fn note_role(&self, name: &str, dependency: bool) {
+        let mut names = self.role_names.lock().unwrap();
+        let list = if dependency {
+            &mut names.dependent
+        } else {
+            &mut names.play
+        };
+        list.push(name.to_string());
+    }
+
+    /// The role names noted since the last call.
+    pub(crate) fn take_role_names(&self) -> RoleNames {
+        std::mem::take(&mut *self.role_names.lock().unwrap())
     }
 
     /// Note a load-time warning (each text once).

@@ -39,7 +39,7 @@ use serde_json::Value;
 pub use args::contains_template as task_contains_template;
 pub use error::{LoadError, did_you_mean};
 pub use keywords::set_templated;
-pub use load::{Loader, LoaderOptions};
+pub use load::{Loader, LoaderOptions, RoleNames};
 pub use play::serial_from_text;
 pub use tags::TagFilter;
 pub use task::rolespec_validate;
@@ -175,6 +175,8 @@ pub struct Play {
     pub tasks: Vec<Task>,
     pub post_tasks: Vec<Task>,
     pub handlers: Vec<Task>,
+    /// The roles the play names and their dependencies, for the role-name magic variables.
+    pub role_names: load::RoleNames,
 }
 
 /// A role as loaded: its variables and where its files are.

@@ -114,10 +114,14 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         is_handler: false,
     };
     let mut tasks = Vec::new();
+    loader.take_role_names();
     if let Some(roles) = node.get("roles") {
         for r in roles.items() {
             let (using, kw) = role_entry(&r)?;
             let mut t = loader.role_block(&ctx, using, &loc(&r))?;
+            if let Some(r) = &t.role {
+                loader.note_role(&r.name, false);
+            }
             t.kw = kw;
             tasks.push(t);
         }
@@ -200,7 +204,9 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         ),
         None => None,
     };
+    let role_names = loader.take_role_names();
     Ok(Play {
+        role_names,
         name,
         hosts,
         loc: loc(node),

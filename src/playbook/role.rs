@@ -148,6 +148,9 @@ impl Loader {
             for dep in deps.items() {
                 let (using, kw) = role_entry(&dep)?;
                 let mut t = self.role_block(&sub, using, &super::task::loc(&dep))?;
+                if let Some(r) = &t.role {
+                    self.note_role(&r.name, true);
+                }
                 t.kw = kw;
                 block.push(t);
             }

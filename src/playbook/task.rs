@@ -294,6 +294,9 @@ fn finish_module(
                 ..Default::default()
             };
             let mut wrapper = ctx.loader.role_block(ctx, using, &task_loc)?;
+            if let Some(r) = &wrapper.role {
+                ctx.loader.note_role(&r.name, false);
+            }
             wrapper.name = name;
             wrapper.kw = kw;
             Ok(wrapper)
