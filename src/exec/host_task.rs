@@ -112,6 +112,10 @@ impl Executor {
                         // when its condition (evaluated without an item) does not skip it.
                         Err(msg) => match self.check_when(&conds, &ctx) {
                             Ok(Some(cond)) => skipped(&cond),
+                            // A lookup's failure is registered in Ansible's words alone.
+                            _ if crate::template::is_lookup_failure(&msg) => {
+                                TaskResult::failed(msg)
+                            }
                             _ => self.error_result(task, msg),
                         },
                         Ok(items) => {

@@ -55,13 +55,39 @@ impl Executor {
                 Value::Null => Vec::new(),
                 other => vec![other],
             },
-            LoopKind::Dict => match v {
-                Value::Object(m) => m
-                    .into_iter()
-                    .map(|(k, v)| json!({"key": k, "value": v}))
-                    .collect(),
-                other => return Err(format!("`with_dict` expects a dict, got `{other}`")),
-            },
+            // The dict lookup's terms: one dict, or a list of them (plugins/lookup/dict.py).
+            LoopKind::Dict => {
+                let terms = match v {
+                    Value::Array(a) => a,
+                    other => vec![other],
+                };
+                let mut items = Vec::new();
+                for term in terms {
+                    let Value::Object(m) = term else {
+                        let shown = crate::template::pyrepr::to_str(
+                            &minijinja::Value::from_serialize(&term),
+                        )
+                        .unwrap_or_else(|_| term.to_string());
+                        let ty = match term {
+                            Value::Array(_) => "list",
+                            Value::String(_) => "str",
+                            Value::Bool(_) => "bool",
+                            Value::Number(n) if n.is_f64() => "float",
+                            Value::Number(_) => "int",
+                            _ => "NoneType",
+                        };
+                        return Err(crate::template::lookup_failed(
+                            "dict",
+                            &format!(
+                                "the 'dict' lookup plugin expects a dictionary, got '{shown}' of \
+                                 type <class '{ty}'>)"
+                            ),
+                        ));
+                    };
+                    items.extend(m.into_iter().map(|(k, v)| json!({"key": k, "value": v})));
+                }
+                items
+            }
             LoopKind::IndexedItems => match v {
                 Value::Array(a) => a
                     .into_iter()
@@ -74,7 +100,9 @@ impl Executor {
                     ));
                 }
             },
-            LoopKind::Sequence => sequence(&v)?,
+            LoopKind::Sequence => {
+                sequence(&v).map_err(|e| crate::template::lookup_failed("sequence", &e))?
+            }
             LoopKind::Lookup(name) => {
                 // Ansible hands a `with_<lookup>` value to the lookup as its terms: a list is
                 // the terms, anything else one term.
@@ -89,7 +117,7 @@ impl Executor {
                     Ok(Value::Array(items)) => items,
                     Ok(Value::Null) => Vec::new(),
                     Ok(other) => vec![other],
-                    Err(e) => return Err(format!("error in `with_{name}`: {e}")),
+                    Err(e) => return Err(e.to_string()),
                 }
             }
         })
@@ -238,7 +266,7 @@ fn sequence(v: &Value) -> Result<Vec<Value>, String> {
             );
         }
     };
-    let int = |t: &str| -> Result<i64, String> {
+    let int = |field: &str, t: &str| -> Result<i64, String> {
         let t = t.trim();
         let (neg, t) = match t.strip_prefix('-') {
             Some(r) => (true, r),
@@ -253,7 +281,13 @@ fn sequence(v: &Value) -> Result<Vec<Value>, String> {
         } else {
             t.parse::<i64>()
         }
-        .map_err(|_| format!("bad number `{t}` in `with_sequence`"))?;
+        // Upstream's option check (`set_option` of an `integer` option).
+        .map_err(|_| {
+            format!(
+                "Config '{field}' for 'sequence' lookup plugin from 'Direct' has an invalid \
+                 value: Invalid value provided for 'integer': '{t}'"
+            )
+        })?;
         Ok(if neg { -n } else { n })
     };
     let (mut start, mut end, mut count, mut stride, mut format) = (1i64, None, None, 1i64, None);
@@ -265,15 +299,15 @@ fn sequence(v: &Value) -> Result<Vec<Value>, String> {
             None => (*first, None),
         };
         let (range, step) = match range.split_once('/') {
-            Some((r, st)) => (r, Some(int(st)?)),
+            Some((r, st)) => (r, Some(int("stride", st)?)),
             None => (range, None),
         };
         match range.rsplit_once('-').filter(|(a, _)| !a.is_empty()) {
             Some((a, b)) => {
-                start = int(a)?;
-                end = Some(int(b)?);
+                start = int("start", a)?;
+                end = Some(int("end", b)?);
             }
-            None => end = Some(int(range)?),
+            None => end = Some(int("end", range)?),
         }
         if let Some(st) = step {
             stride = st;
@@ -286,17 +320,27 @@ fn sequence(v: &Value) -> Result<Vec<Value>, String> {
             .split_once('=')
             .ok_or(format!("bad `with_sequence` part `{tok}`"))?;
         match k {
-            "start" => start = int(v)?,
-            "end" => end = Some(int(v)?),
-            "count" => count = Some(int(v)?),
-            "stride" => stride = int(v)?,
+            "start" => start = int("start", v)?,
+            "end" => end = Some(int("end", v)?),
+            "count" => count = Some(int("count", v)?),
+            "stride" => stride = int("stride", v)?,
             "format" => format = Some(v.to_string()),
-            _ => return Err(format!("unknown `with_sequence` option `{k}`")),
+            // Upstream lists the unknown names as a Python list.
+            _ => {
+                return Err(format!(
+                    "unrecognized arguments to with_sequence: ['{}']",
+                    k.replace('\'', "\\'")
+                ));
+            }
         }
+    }
+    // Upstream's `sanity_check`, in its order and words.
+    if count.is_none() && end.is_none() {
+        return Err("must specify count or end in with_sequence".into());
     }
     if let Some(c) = count {
         if end.is_some() {
-            return Err("`with_sequence`: can't specify both count and end".into());
+            return Err("can't specify both count and end in with_sequence".into());
         }
         if c == 0 {
             return Ok(Vec::new());
@@ -304,9 +348,20 @@ fn sequence(v: &Value) -> Result<Vec<Value>, String> {
         // Ansible's conversion, exactly (sequence.py): end = start + count * stride - 1.
         end = Some(start + c * stride - 1);
     }
-    let end = end.ok_or("`with_sequence` needs `end` or `count`")?;
+    let end = end.unwrap_or(start);
+    if stride > 0 && end < start {
+        return Err("to count backwards make stride negative".into());
+    }
+    if stride < 0 && end > start {
+        return Err("to count forward don't make stride negative".into());
+    }
     if stride == 0 {
-        return Err("`with_sequence` stride cannot be 0".into());
+        return Ok(Vec::new());
+    }
+    if let Some(f) = &format
+        && f.matches('%').count() != 1
+    {
+        return Err(format!("bad formatting string: {f}"));
     }
     let mut out = Vec::new();
     let mut i = start;

@@ -18,6 +18,17 @@ fn invalid(msg: String) -> Error {
     Error::new(ErrorKind::InvalidOperation, msg)
 }
 
+/// How a failed lookup's message starts (Ansible's `_invoke_lookup`): the message is then
+/// Ansible's whole text, registered as it is.
+pub fn lookup_failed(name: &str, detail: &str) -> String {
+    format!("The lookup plugin '{name}' failed: {detail}")
+}
+
+/// Whether `msg` is a lookup failure worded by `lookup_failed`.
+pub fn is_lookup_failure(msg: &str) -> bool {
+    msg.starts_with("The lookup plugin '")
+}
+
 fn strip_fqcn(name: &str) -> &str {
     name.strip_prefix("ansible.builtin.").unwrap_or(name)
 }
@@ -73,9 +84,10 @@ fn run_guarded(
             Ok(Some(v))
         }
         (Err(_), Some("ignore" | "warn")) => Ok(None),
-        (Err(e), _) => Err(invalid(format!(
-            "lookup `{name}` failed: {}",
-            super::scope::describe(&e)
+        // Ansible's words (`_invoke_lookup`).
+        (Err(e), _) => Err(invalid(lookup_failed(
+            strip_fqcn(name),
+            &super::scope::describe(&e),
         ))),
     }
 }
@@ -292,6 +304,12 @@ fn run(
                 .iter()
                 .map(|t| t.try_iter().map(Iterator::collect))
                 .collect::<Result<_, _>>()?;
+            // Only no lists at all is an error; shorter lists are padded.
+            if lists.is_empty() {
+                return Err(invalid(
+                    "with_together requires at least one element in each list".into(),
+                ));
+            }
             let n = lists.iter().map(Vec::len).max().unwrap_or(0);
             Ok((0..n)
                 .map(|i| {
@@ -323,42 +341,102 @@ fn run(
 /// `subelements`: `[list_of_dicts, 'key']` (optionally `{'skip_missing': true}`) gives
 /// `[element, subelement]` for every subelement of every element.
 fn subelements(terms: &[Value]) -> Result<Vec<Value>, Error> {
+    // Upstream's words (plugins/lookup/subelements.py `_raise_terms_error`).
+    let terms_error = |why: &str| {
+        invalid(format!(
+            "subelements lookup expects a list of two or three items, {why}"
+        ))
+    };
+    if !(2..=3).contains(&terms.len()) {
+        return Err(terms_error(""));
+    }
     let (Some(list), Some(key)) = (terms.first(), terms.get(1).and_then(Value::as_str)) else {
-        return Err(invalid(
-            "`subelements` needs a list and the name of a key of its elements".into(),
+        return Err(terms_error(
+            "first a dict or a list, second a string pointing to the subkey",
         ));
     };
+    if !matches!(list.kind(), ValueKind::Seq | ValueKind::Map) {
+        return Err(terms_error(
+            "first a dict or a list, second a string pointing to the subkey",
+        ));
+    }
     let skip_missing = terms
         .get(2)
         .map(|f| f.get_attr("skip_missing").map(|v| v.is_true()))
         .transpose()?
         .unwrap_or(false);
+    // A dict's values are the elements, as upstream takes them.
+    let elements: Vec<Value> = match list.kind() {
+        ValueKind::Map => list
+            .try_iter()?
+            .map(|k| list.get_item(&k))
+            .collect::<Result<_, _>>()?,
+        _ => list.try_iter()?.collect(),
+    };
+    let subkeys: Vec<&str> = key.split('.').collect();
     let mut out = Vec::new();
-    for element in list.try_iter()? {
+    for element in elements {
+        if element.kind() != ValueKind::Map {
+            return Err(invalid(format!(
+                "subelements lookup expects a dictionary, got '{}'",
+                super::pyrepr::to_str(&element)?
+            )));
+        }
+        if element
+            .get_attr("skipped")
+            .is_ok_and(|v| !v.is_undefined() && v != Value::from(false))
+        {
+            continue;
+        }
         let mut sub = element.clone();
-        let mut missing = false;
-        for part in key.split('.') {
-            sub = sub.get_attr(part)?;
-            if sub.is_undefined() || sub.is_none() {
-                missing = true;
-                break;
+        let mut sublist = None;
+        for (n, part) in subkeys.iter().enumerate() {
+            let last = n + 1 == subkeys.len();
+            let next = sub.get_attr(part)?;
+            if next.is_undefined() {
+                if skip_missing {
+                    continue;
+                }
+                return Err(invalid(format!(
+                    "could not find '{part}' key in iterated item '{}'",
+                    super::pyrepr::to_str(&sub)?
+                )));
+            }
+            if !last {
+                if next.kind() != ValueKind::Map {
+                    if skip_missing {
+                        continue;
+                    }
+                    return Err(invalid(format!(
+                        "the key {part} should point to a dictionary, got '{}'",
+                        super::pyrepr::to_str(&next)?
+                    )));
+                }
+                sub = next;
+            } else if next.kind() != ValueKind::Seq {
+                return Err(invalid(format!(
+                    "the key {part} should point to a list, got '{}'",
+                    super::pyrepr::to_str(&next)?
+                )));
+            } else {
+                sublist = Some(next);
             }
         }
-        if missing {
-            if skip_missing {
-                continue;
+        if let Some(items) = sublist {
+            // Upstream pops the list out of the element it hands on (`subvalue.pop`).
+            let mut shown: serde_json::Value =
+                serde_json::to_value(&element).map_err(|e| invalid(format!("subelements: {e}")))?;
+            let mut at = &mut shown;
+            for part in &subkeys[..subkeys.len() - 1] {
+                at = &mut at[*part];
             }
-            return Err(invalid(format!(
-                "`subelements`: an element has no key `{key}`"
-            )));
-        }
-        if sub.kind() != ValueKind::Seq {
-            return Err(invalid(format!(
-                "`subelements`: the value of `{key}` should be a list"
-            )));
-        }
-        for s in sub.try_iter()? {
-            out.push(Value::from(vec![element.clone(), s]));
+            if let Some(m) = at.as_object_mut() {
+                m.remove(*subkeys.last().unwrap_or(&""));
+            }
+            let shown = Value::from_serialize(&shown);
+            for s in items.try_iter()? {
+                out.push(Value::from(vec![shown.clone(), s]));
+            }
         }
     }
     Ok(out)

@@ -18,7 +18,7 @@ mod lookup;
 mod now;
 mod predicates;
 mod pyops;
-mod pyrepr;
+pub mod pyrepr;
 mod pyyaml;
 mod render;
 mod scope;
@@ -39,6 +39,7 @@ use serde_json::Value;
 
 pub use filters::python_replacement;
 pub use lookup::NAMES as LOOKUPS;
+pub use lookup::{is_lookup_failure, lookup_failed};
 pub use pyrepr::quote_str as py_quote;
 pub use scope::HostVarsSource;
 
@@ -108,7 +109,7 @@ impl Templar {
         // leaves no blank line behind.
         env.set_trim_blocks(true);
         env.set_formatter(render::python_formatter);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_unknown_method_callback(python_method);
         env.add_global("omit", OMIT);
         env.add_function("lookup", lookup::lookup);
         env.add_function("query", lookup::query);
@@ -259,4 +260,28 @@ pub fn strip_omit(value: &mut Value) {
         }),
         _ => {}
     }
+}
+
+/// Python methods on values (`'a,b'.split(',')`, `d.items()`): minijinja's Python
+/// compatibility set, plus `list.index(x)`, which Ansible content uses.
+fn python_method(
+    state: &minijinja::State<'_, '_>,
+    value: &minijinja::Value,
+    method: &str,
+    args: &[minijinja::Value],
+) -> Result<minijinja::Value, minijinja::Error> {
+    if method == "index"
+        && value.kind() == minijinja::value::ValueKind::Seq
+        && let [wanted] = args
+    {
+        let found = value.try_iter()?.position(|x| &x == wanted);
+        return match found {
+            Some(i) => Ok(minijinja::Value::from(i)),
+            None => Err(minijinja::Error::new(
+                minijinja::ErrorKind::InvalidOperation,
+                format!("{wanted} is not in list"),
+            )),
+        };
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
 }
