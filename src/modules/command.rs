@@ -39,6 +39,10 @@ pub struct Params {
     strip_empty_ends: bool,
     /// Ignored with a warning, as Ansible has since 2.4 (`shell` takes `executable`).
     executable: Option<String>,
+    /// Expand `$VAR`/`${VAR}` (set variables only) and a leading `~` in each word on the host,
+    /// as Python's `expandvars` and `expanduser` do (default yes).
+    #[serde(default = "yes", deserialize_with = "boolish")]
+    expand_argument_vars: bool,
 }
 
 /// Options every command-like module has (each module's params repeat these fields, because
@@ -77,7 +81,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             ));
         }
     };
-    let script = sh_join(&argv);
+    let script = if p.expand_argument_vars {
+        expanded_command(&argv)
+    } else {
+        sh_join(&argv)
+    };
     let common = Common {
         chdir: p.chdir,
         creates: p.creates,
@@ -97,6 +105,64 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         ),
         None => r,
     })
+}
+
+/// The command line for `argv` with each word expanded on the host as the command module's
+/// `expand_argument_vars` expands it: `os.path.expandvars` (a `$NAME` or `${NAME}` of a set
+/// variable becomes its value, an unset one stays as written), then `os.path.expanduser` (a
+/// leading `~` or `~user`). Words without `$` or a leading `~` are quoted as they are.
+fn expanded_command(argv: &[String]) -> String {
+    static REF: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+            .expect("the variable pattern is a valid regex")
+    });
+    let mut prelude = String::new();
+    let mut words = Vec::new();
+    for word in argv {
+        let (tilde, rest) = match word.strip_prefix('~') {
+            Some(after) => {
+                let end = after.find('/').unwrap_or(after.len());
+                let user = &after[..end];
+                if user
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+                {
+                    (format!("~{user}"), &after[end..])
+                } else {
+                    (String::new(), word.as_str())
+                }
+            }
+            None => (String::new(), word.as_str()),
+        };
+        if tilde.is_empty() && !REF.is_match(rest) {
+            words.push(sh(word));
+            continue;
+        }
+        let mut out = tilde;
+        let mut last = 0;
+        for m in REF.captures_iter(rest) {
+            let whole = m.get(0).expect("a match has a whole");
+            let name = m
+                .get(1)
+                .or(m.get(2))
+                .expect("one name group matched")
+                .as_str();
+            if whole.start() > last {
+                out.push_str(&sh(&rest[last..whole.start()]));
+            }
+            // The fallback (the reference as written) sits in a variable, so nothing in it
+            // is expanded again.
+            let slot = format!("_kv{}", prelude.lines().count());
+            prelude.push_str(&format!("{slot}={}\n", sh(whole.as_str())));
+            out.push_str(&format!("\"${{{name}-${slot}}}\""));
+            last = whole.end();
+        }
+        if last < rest.len() || out.is_empty() {
+            out.push_str(&sh(&rest[last..]));
+        }
+        words.push(out);
+    }
+    format!("{prelude}{}", words.join(" "))
 }
 
 /// Run `script` (sh text) honouring `creates`/`removes`, `chdir`, `stdin` and check mode.
@@ -207,4 +273,41 @@ async fn guard(ctx: &ModuleCtx<'_>, c: &Common) -> Result<Option<ModuleResult>, 
     } else {
         None
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_expand_set_variables_and_a_leading_tilde_on_the_host() {
+        let argv: Vec<String> = ["echo", "$HOME", "~/x", "${A}b", "plain", "a$"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            expanded_command(&argv),
+            "_kv0='$HOME'\n_kv1='${A}'\necho \"${HOME-$_kv0}\" ~/x \"${A-$_kv1}\"b plain 'a$'"
+        );
+        let argv = [
+            "printf",
+            "%s|",
+            "$KX_SET",
+            "${KX_UNSET}",
+            "~",
+            "$KX_SET-$KX_SET",
+        ]
+        .map(String::from);
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(expanded_command(&argv))
+            .env("KX_SET", "v a")
+            .env_remove("KX_UNSET")
+            .env("HOME", "/h")
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "v a|${KX_UNSET}|/h|v a-v a|"
+        );
+    }
 }

@@ -360,6 +360,11 @@ fn subelements(terms: &[Value]) -> Result<Vec<Value>, Error> {
             "first a dict or a list, second a string pointing to the subkey",
         ));
     }
+    if terms.get(2).is_some_and(|f| f.kind() != ValueKind::Map) {
+        return Err(terms_error(
+            "the optional third item must be a dict with flags ('skip_missing',)",
+        ));
+    }
     let skip_missing = terms
         .get(2)
         .map(|f| f.get_attr("skip_missing").map(|v| v.is_true()))
