@@ -5,6 +5,19 @@
 pub type VarMap = serde_json::Map<String, serde_json::Value>;
 
 /// Merge `over` into `base`: later wins, dicts replace (Ansible's default `hash_behaviour`).
+/// `over` merged into `base` as Ansible's `merge_hash` merges (`hash_behaviour=merge`):
+/// dicts key by key, all the way down; anything else (lists too) replaced.
+pub fn merge_deep(base: &mut VarMap, over: &VarMap) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(serde_json::Value::Object(b)), serde_json::Value::Object(o)) => merge_deep(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
 pub fn overlay(base: &mut VarMap, over: &VarMap) {
     for (k, v) in over {
         base.insert(k.clone(), v.clone());

@@ -92,7 +92,7 @@ impl Executor {
             ExecAction::Meta(m) => meta(*m),
             ExecAction::Pause(a) => self.pause(&rendered!(a)).await,
             ExecAction::IncludeVars(a) => {
-                self.include_vars(&rendered!(a.as_ref()), task, inh, host)
+                self.include_vars(&rendered!(a.as_ref()), task, inh, host, ctx)
             }
             ExecAction::WaitForConnection(a) => {
                 self.wait_for_connection(&rendered!(a), host, kw, ctx).await

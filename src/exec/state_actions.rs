@@ -105,6 +105,7 @@ impl Executor {
         task: &Task,
         inh: &Inherit,
         host: &str,
+        ctx: &VarMap,
     ) -> Attempt {
         let (vars, files) = if let Some(dir) = &args.dir {
             match self.vars_dir(args, dir, task, inh) {
@@ -131,7 +132,16 @@ impl Executor {
             };
             let path = self.find_file(file, task, inh, "vars");
             match self.loader.vars_file(&path) {
-                Ok(v) => (v, vec![path.display().to_string()]),
+                // Reported by its absolute path, as Ansible reports it.
+                Ok(v) => (
+                    v,
+                    vec![
+                        std::path::absolute(&path)
+                            .unwrap_or(path)
+                            .display()
+                            .to_string(),
+                    ],
+                ),
                 Err(e) => return Attempt::failed(e.to_string()),
             }
         };
@@ -142,6 +152,24 @@ impl Executor {
                 m
             }
             None => vars,
+        };
+        // `hash_behaviour: merge` (include_vars.py): the loaded dicts merged into the
+        // variables of the same name the task sees.
+        let facts = match args.hash_behaviour.as_ref().and_then(Value::as_str) {
+            Some("merge") => {
+                let mut merged: VarMap = facts
+                    .keys()
+                    .filter_map(|k| ctx.get(k).map(|v| (k.clone(), v.clone())))
+                    .collect();
+                crate::vars::merge_deep(&mut merged, &facts);
+                merged
+            }
+            None | Some("replace") => facts,
+            Some(other) => {
+                return Attempt::failed(format!(
+                    "`hash_behaviour` must be `replace` or `merge`, got `{other}`"
+                ));
+            }
         };
         self.with_state(host, |s| crate::vars::overlay(&mut s.include_vars, &facts));
         ok(json!({

@@ -121,6 +121,9 @@ pub struct IncludeVarsArgs {
     pub extensions: Option<Value>,
     /// Skip files with other extensions instead of failing on them.
     pub ignore_unknown_extensions: Option<Value>,
+    /// `merge`: dicts loaded merge into the variables of the same name the task sees;
+    /// `replace` (the default): they replace them.
+    pub hash_behaviour: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
