@@ -298,12 +298,21 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     }
     // Removing a key that is not there: nothing to do.
     if !present && found_line.is_none() && key.is_some() {
-        return Ok(r);
+        return super::path_info::add(ctx, r, &path).await;
     }
     let rewrite = replace || found != present;
     r.changed = rewrite;
-    if ctx.check_mode || !rewrite {
-        return Ok(r);
+    if ctx.check_mode {
+        // Upstream exits from inside its work function here: only `changed` (and the diff),
+        // none of the parameters the normal exit repeats.
+        return Ok(ModuleResult {
+            changed: rewrite,
+            diff: r.diff,
+            ..ModuleResult::ok()
+        });
+    }
+    if !rewrite {
+        return super::path_info::add(ctx, r, &path).await;
     }
     if found && key.is_none() && !present {
         let out = ctx
@@ -312,7 +321,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         if !out.success() {
             return Ok(ModuleResult::failed(out.stderr_str().trim().to_string()).with_output(&out));
         }
-        return Ok(r);
+        return super::path_info::add(ctx, r, &path).await;
     }
     let attrs = Attrs::default();
     let w = Write {
@@ -326,7 +335,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     if wrote.failed {
         return Ok(wrote);
     }
-    Ok(r)
+    super::path_info::add(ctx, r, &path).await
 }
 
 #[cfg(test)]
