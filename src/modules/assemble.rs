@@ -21,7 +21,7 @@ use super::args::boolish;
 use super::command::yes;
 use super::filewrite::{self, Content, Write};
 use super::mode::{Mode, opt_mode};
-use super::posix::{Attrs, Kind};
+use super::posix::Attrs;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Assemble, "assemble", Params, run);
@@ -245,6 +245,38 @@ fn local_fragments(
         .collect()
 }
 
+/// Run `check` on the assembled text in a temporary file on the host, as upstream validates
+/// its temporary file before moving it into place (in check mode too). `Ok` holds the
+/// `validation` result (rc, stdout, stderr); `Err` the failure to report.
+async fn validate(
+    ctx: &ModuleCtx<'_>,
+    check: &str,
+    content: &Content,
+) -> Result<Result<serde_json::Value, ModuleResult>, ModuleError> {
+    let tmp = ctx.run("mktemp").await?;
+    if !tmp.success() {
+        return Ok(Err(ModuleResult::failed(format!(
+            "cannot make a temporary file on the host: {}",
+            tmp.stderr_str().trim()
+        ))));
+    }
+    let tmp = tmp.stdout_str().trim().to_string();
+    ctx.conn.put(&content.source, &tmp, Some(0o600)).await?;
+    let out = ctx.run(check.replace("%s", &sh(&tmp))).await;
+    let _ = ctx.run(format!("rm -f -- {}", sh(&tmp))).await;
+    let out = out?;
+    let (stdout, stderr) = (out.stdout_str(), out.stderr_str());
+    if !out.success() {
+        return Ok(Err(ModuleResult::failed(format!(
+            "failed to validate: rc:{} error:{stderr}",
+            out.rc
+        ))));
+    }
+    Ok(Ok(
+        serde_json::json!({"rc": out.rc, "stdout": stdout, "stderr": stderr}),
+    ))
+}
+
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let _ = p.follow;
     let regexp = match p.regexp.as_deref().map(Regex::new).transpose() {
@@ -284,7 +316,16 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let md5 = hex::encode(Md5::digest(&text));
 
     let before = filewrite::probe(ctx, &p.dest, ctx.diff).await?;
-    let existed = before.stat.kind == Kind::File;
+    let content = Content::bytes(text);
+    let mut validation = None;
+    if let Some(check) = &p.validate
+        && before.stat.checksum.as_deref() != Some(content.sha256.as_str())
+    {
+        match validate(ctx, check, &content).await? {
+            Ok(v) => validation = Some(v),
+            Err(failed) => return Ok(failed),
+        }
+    }
     let attrs = Attrs {
         mode: p.mode.clone(),
         owner: p.owner.clone(),
@@ -295,34 +336,19 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         attrs: &attrs,
         backup: p.backup,
         force: true,
-        validate: p.validate.as_deref(),
+        validate: None,
     };
-    let mut r = filewrite::apply(ctx, &w, Content::bytes(text), &before).await?;
+    let mut r = filewrite::apply(ctx, &w, content, &before).await?;
     if r.failed {
-        if r.msg.as_deref() == Some("failed to validate") {
-            let rc = r.data.get("exit_status").cloned().unwrap_or_default();
-            let stderr = r.data.get("stderr").cloned().unwrap_or_default();
-            let stdout = r.data.get("stdout").cloned().unwrap_or_default();
-            let err = stderr.as_str().unwrap_or_default().to_string();
-            return Ok(
-                ModuleResult::failed(format!("failed to validate: rc:{rc} error:{err}")).with(
-                    "validation",
-                    serde_json::json!({"rc": rc, "stdout": stdout, "stderr": stderr}),
-                ),
-            );
-        }
         return Ok(r);
     }
-    // Ansible reports the destination as it is after the task: absent in check mode when it
-    // was not there.
-    if ctx.check_mode && !existed {
-        r.data.remove("mode");
-        r = r.with("state", "absent");
-    } else {
-        r = r.with("state", "file");
+    if let Some(v) = validation {
+        r = r.with("validation", v);
     }
     r = r.with("md5sum", md5).with("src", p.src.as_str());
     r.data.remove("size");
+    r.data.remove("mode");
+    let path = p.dest.clone();
     if p.remote_src {
         r.msg = Some("OK".into());
     } else if !r.changed {
@@ -330,6 +356,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         r.data.remove("dest");
         r = r.with("path", p.dest.as_str());
     }
+    // Upstream's exit adds the state and mode of `dest` as they are now.
+    r = super::path_info::add(ctx, r, &path).await?;
     Ok(r)
 }
 
