@@ -4,7 +4,8 @@
 //! (`readlink -f` with `follow`) and reads it; [`key_lines`](super::key_lines) edits the text on
 //! the controller; one command writes it back only when it changed (creating `~/.ssh` 0700
 //! with `manage_dir`, the file 0600, both owned by the user). `key` may be the keys
-//! themselves or `file:///path` on the host; `https://` URLs are not fetched (a clear failure).
+//! themselves, `file:///path` on the host, or an `http(s)://` URL fetched by the host (curl,
+//! else python3), as upstream fetches it there.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -13,6 +14,7 @@ use crate::transport::quote::sh;
 
 use super::args::boolish;
 use super::command::yes;
+use super::http;
 use super::key_lines::{self, Entries, Want};
 use super::lineinfile::State;
 use super::posix::parent_of;
@@ -25,7 +27,8 @@ typed_module!(AuthorizedKey, "authorized_key", Params, run);
 pub struct Params {
     /// The user whose keys are managed.
     user: String,
-    /// The public key(s), one a line, or `file:///path` to a file of keys on the host.
+    /// The public key(s), one a line, `file:///path` to a file of keys on the host, or a URL
+    /// the host fetches them from.
     key: String,
     /// The keys file (default `~user/.ssh/authorized_keys`).
     path: Option<String>,
@@ -42,7 +45,7 @@ pub struct Params {
     exclusive: bool,
     /// Replace the keys' comments.
     comment: Option<String>,
-    /// Accepted for compatibility (key URLs are not fetched).
+    /// Check the TLS certificate of a `key` URL (default yes).
     #[serde(default = "yes", deserialize_with = "boolish")]
     validate_certs: bool,
     /// Write through a link to the file it points at instead of replacing the link.
@@ -100,11 +103,15 @@ fn parse_probe(out: &str) -> Option<Probe> {
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let keys = if p.key.starts_with("http") {
-        return Ok(ModuleResult::failed(format!(
-            "Error getting key from: {} (kinit does not fetch keys from URLs; give the keys \
-             or a file:// path on the host)",
-            p.key
-        )));
+        match fetch_keys(ctx, &p.key, p.validate_certs).await? {
+            Some(text) => text,
+            None => {
+                return Ok(ModuleResult::failed(format!(
+                    "Error getting key from: {}",
+                    p.key
+                )));
+            }
+        }
     } else if let Some(rest) = p.key.strip_prefix("file") {
         match read_key_file(ctx, rest).await? {
             Ok(text) => text,
@@ -217,6 +224,33 @@ async fn with_path_info(
 
 fn opt(v: &Option<String>) -> Value {
     v.as_deref().map(Value::from).unwrap_or(Value::Null)
+}
+
+/// GET `url` from the host (as upstream's `fetch_url` runs there): the body of a 200 answer,
+/// `None` for anything else.
+async fn fetch_keys(
+    ctx: &ModuleCtx<'_>,
+    url: &str,
+    validate_certs: bool,
+) -> Result<Option<String>, ModuleError> {
+    let req = http::Request {
+        url: url.to_string(),
+        method: "GET".into(),
+        timeout_secs: 10,
+        validate_certs,
+        follow_redirects: true,
+        ..http::Request::default()
+    };
+    let probe = ctx.run(http::DETECT).await?;
+    let tool = http::tool_in(&probe.stdout_str());
+    if tool == http::Tool::None {
+        return Ok(None);
+    }
+    let (script, stdin) = http::script(tool, &req);
+    let out = ctx.run_with_stdin(script, Some(stdin)).await?;
+    Ok(http::parse(&out.stdout)
+        .filter(|r| r.tool_rc == 0 && r.status == 200)
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned()))
 }
 
 /// Read `file://...` on the host: the URL's path (`urlparse(key).path`).

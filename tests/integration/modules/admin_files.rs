@@ -140,6 +140,31 @@ pub async fn authorized_key(fx: &Fixture<'_>) {
     )
     .await;
     assert_eq!(fx.sh(&format!("cat {kf}")).await, "");
+    // Keys from a URL, fetched by the host; a missing one is upstream's failure.
+    let www = fx.path("www");
+    fx.sh(&format!(
+        "mkdir {www} && printf '%s\\n' '{KEY_B}' > {www}/keys"
+    ))
+    .await;
+    let base = super::net::serve(fx, &www).await;
+    fx.converges(
+        "authorized_key",
+        json!({"user": user, "key": format!("{base}/keys"), "path": kf}),
+        &probe,
+    )
+    .await;
+    assert!(fx.sh(&probe).await.starts_with(&format!("{KEY_B}\n")));
+    let r = fx
+        .run(
+            "authorized_key",
+            json!({"user": user, "key": format!("{base}/none"), "path": kf}),
+        )
+        .await;
+    assert_eq!(
+        r.msg.unwrap(),
+        format!("Error getting key from: {base}/none")
+    );
+    super::net::stop_http(fx).await;
     let r = fx
         .run(
             "authorized_key",
