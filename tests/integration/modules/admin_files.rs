@@ -165,6 +165,17 @@ pub async fn authorized_key(fx: &Fixture<'_>) {
         format!("Error getting key from: {base}/none")
     );
     super::net::stop_http(fx).await;
+    // Without `path`, the user's own `~/.ssh/authorized_keys`: only predicted here (the lab
+    // logs in with that file).
+    let home = fx.sh("getent passwd $(id -un) | cut -d: -f6").await;
+    let own = format!("{}/.ssh/authorized_keys", home.trim());
+    let before = fx.sh(&format!("cat {own} 2>&1")).await;
+    let c = fx
+        .check("authorized_key", json!({"user": user, "key": KEY_A}))
+        .await;
+    assert!(c.changed && !c.failed, "{c:?}");
+    assert_eq!(c.data["keyfile"], json!(own));
+    assert_eq!(fx.sh(&format!("cat {own} 2>&1")).await, before);
     let r = fx
         .run(
             "authorized_key",
@@ -225,6 +236,17 @@ pub async fn known_hosts(fx: &Fixture<'_>) {
     )
     .await;
     assert_eq!(fx.sh(&probe).await, format!("{}\n", line(KEY_B)));
+    // The default `~/.ssh/known_hosts` is the login user's: only predicted here.
+    let own = "cat ~/.ssh/known_hosts 2>&1";
+    let before = fx.sh(own).await;
+    let c = fx
+        .check(
+            "known_hosts",
+            json!({"name": "kinit-test.example", "key": line(KEY_A).replace("h1.example", "kinit-test.example")}),
+        )
+        .await;
+    assert!(c.changed && !c.failed, "{c:?}");
+    assert_eq!(fx.sh(own).await, before);
 }
 
 pub async fn assemble(fx: &Fixture<'_>) {
