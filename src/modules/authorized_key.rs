@@ -1,11 +1,14 @@
 //! `authorized_key` (ansible.posix's; ansible-core routes the short name there): add or
 //! remove SSH public keys in a user's `authorized_keys`, as plugins/modules/authorized_key.py
 //! of ansible.posix 2.1 does. One probe looks the user up (`getent passwd`), resolves the file
-//! (`readlink -f` with `follow`) and reads it; [`key_lines`](super::key_lines) edits the text on
+//! (`readlink -m` with `follow`, as `os.path.realpath`) and reads it; [`key_lines`](super::key_lines) edits the text on
 //! the controller; one command writes it back only when it changed (creating `~/.ssh` 0700
 //! with `manage_dir`, the file 0600, both owned by the user). `key` may be the keys
 //! themselves, `file:///path` on the host, or an `http(s)://` URL fetched by the host (curl,
 //! else python3), as upstream fetches it there.
+//!
+//! Over 300 lines because the three ways a key arrives (text, a file on the host, a URL the
+//! host fetches) and the probe and write scripts belong to this one module.
 
 use serde::Deserialize;
 use serde_json::Value;

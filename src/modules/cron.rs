@@ -1,7 +1,8 @@
 //! `cron`: manage a job or an environment line in a user's crontab (`crontab -l` / `crontab -`)
 //! or in a file under `/etc/cron.d` (`cron_file`), marked with `#Ansible: name` lines, as
 //! ansible-core 2.19's `cron` module does (lib/ansible/modules/cron.py). The crontab is read
-//! in one command, edited on the controller by [`CronTab`], and written back only when it
+//! in one command, edited on the controller by
+//! [`CronTab`](super::cron_tab::CronTab), and written back only when it
 //! changed; `--check` stops before the write.
 //!
 //! Unlike upstream, a `cron_file` task does not need the `crontab` program on the host (it is
@@ -9,13 +10,9 @@
 
 use serde::Deserialize;
 
-use crate::transport::quote::sh;
-
 use super::args::{boolish, opt_stringish};
-use super::cron_tab::CronTab;
-use super::filewrite::{self, Content, Write};
+use super::cron_store::{self, Target};
 use super::lineinfile::State;
-use super::posix::{Attrs, Kind};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Cron, "cron", Params, run);
@@ -104,37 +101,6 @@ fn req_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error
     opt_stringish(d)?.ok_or_else(|| serde::de::Error::custom("`name` must be a string"))
 }
 
-/// Where the crontab lives.
-enum Target {
-    /// A user's crontab through the `crontab` program (`-u user` when it is not the
-    /// connecting user).
-    User(Option<String>),
-    File(String),
-}
-
-impl Target {
-    fn header(&self) -> String {
-        match self {
-            Target::File(f) => f.clone(),
-            Target::User(Some(u)) => format!("crontab for user \"{u}\""),
-            Target::User(None) => "crontab".into(),
-        }
-    }
-}
-
-/// sh text running `crontab` with `args`, as `user` when that is not who we are.
-fn crontab_cmd(user: Option<&str>, args: &str) -> String {
-    let missing = "command -v crontab >/dev/null 2>&1 || { echo 'Failed to find required \
-                   executable \"crontab\"' >&2; exit 127; }";
-    match user {
-        None => format!("{missing}; crontab {args}"),
-        Some(u) => format!(
-            "{missing}; if [ \"$(id -un)\" = {u} ]; then crontab {args}; else crontab -u {u} {args}; fi",
-            u = sh(u)
-        ),
-    }
-}
-
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     if p.insertafter.is_some() && p.insertbefore.is_some() {
         return Ok(ModuleResult::failed(
@@ -153,38 +119,9 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         None => Target::User(p.user.clone()),
     };
 
-    // Read the crontab as it is.
-    let (mut tab, before) = match &target {
-        Target::File(path) => {
-            let b = filewrite::probe(ctx, path, true).await?;
-            let text = b
-                .content
-                .as_deref()
-                .map(String::from_utf8_lossy)
-                .unwrap_or_default()
-                .into_owned();
-            (CronTab::from_file(&text), Some(b))
-        }
-        Target::User(user) => {
-            let out = ctx.run(crontab_cmd(user.as_deref(), "-l")).await?;
-            // rc 1 is "no crontab for user".
-            if out.rc != 0 && out.rc != 1 {
-                let why = out.stderr_str().trim().to_string();
-                return Ok(ModuleResult::failed(
-                    if out.rc == 127 && why.contains("crontab") {
-                        why
-                    } else {
-                        format!("Unable to read crontab: {why}")
-                    },
-                ));
-            }
-            let text = if out.rc == 0 {
-                out.stdout_str()
-            } else {
-                String::new()
-            };
-            (CronTab::from_listing(&text), None)
-        }
+    let (mut tab, before) = match cron_store::read(ctx, &target).await? {
+        Ok(read) => read,
+        Err(failed) => return Ok(failed),
     };
     let original = tab.render();
     let existing = tab.existing.clone();
@@ -261,7 +198,14 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         if let Target::File(path) = &target
             && tab.is_empty()
         {
-            return remove_file(ctx, &p, path, before.as_ref(), &existing).await;
+            return cron_store::remove_file(
+                ctx,
+                p.cron_file.as_deref().unwrap_or_default(),
+                path,
+                before.as_ref(),
+                &existing,
+            )
+            .await;
         }
     }
 
@@ -285,12 +229,12 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         }
         if !ctx.check_mode {
             if p.backup {
-                match backup(ctx, &original).await? {
+                match cron_store::backup(ctx, &original).await? {
                     Ok(path) => r = r.with("backup_file", path),
                     Err(failed) => return Ok(failed),
                 }
             }
-            if let Some(failed) = write(ctx, &target, before.as_ref(), after).await? {
+            if let Some(failed) = cron_store::write(ctx, &target, before.as_ref(), after).await? {
                 return Ok(failed);
             }
         }
@@ -328,94 +272,6 @@ fn job_line(p: &Params, file: bool) -> String {
     }
 }
 
-/// The last job of a cron file went: the file is removed (a change only if it was there).
-async fn remove_file(
-    ctx: &ModuleCtx<'_>,
-    p: &Params,
-    path: &str,
-    before: Option<&filewrite::Before>,
-    existing: &str,
-) -> Result<ModuleResult, ModuleError> {
-    let exists = before.is_some_and(|b| b.stat.kind == Kind::File);
-    let mut r = ModuleResult::ok()
-        .with("cron_file", p.cron_file.clone().unwrap_or_default())
-        .with("state", "absent");
-    r.changed = exists;
-    if ctx.diff {
-        r.diff = Some(Diff {
-            path: Some("/dev/null".into()),
-            before: existing.to_string(),
-            after: String::new(),
-        });
-    }
-    if exists && !ctx.check_mode {
-        let out = ctx.run(format!("rm -f -- {}", sh(path))).await?;
-        if !out.success() {
-            return Ok(ModuleResult::failed(format!(
-                "cannot remove `{path}`: {}",
-                out.stderr_str().trim()
-            )));
-        }
-    }
-    Ok(r)
-}
-
-/// Save the crontab as it was to a new temporary file on the host, as upstream's
-/// `tempfile.mkstemp(prefix='crontab')`; the inner result is the failure to report.
-async fn backup(
-    ctx: &ModuleCtx<'_>,
-    text: &str,
-) -> Result<Result<String, ModuleResult>, ModuleError> {
-    let out = ctx
-        .run_with_stdin(
-            "umask 077; f=$(mktemp \"${TMPDIR:-/tmp}/crontabXXXXXXXX\") && cat > \"$f\" && printf %s \"$f\"",
-            Some(text.as_bytes().to_vec()),
-        )
-        .await?;
-    if !out.success() {
-        return Ok(Err(ModuleResult::failed(format!(
-            "cannot back up the crontab: {}",
-            out.stderr_str().trim()
-        ))));
-    }
-    Ok(Ok(out.stdout_str()))
-}
-
-/// Install the new text; `Some` is the failure to report.
-async fn write(
-    ctx: &ModuleCtx<'_>,
-    target: &Target,
-    before: Option<&filewrite::Before>,
-    text: String,
-) -> Result<Option<ModuleResult>, ModuleError> {
-    match target {
-        Target::File(path) => {
-            let before = before.expect("a cron file was probed");
-            let attrs = Attrs::default();
-            let w = Write {
-                dest: path,
-                attrs: &attrs,
-                backup: false,
-                force: true,
-                validate: None,
-            };
-            let r = filewrite::apply(ctx, &w, Content::bytes(text.into_bytes()), before).await?;
-            Ok(r.failed.then_some(r))
-        }
-        Target::User(user) => {
-            let out = ctx
-                .run_with_stdin(crontab_cmd(user.as_deref(), "-"), Some(text.into_bytes()))
-                .await?;
-            if out.success() {
-                return Ok(None);
-            }
-            Ok(Some(
-                ModuleResult::failed("Failed to install new cronfile").with_output(&out),
-            ))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,16 +288,5 @@ mod tests {
             "name": "a", "job": "ls", "special_time": "reboot", "user": "bob", "disabled": true
         }));
         assert_eq!(job_line(&p, true), "#@reboot bob ls");
-    }
-
-    #[test]
-    fn another_users_crontab_goes_through_dash_u_unless_it_is_ours() {
-        let cmd = crontab_cmd(Some("bob smith"), "-l");
-        assert!(
-            cmd.ends_with(
-                "if [ \"$(id -un)\" = 'bob smith' ]; then crontab -l; else crontab -u 'bob smith' -l; fi"
-            ),
-            "{cmd}"
-        );
     }
 }
