@@ -194,7 +194,11 @@ async fn validate(
     ))
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+    p.dest = super::posix::expand_home(ctx, &p.dest).await?;
+    if p.remote_src {
+        p.src = super::posix::expand_home(ctx, &p.src).await?;
+    }
     let _ = p.follow;
     let regexp = match p.regexp.as_deref().map(Regex::new).transpose() {
         Ok(r) => r,

@@ -104,7 +104,10 @@ fn parse_probe(out: &str) -> Option<Probe> {
     })
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+    if let Some(path) = &p.path {
+        p.path = Some(super::posix::expand_home(ctx, path).await?);
+    }
     let keys = if p.key.starts_with("http") {
         match fetch_keys(ctx, &p.key, p.validate_certs).await? {
             Some(text) => text,

@@ -101,7 +101,10 @@ fn req_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error
     opt_stringish(d)?.ok_or_else(|| serde::de::Error::custom("`name` must be a string"))
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+    if let Some(f) = &p.cron_file {
+        p.cron_file = Some(super::posix::expand_home(ctx, f).await?);
+    }
     if p.insertafter.is_some() && p.insertbefore.is_some() {
         return Ok(ModuleResult::failed(
             "parameters are mutually exclusive: insertafter|insertbefore",

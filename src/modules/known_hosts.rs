@@ -43,15 +43,6 @@ pub struct Params {
     state: State,
 }
 
-/// sh text for a path with a leading `~` or `~/` expanded to the user's home.
-fn shell_path(path: &str) -> String {
-    if path == "~" || path.starts_with("~/") {
-        format!("\"$HOME\"{}", sh(&path[1..]))
-    } else {
-        sh(path)
-    }
-}
-
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let host = p.name.to_lowercase();
     let present = p.state == State::Present;
@@ -60,16 +51,15 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         return Ok(ModuleResult::failed("No key specified when adding a host"));
     }
     let check = ctx
-        .run(format!(
-            "command -v ssh-keygen >/dev/null || {{ echo 'Failed to find required executable \
-             \"ssh-keygen\"' >&2; exit 127; }}; printf %s {}",
-            shell_path(&p.path)
-        ))
+        .run(
+            "command -v ssh-keygen >/dev/null || { echo 'Failed to find required executable \
+             \"ssh-keygen\"' >&2; exit 127; }",
+        )
         .await?;
     if !check.success() {
         return Ok(ModuleResult::failed(check.stderr_str().trim().to_string()));
     }
-    let path = check.stdout_str();
+    let path = super::posix::expand_home(ctx, &p.path).await?;
     let key = key_given.map(|k| {
         let mut k = if p.hash_host {
             let mut salt = [0u8; 20];

@@ -175,6 +175,14 @@ pub async fn authorized_key(fx: &Fixture<'_>) {
         .await;
     assert!(c.changed && !c.failed, "{c:?}");
     assert_eq!(c.data["keyfile"], json!(own));
+    // `~` in `path` is the login user's home on the host, as Ansible expands a path argument.
+    let c = fx
+        .check(
+            "authorized_key",
+            json!({"user": user, "key": KEY_A, "path": "~/.ssh/authorized_keys"}),
+        )
+        .await;
+    assert_eq!(c.data["keyfile"], json!(own));
     assert_eq!(fx.sh(&format!("cat {own} 2>&1")).await, before);
     let r = fx
         .run(
