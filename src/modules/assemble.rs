@@ -271,6 +271,8 @@ async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleE
     r.data.remove("mode");
     let path = p.dest.clone();
     if p.remote_src {
+        // The module on the host reports no diff (only the controller-side action does).
+        r.diff = None;
         r.msg = Some("OK".into());
     } else if !r.changed {
         // Unchanged, upstream's action hands over to `file`, which names the path `path`.

@@ -144,11 +144,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         .with("state", if present { "present" } else { "absent" });
     if ctx.diff {
         r.diff = Some(Diff {
-            path: Some(if exists {
-                path.clone()
-            } else {
-                "/dev/null".into()
-            }),
+            path: Some(path.clone()),
             before: old.clone(),
             after: new.clone(),
         });
