@@ -22,6 +22,7 @@ pub mod filewrite;
 pub mod http;
 pub mod local_tree;
 pub mod mode;
+pub mod path_info;
 pub mod pkg;
 pub mod posix;
 pub mod pwsh;
@@ -32,14 +33,20 @@ pub mod wincmd;
 
 pub mod apt;
 pub mod apt_answer;
+pub mod assemble;
+pub mod authorized_key;
 pub mod blockinfile;
 pub mod command;
 pub mod copy;
 pub mod copy_remote;
+pub mod cron;
+pub mod cron_store;
+pub mod cron_tab;
 pub mod dnf;
 pub mod fetch;
 pub mod file;
 pub mod find;
+pub mod fragments;
 pub mod get_url;
 mod get_url_fetch;
 pub mod git;
@@ -47,6 +54,9 @@ mod git_ops;
 mod git_sync;
 pub mod group;
 pub mod ini_file;
+pub mod key_lines;
+pub mod known_hosts;
+pub mod known_hosts_file;
 pub mod lineinfile;
 pub mod modprobe;
 pub mod package;
@@ -366,9 +376,12 @@ pub fn posix_only(module: &str, ctx: &ModuleCtx<'_>) -> Option<ModuleResult> {
 /// The registry: every module kinit has, by short name. One line per module.
 static MODULES: &[(&str, &dyn Module)] = &[
     ("apt", &apt::Apt),
+    ("assemble", &assemble::Assemble),
+    ("authorized_key", &authorized_key::AuthorizedKey),
     ("blockinfile", &blockinfile::BlockInFile),
     ("command", &command::Command),
     ("copy", &copy::Copy),
+    ("cron", &cron::Cron),
     ("dnf", &dnf::Dnf),
     ("fetch", &fetch::Fetch),
     ("file", &file::File),
@@ -377,6 +390,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("git", &git::GitModule),
     ("group", &group::Group),
     ("ini_file", &ini_file::IniFile),
+    ("known_hosts", &known_hosts::KnownHosts),
     ("lineinfile", &lineinfile::LineInFile),
     ("modprobe", &modprobe::Modprobe),
     ("package", &package::Package),

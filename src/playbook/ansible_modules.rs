@@ -10,8 +10,6 @@ const KNOWN: &[&str] = &[
     // ansible.builtin
     "apt_key",
     "apt_repository",
-    "assemble",
-    "cron",
     "deb822_repository",
     "debconf",
     "dnf5",
@@ -21,7 +19,6 @@ const KNOWN: &[&str] = &[
     "getent",
     "hostname",
     "iptables",
-    "known_hosts",
     "mount_facts",
     "package_facts",
     "reboot",
@@ -35,7 +32,6 @@ const KNOWN: &[&str] = &[
     // ansible.posix
     "acl",
     "at",
-    "authorized_key",
     "firewalld",
     "mount",
     "patch",

@@ -6,6 +6,7 @@
 //! The usual shape: a check-mode run predicts a change and leaves the host as it was, the
 //! first real run changes it, the second reports ok.
 
+mod admin_files;
 mod commands;
 mod files;
 mod net;
@@ -211,6 +212,10 @@ pub async fn suite(conn: &Connection) {
         files::tempfile,
         files::stat_slurp_fetch,
         files::unknown_argument_is_explained,
+        admin_files::cron,
+        admin_files::authorized_key,
+        admin_files::known_hosts,
+        admin_files::assemble,
         net::get_url,
         net::uri,
         net::wait_for,
@@ -275,6 +280,10 @@ mod local {
         files::tempfile,
         files::stat_slurp_fetch,
         files::unknown_argument_is_explained,
+        admin_files::cron,
+        admin_files::authorized_key,
+        admin_files::known_hosts,
+        admin_files::assemble,
         net::get_url,
         net::uri,
         net::wait_for,

@@ -33,7 +33,7 @@ s.serve_forever()
 
 /// Start the server on the host, serving `dir`; returns its base URL. It stops by itself
 /// after two minutes, or when `stop_http` kills it.
-async fn serve(fx: &Fixture<'_>, dir: &str) -> String {
+pub(super) async fn serve(fx: &Fixture<'_>, dir: &str) -> String {
     let script = fx.path("server.py");
     let port_file = fx.path("http.port");
     fx.conn
@@ -59,7 +59,7 @@ async fn serve(fx: &Fixture<'_>, dir: &str) -> String {
     panic!("the HTTP server on the host did not start");
 }
 
-async fn stop_http(fx: &Fixture<'_>) {
+pub(super) async fn stop_http(fx: &Fixture<'_>) {
     fx.sh(&format!("kill $(cat {}) 2>/dev/null", fx.path("http.pid")))
         .await;
 }
