@@ -6,12 +6,22 @@ use super::Fixture;
 
 pub async fn command(fx: &Fixture<'_>) {
     let marker = fx.path("made-by-command");
-    // argv is passed as it is: the `;` and `$HOME` are arguments, not shell syntax.
+    // argv is passed without a shell: the `;` is an argument, not shell syntax. `$HOME` is
+    // expanded on the host, as Ansible's `expand_argument_vars` (on by default) expands it,
+    // and stays as written with it off.
+    let home = fx.sh("printf %s \"$HOME\"").await;
     let r = fx
         .run("command", json!({"argv": ["echo", "a;b", "$HOME"]}))
         .await;
-    assert_eq!(r.data["stdout"], "a;b $HOME");
+    assert_eq!(r.data["stdout"], format!("a;b {home}").as_str());
     assert!(r.changed && !r.failed);
+    let r = fx
+        .run(
+            "command",
+            json!({"argv": ["echo", "$HOME"], "expand_argument_vars": false}),
+        )
+        .await;
+    assert_eq!(r.data["stdout"], "$HOME");
 
     // Free-form text is split like a shell would, but still run without one.
     let r = fx
