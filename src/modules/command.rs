@@ -68,11 +68,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             module: "command",
             detail: format!("cannot split `{line}` into words (unbalanced quotes?)"),
         })?,
+        // As ansible-core's `check_mutually_exclusive` words it, at run time.
         (Some(_), Some(_)) => {
-            return Err(ModuleError::BadArgs {
-                module: "command",
-                detail: "`argv` and `cmd`/free-form text are mutually exclusive".into(),
-            });
+            return Ok(ModuleResult::failed(
+                "parameters are mutually exclusive: _raw_params|cmd|argv",
+            ));
         }
         // As ansible-core 2.19's argument check words it (its `required_one_of`).
         _ => {

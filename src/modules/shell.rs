@@ -21,6 +21,10 @@ pub struct Params {
     cmd: Option<String>,
     /// The shell to run the text with (default `/bin/sh`).
     executable: Option<String>,
+    /// Accepted as upstream accepts it; the shell itself expands variables, so it changes
+    /// nothing here (upstream's `run_command` expands only without a shell).
+    #[serde(default, rename = "expand_argument_vars")]
+    _expand_argument_vars: Option<serde_json::Value>,
     /// Change into this directory before running.
     chdir: Option<String>,
     /// Do not run when this path exists on the host.
