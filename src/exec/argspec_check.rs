@@ -164,11 +164,7 @@ fn list_no_log(
         let Some(sub) = params.get(name).filter(|v| !v.is_null()) else {
             continue;
         };
-        let wanted = type_of(opts, "type");
-        let dicts = wanted.as_deref() == Some("dict")
-            || (wanted.as_deref() == Some("list")
-                && type_of(opts, "elements").as_deref() == Some("dict"));
-        if !dicts {
+        if !holds_dicts(opts) {
             continue;
         }
         let items = match sub {
@@ -184,7 +180,7 @@ fn list_no_log(
                 return Err(format!(
                     "Value '{}' in the sub parameter field '{name}' must be a {}, not '{}'",
                     py_str(&item),
-                    wanted.unwrap_or_default(),
+                    type_of(opts, "type").unwrap_or_default(),
                     class_name(&item, made)
                 ));
             };
@@ -567,11 +563,7 @@ impl Run {
     /// Each nested `options` spec, for each of its dicts (`_validate_sub_spec`).
     fn sub_specs(&mut self, spec: &Map<String, Value>, params: &mut Params, ctx: &mut Vec<String>) {
         for (name, opts) in spec {
-            let wanted = type_of(opts, "type");
-            let dicts = wanted.as_deref() == Some("dict")
-                || (wanted.as_deref() == Some("list")
-                    && type_of(opts, "elements").as_deref() == Some("dict"));
-            if !dicts {
+            if !holds_dicts(opts) {
                 continue;
             }
             let sub_spec = match attr(opts, "options") {
@@ -676,6 +668,15 @@ fn bool_word(value: &Value, choices: &[Value]) -> Option<Value> {
         [one] => Some((*one).clone()),
         _ => None,
     }
+}
+
+/// Whether an option holds dicts: `type: dict`, or `type: list` with `elements: dict` (the
+/// options whose nested `options` apply).
+fn holds_dicts(opts: &Value) -> bool {
+    let wanted = type_of(opts, "type");
+    wanted.as_deref() == Some("dict")
+        || (wanted.as_deref() == Some("list")
+            && type_of(opts, "elements").as_deref() == Some("dict"))
 }
 
 #[cfg(test)]

@@ -157,6 +157,26 @@ pub fn with_file_state(r: ModuleResult, ctx: &ModuleCtx<'_>, before: &Before) ->
     r.with("state", "file")
 }
 
+/// Write `text` to `dest` as it is (no backup, attributes or validation), given what `probe`
+/// saw: the write of modules that keep a whole file's text themselves (`sysctl`,
+/// `known_hosts`).
+pub async fn write_text(
+    ctx: &ModuleCtx<'_>,
+    dest: &str,
+    text: String,
+    before: &Before,
+) -> Result<ModuleResult, ModuleError> {
+    let attrs = Attrs::default();
+    let w = Write {
+        dest,
+        attrs: &attrs,
+        backup: false,
+        force: true,
+        validate: None,
+    };
+    apply(ctx, &w, Content::bytes(text.into_bytes()), before).await
+}
+
 /// Bring `w.dest` to `content` and the requested attributes, given what `probe` saw.
 pub async fn apply(
     ctx: &ModuleCtx<'_>,

@@ -12,10 +12,10 @@ use serde::Deserialize;
 use crate::transport::quote::sh;
 
 use super::args::boolish;
-use super::filewrite::{self, Content, Write};
+use super::filewrite;
 use super::known_hosts_file::{hash_host_key, new_text, search};
 use super::lineinfile::State;
-use super::posix::{Attrs, Kind};
+use super::posix::Kind;
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(KnownHosts, "known_hosts", Params, run);
@@ -176,15 +176,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         }
         return super::path_info::add(ctx, r, &path).await;
     }
-    let attrs = Attrs::default();
-    let w = Write {
-        dest: &path,
-        attrs: &attrs,
-        backup: false,
-        force: true,
-        validate: None,
-    };
-    let wrote = filewrite::apply(ctx, &w, Content::bytes(new.into_bytes()), &before).await?;
+    let wrote = filewrite::write_text(ctx, &path, new, &before).await?;
     if wrote.failed {
         return Ok(wrote);
     }

@@ -10,9 +10,9 @@ use crate::transport::quote::sh;
 
 use super::args::{boolish, opt_stringish};
 use super::command::yes;
-use super::filewrite::{self, Content, Write};
+use super::filewrite;
 use super::lineinfile::State;
-use super::posix::{Attrs, Kind};
+use super::posix::Kind;
 use super::textedit::{lines, unlines};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
 
@@ -99,15 +99,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         return Ok(r);
     }
     if file_changed {
-        let attrs = Attrs::default();
-        let w = Write {
-            dest: &p.sysctl_file,
-            attrs: &attrs,
-            backup: false,
-            force: true,
-            validate: None,
-        };
-        let wr = filewrite::apply(ctx, &w, Content::bytes(new.into_bytes()), &before).await?;
+        let wr = filewrite::write_text(ctx, &p.sysctl_file, new, &before).await?;
         if wr.failed {
             return Ok(wr);
         }
