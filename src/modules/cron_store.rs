@@ -50,12 +50,7 @@ pub async fn read(
     Ok(Ok(match target {
         Target::File(path) => {
             let b = filewrite::probe(ctx, path, true).await?;
-            let text = b
-                .content
-                .as_deref()
-                .map(String::from_utf8_lossy)
-                .unwrap_or_default()
-                .into_owned();
+            let text = b.text().into_owned();
             (CronTab::from_file(&text), Some(b))
         }
         Target::User(user) => {

@@ -101,6 +101,16 @@ pub struct Before {
     pub content: Option<Vec<u8>>,
 }
 
+impl Before {
+    /// The current content as text (invalid UTF-8 replaced; empty when not read or absent).
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        self.content
+            .as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default()
+    }
+}
+
 /// Probe `dest` (following links, as writes do); with `read` also fetch its bytes.
 pub async fn probe(ctx: &ModuleCtx<'_>, dest: &str, read: bool) -> Result<Before, ModuleError> {
     probe_with(ctx, "", dest, read).await.map(|(b, _)| b)

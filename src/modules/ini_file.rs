@@ -473,11 +473,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         }
     }
     // Read as Python's text mode with `utf-8-sig` does: no BOM, universal newlines.
-    let old = before
-        .content
-        .as_deref()
-        .map(String::from_utf8_lossy)
-        .unwrap_or_default();
+    let old = before.text();
     let old = old.strip_prefix('\u{feff}').unwrap_or(&old);
     let old = old.replace("\r\n", "\n").replace('\r', "\n");
     let (new, content_changed, msg) = edit(&old, &s);

@@ -122,12 +122,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             }
         }
     };
-    let old = before
-        .content
-        .as_deref()
-        .map(String::from_utf8_lossy)
-        .unwrap_or_default()
-        .into_owned();
+    let old = before.text().into_owned();
     let new = new_text(&old, found_line, replace, present, key.as_deref());
 
     let mut r = ModuleResult::ok()

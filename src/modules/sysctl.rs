@@ -73,12 +73,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         .find_map(|l| l.strip_prefix("kinit-val="))
         .map(norm)
         .unwrap_or_default();
-    let old = before
-        .content
-        .as_deref()
-        .map(String::from_utf8_lossy)
-        .unwrap_or_default()
-        .into_owned();
+    let old = before.text().into_owned();
     let new = edit(&old, &p.name, value.as_deref());
     let file_changed = new != old && !(new.is_empty() && before.stat.kind == Kind::Absent);
     let runtime_differs = p.sysctl_set && value.as_deref().is_some_and(|v| v != running);

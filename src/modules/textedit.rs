@@ -49,11 +49,7 @@ pub async fn edit_file(
             )));
         }
     }
-    let old = before
-        .content
-        .as_deref()
-        .map(String::from_utf8_lossy)
-        .unwrap_or_default();
+    let old = before.text();
     let (new, mut msg) = edit(&old);
     let absent = before.stat.kind == Kind::Absent;
     if new == old && absent {
