@@ -409,6 +409,7 @@ impl Executor {
                 "module `{module}` is not implemented by kinit, so this task cannot run here \
                  (kinit warned about it when loading the playbook)"
             )),
+            Action::Invalid { detail, .. } => Attempt::failed(detail.clone()),
         }
     }
 

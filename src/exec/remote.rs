@@ -282,7 +282,7 @@ impl Executor {
                 Attempt::failed(crate::provider::error::chain(&e))
             }
             Err(ModuleError::Transport(e)) => transport_failure(&conn, e).await,
-            Err(e) => Attempt::failed(e.to_string()),
+            Err(e) => Attempt::failed(e.run_time_text()),
         }
     }
 

@@ -106,6 +106,38 @@ pub fn explain(serde_msg: &str) -> String {
     msg
 }
 
+/// An argument error (`explain`'s text) in ansible-core's words, see `ModuleError::run_time_text`.
+/// Other details keep kinit's text, prefixed with the module.
+pub fn ansible_text(module: &str, detail: &str) -> String {
+    if let Some(rest) = detail.strip_prefix("missing required argument `") {
+        let name = rest.split('`').next().unwrap_or_default();
+        return format!("missing required arguments: {name}");
+    }
+    let Some(rest) = detail.strip_prefix("unknown argument `") else {
+        return format!("module `{module}`: {detail}");
+    };
+    let (word, tail) = rest.split_once('`').unwrap_or((rest, ""));
+    let suggestion = tail
+        .strip_prefix(", did you mean `")
+        .and_then(|t| t.split('`').next());
+    let mut valid: Vec<&str> = tail
+        .split_once("(valid arguments: ")
+        .map(|(_, l)| l.split('`').skip(1).step_by(2).collect())
+        .unwrap_or_default();
+    valid.sort_unstable();
+    let mut msg = format!("Unsupported parameters for ({module}) module: {word}.");
+    if !valid.is_empty() {
+        msg.push_str(&format!(
+            " Supported parameters include: {}.",
+            valid.join(", ")
+        ));
+    }
+    if let Some(s) = suggestion {
+        msg.push_str(&format!(" Did you mean {s}?"));
+    }
+    msg
+}
+
 /// The candidate closest to `word`, if any is close enough to be a plausible typo.
 pub fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     candidates
@@ -208,6 +240,26 @@ mod tests {
         dest: String,
         #[serde(default, deserialize_with = "boolish")]
         force: bool,
+    }
+
+    #[test]
+    fn argument_errors_read_as_ansible_core_words_them_at_run_time() {
+        assert_eq!(
+            ansible_text("file", "missing required argument `path`"),
+            "missing required arguments: path"
+        );
+        assert_eq!(
+            ansible_text(
+                "file",
+                "unknown argument `pth`, did you mean `path`? (valid arguments: `state`, `path`)"
+            ),
+            "Unsupported parameters for (file) module: pth. Supported parameters include: \
+             path, state. Did you mean path?"
+        );
+        assert_eq!(
+            ansible_text("copy", "expected a boolean"),
+            "module `copy`: expected a boolean"
+        );
     }
 
     #[test]

@@ -295,6 +295,19 @@ pub enum ModuleError {
     Failed { msg: String },
 }
 
+impl ModuleError {
+    /// The failure text a task registers. Argument errors read as ansible-core's argument
+    /// spec validator words them (`missing required arguments: path`, `Unsupported parameters
+    /// for (file) module: pth. Supported parameters include: ...`), since playbooks test
+    /// registered messages; kinit's suggestion of the nearest name follows.
+    pub fn run_time_text(&self) -> String {
+        match self {
+            ModuleError::BadArgs { module, detail } => args::ansible_text(module, detail),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// One module implementation.
 pub trait Module: Sync {
     /// Check `args` without running anything (load-time validation).

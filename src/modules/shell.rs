@@ -21,10 +21,10 @@ pub struct Params {
     cmd: Option<String>,
     /// The shell to run the text with (default `/bin/sh`).
     executable: Option<String>,
-    /// Accepted as upstream accepts it; the shell itself expands variables, so it changes
-    /// nothing here (upstream's `run_command` expands only without a shell).
-    #[serde(default, rename = "expand_argument_vars")]
-    _expand_argument_vars: Option<serde_json::Value>,
+    /// `command`'s option, refused when the task runs as ansible-core's `shell` action
+    /// refuses it (`plugins/action/shell.py`): the shell itself expands variables.
+    #[serde(default)]
+    expand_argument_vars: Option<serde_json::Value>,
     /// Change into this directory before running.
     chdir: Option<String>,
     /// Do not run when this path exists on the host.
@@ -42,6 +42,11 @@ pub struct Params {
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    if p.expand_argument_vars.is_some() {
+        return Err(ModuleError::Failed {
+            msg: "Unsupported parameters for (shell) module: expand_argument_vars".into(),
+        });
+    }
     let text = p.cmd.or(p.raw_params).ok_or_else(|| ModuleError::BadArgs {
         module: "shell",
         detail: "no command given (expected free-form text or `cmd`)".into(),

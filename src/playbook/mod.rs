@@ -297,6 +297,9 @@ pub enum Action {
     /// A module Ansible knows and kinit does not implement: loads with a warning, fails on a
     /// host that reaches it.
     Unimplemented { module: String },
+    /// An executor action whose arguments are wrong: loads with a warning (`detail`), fails on
+    /// a host that reaches it, as Ansible checks arguments only when a task runs.
+    Invalid { module: String, detail: String },
 }
 
 #[derive(Debug, Clone)]
@@ -324,7 +327,7 @@ impl Task {
             },
             Action::IncludeTasks { .. } => "include_tasks".into(),
             Action::IncludeRole { .. } => "include_role".into(),
-            Action::Unimplemented { module } => module.clone(),
+            Action::Unimplemented { module } | Action::Invalid { module, .. } => module.clone(),
         }
     }
 

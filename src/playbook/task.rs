@@ -328,6 +328,10 @@ fn finish_module(
             })
         }
         _ => {
+            // Arguments are checked here so a mistake is named before anything runs, but as
+            // Ansible checks them only when a host runs the task (a task meant to fail, or one
+            // in a branch that never runs, must not stop the playbook), a bad task loads with a
+            // warning and fails on the host that reaches it.
             if let Some(m) = crate::modules::lookup(&short)
                 && !contains_template(&args)
                 && let Err(e) = m.validate(&args)
@@ -337,23 +341,28 @@ fn finish_module(
                     crate::modules::ModuleError::BadArgs { detail, .. } => detail,
                     other => other.to_string(),
                 };
-                return Err(LoadError::ModuleArgs {
-                    file: task_loc.file.to_path_buf(),
-                    line: task_loc.line,
-                    module: short,
-                    detail,
-                });
+                warn_bad_args(ctx, &task_loc, &short, &detail);
             }
             let action = match super::actions::ExecAction::parse(&short, &args) {
                 None => Action::Module { name: short, args },
                 Some(Ok(a)) => Action::Exec(Box::new(a)),
-                Some(Err(e)) => {
+                // An unknown `meta` action stops ansible-playbook's whole run when reached
+                // ("invalid meta action requested"): kinit refuses it before the run.
+                Some(Err(e)) if short == "meta" => {
                     return Err(LoadError::ModuleArgs {
                         file: task_loc.file.to_path_buf(),
                         line: task_loc.line,
                         module: short,
                         detail: e.to_string(),
                     });
+                }
+                Some(Err(e)) => {
+                    let detail = e.to_string();
+                    warn_bad_args(ctx, &task_loc, &short, &detail);
+                    Action::Invalid {
+                        module: short,
+                        detail,
+                    }
                 }
             };
             Ok(Task {
@@ -365,6 +374,16 @@ fn finish_module(
             })
         }
     }
+}
+
+/// The load-time warning for a task whose arguments its module refuses.
+fn warn_bad_args(ctx: &TaskCtx<'_>, loc: &Location, module: &str, detail: &str) {
+    ctx.loader.warn(format!(
+        "{}:{}: bad arguments for module `{module}`: {detail}; the task fails on any host that \
+         reaches it",
+        loc.file.display(),
+        loc.line
+    ));
 }
 
 /// `rolespec_validate` of `import_role`/`include_role` (default true): whether the role's

@@ -27,10 +27,10 @@ const CASES: &[Case] = &[
         args: &["playbook", "site.yml"],
     },
     Case {
-        name: "module argument misspelt",
+        name: "module misspelt",
         files: &[(
             "site.yml",
-            "- hosts: localhost\n  tasks:\n    - copy:\n        src: a\n        dst: /tmp/b\n",
+            "- hosts: localhost\n  tasks:\n    - cpoy:\n        src: a\n        dest: /tmp/b\n",
         )],
         args: &["playbook", "site.yml"],
     },

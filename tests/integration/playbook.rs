@@ -267,6 +267,32 @@ fn load_errors_name_file_and_line() {
     }
 }
 
+/// Module arguments are checked when the playbook loads, but as ansible-playbook checks them
+/// only when a host runs the task, a wrong one is a warning there and a failure (in
+/// ansible-core's words) only on a host that reaches it.
+#[test]
+fn bad_module_arguments_warn_at_load_and_fail_where_reached() {
+    let play = "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - copy:\n        dst: /nowhere\n      when: false\n    - file:\n        state: directory\n";
+    Test::new()
+        .write("site.yml", play)
+        .args(["playbook", "--syntax-check", "site.yml"])
+        .succeeds()
+        .stdout_is("\nplaybook: site.yml\n")
+        .stderr_is(
+            "[WARNING]: site.yml:4: bad arguments for module `copy`: unknown argument `dst`, did you mean `dest`? (valid arguments: `src`, `content`, `dest`, `mode`, `directory_mode`, `owner`, `group`, `backup`, `force`, `remote_src`, `validate`, `decrypt`); the task fails on any host that reaches it\n\
+             [WARNING]: site.yml:7: bad arguments for module `file`: missing required argument `path`; the task fails on any host that reaches it\n",
+        );
+    Test::new()
+        .write("site.yml", play)
+        .args(["playbook", "site.yml"])
+        .fails_with(2)
+        .stdout_is(
+            "\nPLAY [localhost]\n\nTASK [copy]\nskipping: [localhost]\n\nTASK [file]\n\
+             fatal: [localhost]: FAILED! => missing required arguments: path\n...",
+        )
+        .partial_output("the warnings are compared whole in the syntax check above");
+}
+
 #[test]
 fn syntax_check_and_list_tasks() {
     let dir = playbooks().join("keywords");
