@@ -192,8 +192,8 @@ async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleE
     if ctx.diff {
         r.diff = Some(Diff {
             path: Some(probe.target.clone()),
-            before: probe.content.clone(),
-            after: after.clone(),
+            before: probe.content.clone().into(),
+            after: after.clone().into(),
         });
     }
     if ctx.check_mode {

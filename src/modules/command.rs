@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::transport::quote::{sh, sh_join};
 
@@ -185,7 +186,13 @@ pub async fn run_script(
         return Ok(r);
     }
     let full = match &c.chdir {
-        Some(dir) => format!("cd {} || exit 1\n{script}", sh(dir)),
+        // A folder that cannot be entered is reported as upstream's `os.chdir` failure; the
+        // marker line (and its errno) tells it apart from the command's own failure.
+        Some(dir) => format!(
+            "cd {d} 2>/dev/null || {{ if [ ! -e {d} ]; then e=2; elif [ ! -d {d} ]; then e=20; \
+             else e=13; fi; printf '{CHDIR_MARK}%s' \"$e\" >&2; exit 1; }}\n{script}",
+            d = sh(dir)
+        ),
         None => script.to_string(),
     };
     let stdin = c.stdin.as_ref().map(|s| {
@@ -197,7 +204,42 @@ pub async fn run_script(
     });
     let started = Instant::now();
     let out = ctx.run_with_stdin(full, stdin).await?;
+    if let (Some(dir), Some(errno)) = (&c.chdir, chdir_failure(&out.stderr)) {
+        return Ok(chdir_failed(dir, errno));
+    }
     Ok(finish(out, started, script, c.strip_empty_ends))
+}
+
+/// The stderr line a `chdir` that failed leaves, before its errno.
+const CHDIR_MARK: &str = "\x1fkinit-chdir-failed:";
+
+/// The errno of a failed `chdir`, when that is all the run printed.
+fn chdir_failure(stderr: &[u8]) -> Option<u32> {
+    std::str::from_utf8(stderr)
+        .ok()?
+        .strip_prefix(CHDIR_MARK)?
+        .parse()
+        .ok()
+}
+
+/// ansible-core's result when `os.chdir` fails (`modules/command.py`): nothing ran, and the
+/// message is Python's `OSError` text for the path as bytes.
+fn chdir_failed(dir: &str, errno: u32) -> ModuleResult {
+    let why = match errno {
+        2 => "No such file or directory",
+        20 => "Not a directory",
+        _ => "Permission denied",
+    };
+    let mut r = ModuleResult::ok()
+        .with("rc", Value::Null)
+        .with("cmd", Value::Null)
+        .with("stdout", "")
+        .with("stderr", "");
+    r.failed = true;
+    r.msg = Some(format!(
+        "Unable to change directory before execution: [Errno {errno}] {why}: b'{dir}'"
+    ));
+    r
 }
 
 /// The registered result of a finished command: changed, failed on a non-zero rc.

@@ -226,8 +226,8 @@ async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleE
         if ctx.diff {
             r.diff = Some(Diff {
                 path: Some(target.header()),
-                before: existing.clone(),
-                after: after.clone(),
+                before: existing.clone().into(),
+                after: after.clone().into(),
             });
         }
         if !ctx.check_mode {

@@ -92,8 +92,8 @@ pub async fn remove_file(
     if ctx.diff {
         r.diff = Some(Diff {
             path: Some("/dev/null".into()),
-            before: existing.to_string(),
-            after: String::new(),
+            before: existing.to_string().into(),
+            after: String::new().into(),
         });
     }
     if exists && !ctx.check_mode {

@@ -5,6 +5,7 @@
 //! `src`, and for `recurse` whether anything below drifts), then at most one command.
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::transport::quote::sh;
 
@@ -251,11 +252,13 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     .with("path", path)
     .with("state", state_name.clone());
     if changed && ctx.diff {
-        r.diff = Some(Diff {
-            path: Some(path.to_string()),
-            before: format!("state: {}\n", kind_name(lstat.kind)),
-            after: format!("state: {state_name}\n"),
-        });
+        r.diff = Some(state_diff(
+            path,
+            kind_name(lstat.kind),
+            &state_name,
+            lstat,
+            &p,
+        ));
     }
     if changed && !ctx.check_mode {
         let out = ctx.run(script.join(" && ")).await?;
@@ -283,6 +286,28 @@ fn fresh(kind: Kind, mode: u32) -> RemoteStat {
         executable: false,
         checksum: None,
         link_target: None,
+    }
+}
+
+/// ansible-core's `file` diff (`initial_diff` in `modules/file.py`): mappings holding the path,
+/// its state before and after when they differ, and a link's old and new target.
+fn state_diff(path: &str, before: &str, after: &str, lstat: &RemoteStat, p: &Params) -> Diff {
+    let mut b = serde_json::Map::from_iter([("path".to_string(), Value::from(path))]);
+    let mut a = b.clone();
+    if before != after {
+        b.insert("state".into(), before.into());
+        a.insert("state".into(), after.into());
+    }
+    if let (Kind::Link, Some(old), Some(src)) = (lstat.kind, &lstat.link_target, &p.src)
+        && old != src
+    {
+        b.insert("src".into(), old.as_str().into());
+        a.insert("src".into(), src.as_str().into());
+    }
+    Diff {
+        path: None,
+        before: Value::Object(b),
+        after: Value::Object(a),
     }
 }
 

@@ -224,8 +224,13 @@ pub async fn apply(
                 .content
                 .as_ref()
                 .map(|b| String::from_utf8_lossy(b).into_owned())
-                .unwrap_or_default(),
-            after: content.text().await.unwrap_or_else(|| "<binary>".into()),
+                .unwrap_or_default()
+                .into(),
+            after: content
+                .text()
+                .await
+                .unwrap_or_else(|| "<binary>".into())
+                .into(),
         });
     }
 

@@ -487,8 +487,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     if ctx.diff {
         r.diff = Some(Diff {
             path: Some(format!("{} (content)", p.path)),
-            before: old.clone(),
-            after: new.clone(),
+            before: old.clone().into(),
+            after: new.clone().into(),
         });
     }
     let exists = before.stat.kind == Kind::File;

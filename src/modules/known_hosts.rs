@@ -140,8 +140,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     if ctx.diff {
         r.diff = Some(Diff {
             path: Some(path.clone()),
-            before: old.clone(),
-            after: new.clone(),
+            before: old.clone().into(),
+            after: new.clone().into(),
         });
     }
     // Removing a key that is not there: nothing to do.

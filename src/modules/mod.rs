@@ -215,12 +215,29 @@ pub fn find_local(search_paths: &[PathBuf], path: &str) -> Result<PathBuf, Modul
         })
 }
 
-/// The before/after of a change, for `--diff`.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+/// The before/after of a change, for `--diff`: texts, or (as ansible-core's `file` module
+/// reports a path's state) mappings, which `--diff` shows as sorted indented JSON.
+/// Registered as ansible-core registers a diff: `before`, `after`, and the path as
+/// `before_header`/`after_header` when there is one.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Diff {
     pub path: Option<String>,
-    pub before: String,
-    pub after: String,
+    pub before: Value,
+    pub after: Value,
+}
+
+impl serde::Serialize for Diff {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("before", &self.before)?;
+        m.serialize_entry("after", &self.after)?;
+        if let Some(p) = &self.path {
+            m.serialize_entry("before_header", p)?;
+            m.serialize_entry("after_header", p)?;
+        }
+        m.end()
+    }
 }
 
 /// What a module reports. `data` holds the module's own return values (`rc`, `stdout`,

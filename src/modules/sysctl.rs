@@ -86,8 +86,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     if file_changed && ctx.diff {
         r.diff = Some(Diff {
             path: Some(p.sysctl_file.clone()),
-            before: old.clone(),
-            after: new.clone(),
+            before: old.clone().into(),
+            after: new.clone().into(),
         });
     }
     if ctx.check_mode || !r.changed {

@@ -119,7 +119,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         "e=$(getent passwd {n}) || exit 0\necho \"pw=$e\"\necho \"group=$(id -gn {n})\"\n\
          echo \"groups=$(id -Gn {n})\"\nh=$(getent shadow {n} 2>/dev/null) && echo \"hash=$h\"\nexit 0\n"
     );
-    let out = ctx.run(probe).await?;
+    let out = ctx.run(probe.clone()).await?;
     let acct = parse(&out.stdout_str());
     let mut argv: Vec<String> = Vec::new();
     let cmd = match (p.state, &acct) {
@@ -211,19 +211,13 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             })
         }
     };
-    let mut r = ModuleResult {
-        changed: cmd.is_some(),
-        ..ModuleResult::ok()
-    }
-    .with("name", p.name.as_str())
-    .with("state", format!("{:?}", p.state).to_lowercase());
-    if let Some(a) = &acct {
-        r = r
-            .with("uid", a.uid.parse::<u64>().ok())
-            .with("home", a.home.as_str());
-    }
-    if let Some(c) = cmd.filter(|_| !ctx.check_mode) {
-        let out = ctx.run(sh_join(&c)).await?;
+    let created = acct.is_none() && cmd.is_some();
+    let mut after = acct;
+    if let Some(c) = cmd.as_ref().filter(|_| !ctx.check_mode) {
+        // The account is read again in the same run, for the result's fields.
+        let out = ctx
+            .run(format!("{} || exit $?\n{probe}", sh_join(c)))
+            .await?;
         if !out.success() {
             return Ok(ModuleResult::failed(format!(
                 "`{}` failed: {}",
@@ -231,6 +225,31 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 out.stderr_str().trim()
             ))
             .with("name", p.name.as_str()));
+        }
+        after = parse(&out.stdout_str());
+    }
+    let mut r = ModuleResult {
+        changed: cmd.is_some(),
+        ..ModuleResult::ok()
+    }
+    .with("name", p.name.as_str())
+    .with("state", format!("{:?}", p.state).to_lowercase());
+    if created {
+        r = r
+            .with("system", p.system)
+            .with("create_home", p.create_home);
+    }
+    // As ansible-core's `user` module: the account's fields when it exists after the run
+    // (`group` is the primary group's id).
+    if let Some(a) = after.as_ref().filter(|_| p.state == State::Present) {
+        r = r
+            .with("uid", a.uid.parse::<u64>().ok())
+            .with("group", a.gid.parse::<u64>().ok())
+            .with("comment", a.comment.as_str())
+            .with("home", a.home.as_str())
+            .with("shell", a.shell.as_str());
+        if !p.groups.is_empty() {
+            r = r.with("groups", p.groups.join(","));
         }
     }
     Ok(r)

@@ -79,7 +79,7 @@ pub(crate) fn build_args(
                                 "command" | "shell" | "win_shell" | "win_command"
                             ) && COMMAND_OPTIONS.contains(&k) =>
                         {
-                            out.insert(k.to_string(), Value::String(unquote(v)));
+                            out.insert(k.to_string(), Value::String(unquote(&decode_escapes(v))));
                             took_option = true;
                         }
                         _ => rest.push(tok),
@@ -98,7 +98,7 @@ pub(crate) fn build_args(
                     let (k, v) = tok.split_once('=').ok_or_else(|| {
                         invalid(at, format!("expected `key=value` arguments, got `{tok}`"))
                     })?;
-                    out.insert(k.to_string(), Value::String(unquote(v)));
+                    out.insert(k.to_string(), Value::String(unquote(&decode_escapes(v))));
                 }
             } else {
                 out.insert("_raw_params".into(), Value::String(s.clone()));
@@ -161,6 +161,55 @@ pub fn split_kv(s: &str) -> Vec<String> {
     out
 }
 
+/// The backslash escapes ansible-core decodes in `k=v` text (`_decode_escapes` in
+/// `parsing/splitter.py`): `\\n`, `\\t` and the other one-letter escapes, `\\\\`, quotes, and
+/// `\\xHH`/`\\uHHHH`/`\\UHHHHHHHH`. Anything else stays as written.
+pub(crate) fn decode_escapes(v: &str) -> String {
+    if !v.contains('\\') {
+        return v.to_string();
+    }
+    let mut out = String::with_capacity(v.len());
+    let mut rest = v;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + 1..];
+        let hex = |n: usize| {
+            tail.get(1..=n)
+                .filter(|h| h.chars().all(|c| c.is_ascii_hexdigit()))
+                .and_then(|h| u32::from_str_radix(h, 16).ok())
+                .and_then(char::from_u32)
+                .map(|c| (c, n + 1))
+        };
+        let one = |c: char| Some((c, 1));
+        let decoded = match tail.chars().next() {
+            Some('n') => one('\n'),
+            Some('t') => one('\t'),
+            Some('r') => one('\r'),
+            Some('a') => one('\u{7}'),
+            Some('b') => one('\u{8}'),
+            Some('f') => one('\u{c}'),
+            Some('v') => one('\u{b}'),
+            Some(c @ ('\\' | '\'' | '"')) => one(c),
+            Some('x') => hex(2),
+            Some('u') => hex(4),
+            Some('U') => hex(8),
+            _ => None,
+        };
+        match decoded {
+            Some((c, used)) => {
+                out.push(c);
+                rest = &tail[used..];
+            }
+            None => {
+                out.push('\\');
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 pub(crate) fn unquote(v: &str) -> String {
     let b = v.as_bytes();
     if b.len() >= 2 && (b[0] == b'"' || b[0] == b'\'') && b[b.len() - 1] == b[0] {
@@ -180,6 +229,12 @@ pub(crate) fn raw_param(args: &Value, key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_value_text_decodes_backslash_escapes_as_ansible_does() {
+        assert_eq!(decode_escapes(r"a\nb\t\\x\x41\u00e9\q"), "a\nb\t\\xAé\\q");
+        assert_eq!(decode_escapes("plain"), "plain");
+    }
 
     #[test]
     fn free_form_splits_outside_quotes_and_braces() {

@@ -228,7 +228,8 @@ impl Plain {
         if let Some(d) = result.fields.get("diff").filter(|d| !d.is_null()) {
             let diff = render_diff(d);
             if !diff.is_empty() {
-                s = format!("{}\n{s}", diff.trim_start_matches('\n'));
+                // A blank line follows a diff, as ansible-playbook's callback writes it.
+                s = format!("{}\n\n{s}", diff.trim_start_matches('\n'));
             }
         }
         s
@@ -311,8 +312,14 @@ const DIFF_CONTEXT: usize = 3;
 /// (Python's `difflib.unified_diff`, `before: path`/`after: path` headers, a last line without
 /// its newline marked `\ No newline at end of file`); nothing when the texts are equal.
 fn render_diff(d: &Value) -> String {
-    let text = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
-    let header = |side: &str| match d.get("path").and_then(Value::as_str) {
+    // A mapping side reads as ansible-playbook's callback shows it (`_get_diff`): sorted JSON
+    // indented by four spaces, with a final newline.
+    let text = |k: &str| match d.get(k) {
+        Some(Value::String(t)) => t.clone(),
+        Some(v @ (Value::Object(_) | Value::Array(_))) => pretty(v) + "\n",
+        _ => String::new(),
+    };
+    let header = |side: &str| match d.get(format!("{side}_header")).and_then(Value::as_str) {
         Some(p) => format!("{side}: {p}"),
         None => side.to_string(),
     };
@@ -325,7 +332,7 @@ fn render_diff(d: &Value) -> String {
         }
         ls
     };
-    let (before, after) = (split(text("before")), split(text("after")));
+    let (before, after) = (split(&text("before")), split(&text("after")));
     let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &before, &after);
     let groups = similar::group_diff_ops(ops, DIFF_CONTEXT);
     if groups.is_empty() {
@@ -374,7 +381,8 @@ mod tests {
     fn a_diff_is_unified_with_hunk_headers_as_difflib_writes_it() {
         let before: String = (1..=12).map(|i| format!("{i}\n")).collect();
         let after = before.replace("5\n", "five\n") + "13";
-        let d = serde_json::json!({"before": before, "after": after, "path": "/f"});
+        let d = serde_json::json!({"before": before, "after": after,
+            "before_header": "/f", "after_header": "/f"});
         assert_eq!(
             render_diff(&d),
             "\n--- before: /f\n+++ after: /f\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\
