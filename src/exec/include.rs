@@ -159,6 +159,7 @@ impl Executor {
                     params: params.clone(),
                     tasks_from: tasks_from.clone(),
                     skip_validation: !validate,
+                    included: true,
                     ..RoleUse::default()
                 };
                 (

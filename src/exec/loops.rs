@@ -2,7 +2,7 @@
 //! once per item with the loop variables set, `when` per item and one result per item.
 //!
 //! One file: computing the items and running the task per item share the loop variables'
-//! rules (`loop_var`, `index_var`, `label`, `extended`); `with_sequence` parsing is the rest.
+//! rules (`loop_var`, `index_var`, `label`, `extended`).
 
 use std::time::Duration;
 
@@ -35,7 +35,14 @@ impl Executor {
             other => other,
         };
         Ok(match &spec.kind {
-            LoopKind::Loop | LoopKind::List => match v {
+            // `with_list` hands its value to the `list` lookup as terms: one value that is not a
+            // list is one item.
+            LoopKind::List => match v {
+                Value::Array(a) => a,
+                Value::Null => Vec::new(),
+                other => vec![other],
+            },
+            LoopKind::Loop => match v {
                 Value::Array(a) => a,
                 Value::Null => Vec::new(),
                 other => {
@@ -101,7 +108,21 @@ impl Executor {
                 }
             },
             LoopKind::Sequence => {
-                sequence(&v).map_err(|e| crate::template::lookup_failed("sequence", &e))?
+                let term = match &v {
+                    Value::String(t) => t.clone(),
+                    Value::Number(n) => n.to_string(),
+                    _ => {
+                        return Err(
+                            "`with_sequence` expects `start=.. end=..` or `[start-]end[/stride]`"
+                                .into(),
+                        );
+                    }
+                };
+                crate::template::sequence(&[term], &[])
+                    .map_err(|e| crate::template::lookup_failed("sequence", &e))?
+                    .into_iter()
+                    .map(Value::String)
+                    .collect()
             }
             LoopKind::Lookup(name) => {
                 // Ansible hands a `with_<lookup>` value to the lookup as its terms: a list is
@@ -250,178 +271,4 @@ impl Executor {
         };
         (agg, flow)
     }
-}
-
-/// `with_sequence: start=1 end=5 stride=1 format=x%d` or `count=3`.
-/// `with_sequence`: `start=1 end=10 stride=2 format=host%02d` (or `count=`), or the
-/// shortcut `[start-]end[/stride][:format]` (`4`, `2-6/2`, `0x0a-0x0f:%x`), as Ansible's
-/// `sequence` lookup; numbers may be decimal, hex (`0x`) or octal (`0o`/`0`).
-fn sequence(v: &Value) -> Result<Vec<Value>, String> {
-    let s = match v {
-        Value::String(s) => s.trim().to_string(),
-        Value::Number(n) => n.to_string(),
-        _ => {
-            return Err(
-                "`with_sequence` expects `start=.. end=..` or `[start-]end[/stride]`".into(),
-            );
-        }
-    };
-    let int = |field: &str, t: &str| -> Result<i64, String> {
-        let t = t.trim();
-        let (neg, t) = match t.strip_prefix('-') {
-            Some(r) => (true, r),
-            None => (false, t),
-        };
-        let n = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-            i64::from_str_radix(h, 16)
-        } else if let Some(o) = t.strip_prefix("0o") {
-            i64::from_str_radix(o, 8)
-        } else if t.len() > 1 && t.starts_with('0') {
-            i64::from_str_radix(&t[1..], 8)
-        } else {
-            t.parse::<i64>()
-        }
-        // Upstream's option check (`set_option` of an `integer` option).
-        .map_err(|_| {
-            format!(
-                "Config '{field}' for 'sequence' lookup plugin from 'Direct' has an invalid \
-                 value: Invalid value provided for 'integer': '{t}'"
-            )
-        })?;
-        Ok(if neg { -n } else { n })
-    };
-    let (mut start, mut end, mut count, mut stride, mut format) = (1i64, None, None, 1i64, None);
-    let mut words = s.split_whitespace().peekable();
-    if let Some(first) = words.peek().filter(|w| !w.contains('=')) {
-        // The shortcut form.
-        let (range, fmt) = match first.split_once(':') {
-            Some((r, f)) => (r, Some(f.to_string())),
-            None => (*first, None),
-        };
-        let (range, step) = match range.split_once('/') {
-            Some((r, st)) => (r, Some(int("stride", st)?)),
-            None => (range, None),
-        };
-        match range.rsplit_once('-').filter(|(a, _)| !a.is_empty()) {
-            Some((a, b)) => {
-                start = int("start", a)?;
-                end = Some(int("end", b)?);
-            }
-            None => end = Some(int("end", range)?),
-        }
-        if let Some(st) = step {
-            stride = st;
-        }
-        format = fmt;
-        words.next();
-    }
-    for tok in words {
-        let (k, v) = tok
-            .split_once('=')
-            .ok_or(format!("bad `with_sequence` part `{tok}`"))?;
-        match k {
-            "start" => start = int("start", v)?,
-            "end" => end = Some(int("end", v)?),
-            "count" => count = Some(int("count", v)?),
-            "stride" => stride = int("stride", v)?,
-            "format" => format = Some(v.to_string()),
-            // Upstream lists the unknown names as a Python list.
-            _ => {
-                return Err(format!(
-                    "unrecognized arguments to with_sequence: ['{}']",
-                    k.replace('\'', "\\'")
-                ));
-            }
-        }
-    }
-    // Upstream's `sanity_check`, in its order and words.
-    if count.is_none() && end.is_none() {
-        return Err("must specify count or end in with_sequence".into());
-    }
-    if let Some(c) = count {
-        if end.is_some() {
-            return Err("can't specify both count and end in with_sequence".into());
-        }
-        if c == 0 {
-            return Ok(Vec::new());
-        }
-        // Ansible's conversion, exactly (sequence.py): end = start + count * stride - 1.
-        end = Some(start + c * stride - 1);
-    }
-    let end = end.unwrap_or(start);
-    if stride > 0 && end < start {
-        return Err("to count backwards make stride negative".into());
-    }
-    if stride < 0 && end > start {
-        return Err("to count forward don't make stride negative".into());
-    }
-    if stride == 0 {
-        return Ok(Vec::new());
-    }
-    if let Some(f) = &format
-        && f.matches('%').count() != 1
-    {
-        return Err(format!("bad formatting string: {f}"));
-    }
-    let mut out = Vec::new();
-    let mut i = start;
-    while (stride > 0 && i <= end) || (stride < 0 && i >= end) {
-        out.push(json!(match &format {
-            Some(f) => printf_int(f, i),
-            None => i.to_string(),
-        }));
-        i += stride;
-    }
-    Ok(out)
-}
-
-/// Python's `format % n` for the integer conversions sequence formats use: `%d`, `%i`,
-/// `%x`, `%X`, `%o`, `%s`, with an optional `0` flag and width; `%%` is a percent sign.
-fn printf_int(f: &str, n: i64) -> String {
-    let mut out = String::new();
-    let mut chars = f.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let mut spec = String::new();
-        while let Some(&d) = chars.peek() {
-            if d.is_ascii_digit() {
-                spec.push(d);
-                chars.next();
-            } else {
-                break;
-            }
-        }
-        let zero = spec.starts_with('0');
-        let width: usize = spec.parse().unwrap_or(0);
-        let body = match chars.next() {
-            Some('d' | 'i' | 's') => n.to_string(),
-            Some('x') => format!("{n:x}"),
-            Some('X') => format!("{n:X}"),
-            Some('o') => format!("{n:o}"),
-            Some('%') => {
-                out.push('%');
-                continue;
-            }
-            Some(other) => {
-                out.push('%');
-                out.push_str(&spec);
-                out.push(other);
-                continue;
-            }
-            None => {
-                out.push('%');
-                out.push_str(&spec);
-                continue;
-            }
-        };
-        if zero {
-            out.push_str(&format!("{body:0>width$}"));
-        } else {
-            out.push_str(&format!("{body:>width$}"));
-        }
-    }
-    out
 }

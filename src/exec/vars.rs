@@ -94,6 +94,22 @@ impl Executor {
             m.insert("role_name".into(), json!(r.name));
             m.insert("role_path".into(), json!(self.abs(&r.path)));
         }
+        // A role that `import_role`/`include_role` entered from inside another role sees that
+        // role first, then that role's own parents while it was itself entered that way
+        // (ansible-core's `IncludeRole.get_include_params`); elsewhere they are undefined.
+        let parents: Vec<_> = inh
+            .roles
+            .windows(2)
+            .rev()
+            .take_while(|w| w[1].included)
+            .map(|w| &w[0])
+            .collect();
+        if !parents.is_empty() {
+            let names: Vec<&str> = parents.iter().map(|r| r.name.as_str()).collect();
+            let paths: Vec<String> = parents.iter().map(|r| self.abs(&r.path)).collect();
+            m.insert("ansible_parent_role_names".into(), json!(names));
+            m.insert("ansible_parent_role_paths".into(), json!(paths));
+        }
         // Where lookups (`file`, `template`) find relative names, as in Ansible: the roles
         // from the innermost out, then the playbook's folder.
         let search: Vec<String> = inh

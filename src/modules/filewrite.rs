@@ -243,17 +243,10 @@ pub async fn apply(
             .as_ref()
             .and_then(|m| m.resolve(stat.mode, false));
         result = result.with("mode", posix::mode_str(mode.unwrap_or(stat.mode)));
-        if result.changed && !ctx.check_mode {
-            let out = ctx.run(fix).await?;
-            if !out.success() {
-                return Ok(ModuleResult::failed(format!(
-                    "cannot set attributes of `{}`: {}",
-                    w.dest,
-                    out.stderr_str().trim()
-                )));
-            }
+        if !result.changed || ctx.check_mode {
+            return Ok(with_owner(result, stat));
         }
-        return Ok(result);
+        return fix_and_read_owner(ctx, &fix, w.dest, result, "cannot set attributes of").await;
     }
 
     result.changed = true;
@@ -265,7 +258,11 @@ pub async fn apply(
     };
     result = result.with("mode", posix::mode_str(mode.unwrap_or(base_mode)));
     if ctx.check_mode {
-        return Ok(result);
+        return Ok(if exists {
+            with_owner(result, stat)
+        } else {
+            result
+        });
     }
     if exists && w.backup {
         let script = format!(
@@ -314,17 +311,51 @@ pub async fn apply(
             .or_else(|| exists.then(|| stat.gid.to_string())),
     };
     let fix = keep.fix_script(w.dest, &uploaded, false);
-    if !fix.is_empty() {
-        let out = ctx.run(fix).await?;
-        if !out.success() {
-            return Ok(ModuleResult::failed(format!(
-                "cannot set owner of `{}`: {}",
-                w.dest,
-                out.stderr_str().trim()
-            )));
-        }
+    fix_and_read_owner(ctx, &fix, w.dest, result, "cannot set owner of").await
+}
+
+/// Run `fix` (may be empty) and read the file's owner back in the same run: the result names
+/// the file's owner and group, as ansible-core's copy/template results do.
+async fn fix_and_read_owner(
+    ctx: &ModuleCtx<'_>,
+    fix: &str,
+    dest: &str,
+    mut result: ModuleResult,
+    what: &str,
+) -> Result<ModuleResult, ModuleError> {
+    let script = format!(
+        "{fix}{sep}stat -c '%u %g %U %G' -- {d}",
+        sep = if fix.is_empty() { "" } else { " && " },
+        d = sh(dest)
+    );
+    let out = ctx.run(script).await?;
+    if !out.success() {
+        return Ok(ModuleResult::failed(format!(
+            "{what} `{dest}`: {}",
+            out.stderr_str().trim()
+        )));
+    }
+    let ids = out.stdout_str();
+    let mut ids = ids.split_whitespace();
+    if let (Some(uid), Some(gid), Some(owner), Some(group)) =
+        (ids.next(), ids.next(), ids.next(), ids.next())
+    {
+        result = result
+            .with("uid", uid.parse::<u64>().ok())
+            .with("gid", gid.parse::<u64>().ok())
+            .with("owner", owner)
+            .with("group", group);
     }
     Ok(result)
+}
+
+/// The owner fields of a file's result from its stat, as ansible-core's file results have.
+fn with_owner(result: ModuleResult, stat: &RemoteStat) -> ModuleResult {
+    result
+        .with("uid", stat.uid)
+        .with("gid", stat.gid)
+        .with("owner", stat.owner.as_str())
+        .with("group", stat.group.as_str())
 }
 
 /// Upload `content` beside `dest`, run `check` (its `%s` the uploaded file) and move the file

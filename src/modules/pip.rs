@@ -216,7 +216,7 @@ fn fail(cmd: Value, out: &str, err: &str) -> ModuleResult {
 
 enum Step<T> {
     Go(T),
-    Done(ModuleResult),
+    Done(Box<ModuleResult>),
 }
 
 /// Create the virtualenv (upstream's `setup_virtualenv`); its output starts the module's.
@@ -228,9 +228,9 @@ async fn make_virtualenv(
 ) -> Result<Step<(String, String)>, ModuleError> {
     let mut argv = shlex::split(&p.virtualenv_command).unwrap_or_default();
     if argv.is_empty() {
-        return Ok(Step::Done(ModuleResult::failed(
+        return Ok(Step::Done(Box::new(ModuleResult::failed(
             "virtualenv_command is empty",
-        )));
+        ))));
     }
     // One probe: the command's full path (a bare name is looked up in PATH), whether its
     // `--help` offers `--no-site-packages`, and the Python a plain `virtualenv` gets by default.
@@ -246,10 +246,10 @@ async fn make_virtualenv(
             .find_map(|l| l.strip_prefix(k).map(str::to_string))
     };
     if let Some(path) = field("nobin=") {
-        return Ok(Step::Done(ModuleResult::failed(format!(
+        return Ok(Step::Done(Box::new(ModuleResult::failed(format!(
             "Failed to find required executable \"{}\" in paths: {path}",
             argv[0]
-        ))));
+        )))));
     }
     if let Some(bin) = field("bin=") {
         argv[0] = bin;
@@ -267,10 +267,10 @@ async fn make_virtualenv(
             .unwrap_or_else(|| "python3".into());
         argv.push(format!("-p{py}"));
     } else if p.virtualenv_python.is_some() {
-        return Ok(Step::Done(ModuleResult::failed(
+        return Ok(Step::Done(Box::new(ModuleResult::failed(
             "virtualenv_python should not be used when using the venv module or pyvenv as \
              virtualenv_command",
-        )));
+        ))));
     }
     let r = sh_
         .run(ctx, &format!("{} {}", sh_join(&argv), host_path(env)))
@@ -278,7 +278,7 @@ async fn make_virtualenv(
     argv.push(env.to_string());
     let (out, err) = (r.stdout_str(), r.stderr_str());
     if !r.success() {
-        return Ok(Step::Done(fail(argv.into(), &out, &err)));
+        return Ok(Step::Done(Box::new(fail(argv.into(), &out, &err))));
     }
     Ok(Step::Go((out, err)))
 }
@@ -321,13 +321,13 @@ async fn find_pip(
         (None, Some(_)) => "pip3, pip".into(),
         (None, None) => "pip3".into(),
     };
-    Ok(Step::Done(ModuleResult::failed(match env {
+    Ok(Step::Done(Box::new(ModuleResult::failed(match env {
         Some(env) => format!(
             "Unable to find pip in the virtualenv, {env}, under any of these names: {names}. \
              Make sure pip is present in the virtualenv."
         ),
         None => format!("Unable to find any of {names} to use.  pip needs to be installed."),
-    })))
+    }))))
 }
 
 /// Upstream's `_get_packages`: `pip list --format=freeze` (in the C locale), or `pip freeze`
@@ -357,11 +357,11 @@ async fn installed(
     let freeze: Vec<String> = pip.iter().cloned().chain(["freeze".into()]).collect();
     let r = sh_.run(ctx, &sh_join(&freeze)).await?;
     if !r.success() {
-        return Ok(Step::Done(fail(
+        return Ok(Step::Done(Box::new(fail(
             freeze.into(),
             &r.stdout_str(),
             &r.stderr_str(),
-        )));
+        ))));
     }
     Ok(Step::Go((freeze.join(" "), r.stdout_str(), r.stderr_str())))
 }
@@ -378,7 +378,7 @@ macro_rules! step {
     ($e:expr) => {
         match $e? {
             Step::Go(v) => v,
-            Step::Done(r) => return Ok(r),
+            Step::Done(r) => return Ok(*r),
         }
     };
 }

@@ -188,6 +188,9 @@ pub struct RoleCtx {
     pub vars: VarMap,
     /// Parameters given where the role is used (`roles: [{role: x, foo: 1}]`).
     pub params: VarMap,
+    /// Entered by `import_role`/`include_role` (not `roles:` or a dependency): the role
+    /// around it is its parent (`ansible_parent_role_names`).
+    pub included: bool,
 }
 
 /// How a role is used: what `roles:`, `dependencies:`, `import_role` or `include_role` give it.
@@ -201,6 +204,8 @@ pub struct RoleUse {
     /// `provided_arguments` (Ansible's `Role._role_params`).
     pub role_params: VarMap,
     pub tasks_from: Option<String>,
+    /// Used by `import_role`/`include_role`.
+    pub included: bool,
     /// `rolespec_validate: false` on `import_role`/`include_role` skips the validation task.
     pub skip_validation: bool,
 }

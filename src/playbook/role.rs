@@ -128,6 +128,7 @@ impl Loader {
             defaults: load_vars("defaults")?,
             vars: load_vars("vars")?,
             params: using.params,
+            included: using.included,
         });
         let mut stack = ctx.stack.clone();
         stack.push(key);

@@ -291,6 +291,7 @@ fn finish_module(
                     .and_then(Value::as_str)
                     .map(str::to_string),
                 skip_validation: !rolespec_validate(&args),
+                included: true,
                 ..Default::default()
             };
             let mut wrapper = ctx.loader.role_block(ctx, using, &task_loc)?;

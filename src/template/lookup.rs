@@ -323,6 +323,17 @@ fn run(
                 .collect())
         }
         "subelements" => subelements(terms),
+        "sequence" => {
+            let mut options = Vec::new();
+            for key in kwargs.args() {
+                if !matches!(key, "wantlist" | "errors") {
+                    options.push((key.to_string(), pyrepr::to_str(&kwargs.get::<Value>(key)?)?));
+                }
+            }
+            super::sequence(&term_strings(terms)?, &options)
+                .map(|v| v.into_iter().map(Value::from).collect())
+                .map_err(invalid)
+        }
         // `unvault`: the (decrypted) file as it is, nothing stripped.
         "unvault" => term_strings(terms)?
             .into_iter()
@@ -370,7 +381,15 @@ fn subelements(terms: &[Value]) -> Result<Vec<Value>, Error> {
         .map(|f| f.get_attr("skip_missing").map(|v| v.is_true()))
         .transpose()?
         .unwrap_or(false);
-    // A dict's values are the elements, as upstream takes them.
+    // A registered result that was skipped as a whole has no elements (a `skipped` key that
+    // is not false); otherwise a dict's values are the elements, as upstream takes them.
+    if list.kind() == ValueKind::Map
+        && list
+            .get_attr("skipped")
+            .is_ok_and(|v| !v.is_undefined() && (v.kind() != ValueKind::Bool || v.is_true()))
+    {
+        return Ok(Vec::new());
+    }
     let elements: Vec<Value> = match list.kind() {
         ValueKind::Map => list
             .try_iter()?
@@ -467,6 +486,7 @@ pub const NAMES: &[&str] = &[
     "subelements",
     "inventory_hostnames",
     "unvault",
+    "sequence",
 ];
 
 /// The folders relative paths are searched in.

@@ -22,6 +22,7 @@ pub mod pyrepr;
 mod pyyaml;
 mod render;
 mod scope;
+mod sequence;
 mod subset;
 mod undefined;
 
@@ -42,6 +43,7 @@ pub use lookup::NAMES as LOOKUPS;
 pub use lookup::{is_lookup_failure, lookup_failed};
 pub use pyrepr::quote_str as py_quote;
 pub use scope::HostVarsSource;
+pub use sequence::sequence;
 
 use crate::vars::VarMap;
 

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::Fixture;
+use super::{Fixture, text};
 
 const KEY_A: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBYt4fgbzGtYavHYNjVTMXRWHuqlOLvQeO1Jk/OA4wv6 a@x";
@@ -36,7 +36,7 @@ pub async fn cron(fx: &Fixture<'_>) {
     let r = fx.try_run("cron", changed, true, true).await.unwrap();
     let d = r.diff.unwrap();
     assert!(
-        d.before.contains("5 2 * * *") && d.after.contains("5 */4 * * *"),
+        text(&d.before).contains("5 2 * * *") && text(&d.after).contains("5 */4 * * *"),
         "{d:?}"
     );
     assert!(fx.sh(&probe).await.contains("5 2 * * *"));

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use kinit::modules::ModuleResult;
 
-use super::Fixture;
+use super::{Fixture, text};
 
 pub async fn copy_content(fx: &Fixture<'_>) {
     let dest = fx.path("conf.txt");
@@ -66,7 +66,7 @@ pub async fn copy_content(fx: &Fixture<'_>) {
         .await
         .unwrap();
     let d = r.diff.unwrap();
-    assert_eq!((d.before.as_str(), d.after.as_str()), ("bye\n", "new\n"));
+    assert_eq!((text(&d.before), text(&d.after)), ("bye\n", "new\n"));
 
     // A missing parent directory is a failed result, not a transport error.
     let r = fx
@@ -475,7 +475,7 @@ pub async fn ini_file(fx: &Fixture<'_>) {
         .unwrap();
     let d = r.diff.unwrap();
     assert!(
-        d.before.contains("host = a") && d.after.contains("host = b"),
+        text(&d.before).contains("host = a") && text(&d.after).contains("host = b"),
         "{d:?}"
     );
     let r = fx

@@ -299,3 +299,8 @@ mod local {
         system::service,
     );
 }
+
+/// A diff side's text (a text diff's `before`/`after` is a string).
+pub fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
+}
