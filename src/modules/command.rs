@@ -277,6 +277,27 @@ pub fn finish(
     r
 }
 
+/// A path pattern for the shell: `*`, `?` and `[...]` stay glob characters, everything else
+/// is quoted.
+fn sh_glob(p: &str) -> String {
+    let mut out = String::new();
+    let mut lit = String::new();
+    for c in p.chars() {
+        if matches!(c, '*' | '?' | '[' | ']') {
+            if !lit.is_empty() {
+                out.push_str(&sh(&std::mem::take(&mut lit)));
+            }
+            out.push(c);
+        } else {
+            lit.push(c);
+        }
+    }
+    if !lit.is_empty() || out.is_empty() {
+        out.push_str(&sh(&lit));
+    }
+    out
+}
+
 /// `creates`/`removes`: the result to return instead of running, if the guard says skip.
 async fn guard(ctx: &ModuleCtx<'_>, c: &Common) -> Result<Option<ModuleResult>, ModuleError> {
     if c.creates.is_none() && c.removes.is_none() {
@@ -288,11 +309,13 @@ async fn guard(ctx: &ModuleCtx<'_>, c: &Common) -> Result<Option<ModuleResult>, 
         .as_deref()
         .map(|d| format!("cd {} 2>/dev/null; ", sh(d)));
     probe.push_str(chdir.as_deref().unwrap_or(""));
+    // Both are glob patterns, as upstream tests them (`glob.glob`): any match counts.
+    let matches = |p: &str| format!("for _m in {}; do [ -e \"$_m\" ] && break; done", sh_glob(p));
     if let Some(p) = &c.creates {
-        probe.push_str(&format!("[ -e {} ] && echo creates; ", sh(p)));
+        probe.push_str(&format!("{}; [ -e \"$_m\" ] && echo creates; ", matches(p)));
     }
     if let Some(p) = &c.removes {
-        probe.push_str(&format!("[ -e {} ] || echo removes; ", sh(p)));
+        probe.push_str(&format!("{}; [ -e \"$_m\" ] || echo removes; ", matches(p)));
     }
     probe.push_str("exit 0");
     let out = ctx.run(probe).await?.stdout_str();
@@ -320,6 +343,21 @@ async fn guard(ctx: &ModuleCtx<'_>, c: &Common) -> Result<Option<ModuleResult>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn creates_and_removes_are_globs_with_the_rest_quoted() {
+        assert_eq!(sh_glob("/tmp/a b/x.*"), "'/tmp/a b/x.'*");
+        assert_eq!(sh_glob("/plain"), "/plain");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "cd /etc && for _m in {}; do [ -e \"$_m\" ] && break; done; echo \"$_m\"",
+                sh_glob("host[s]*")
+            ))
+            .output()
+            .expect("sh runs");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "hosts\n");
+    }
 
     #[test]
     fn words_expand_set_variables_and_a_leading_tilde_on_the_host() {

@@ -4,6 +4,8 @@
 //! One probe (the path with and without following links, whether it is the same file as
 //! `src`, and for `recurse` whether anything below drifts), then at most one command.
 
+use std::path::Path;
+
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -116,6 +118,25 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     if p.recurse {
         probe.push_str(&attrs.drift_script(&p.path));
     }
+    // A symlink's source must exist unless `force` (upstream's `ensure_symlink`): relative to
+    // the link's folder, or to the path itself when that is a real directory.
+    if let (Some(State::Link), Some(src), false) = (p.state, &p.src, p.force) {
+        let in_dir = |dir: &str| {
+            let joined = Path::new(dir).join(src);
+            sh(&joined.to_string_lossy())
+        };
+        let parent = Path::new(&p.path)
+            .parent()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        probe.push_str(&format!(
+            "if [ -d {path} ] && [ ! -L {path} ]; then _a={own}; else _a={up}; fi\n\
+             [ -e \"$_a\" ] || printf 'kinit-src-missing:%s\\n' \"$_a\"\n",
+            path = sh(&p.path),
+            own = in_dir(&p.path),
+            up = in_dir(&parent),
+        ));
+    }
     probe.push_str("exit 0\n");
     let out = ctx.run(probe).await?;
     let (_, stats, rest) =
@@ -125,6 +146,17 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let rest = String::from_utf8_lossy(&rest);
     let (lstat, fstat) = (&stats[0], &stats[1]);
     let same_as_src = rest.contains("kinit-same");
+    if let Some(absrc) = rest
+        .lines()
+        .find_map(|l| l.strip_prefix("kinit-src-missing:"))
+    {
+        return Ok(ModuleResult::failed(format!(
+            "src file does not exist, use 'force=yes' if you really want to create the link: \
+             {absrc}"
+        ))
+        .with("path", p.path.as_str())
+        .with("src", p.src.as_deref()));
+    }
     let drift = p.recurse && attrs.drifted(&rest);
     let stat = if p.follow { fstat } else { lstat };
 
@@ -210,8 +242,15 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             if !correct {
                 let replace = lstat.exists() && (lstat.kind == Kind::Link || p.force);
                 if lstat.exists() && !replace {
+                    // Upstream's words, with its name for the path's state.
+                    let was = kind_name(lstat.kind);
+                    let what = if state == State::Link {
+                        "symlink"
+                    } else {
+                        "hard link"
+                    };
                     return fail(format!(
-                        "`{path}` exists and is not a link (use `force: yes` to replace it)"
+                        "refusing to convert from {was} to {what} for {path}"
                     ));
                 }
                 if replace {

@@ -59,6 +59,28 @@ impl Content {
         })
     }
 
+    /// The MD5 of the content, which ansible-core's `copy` reports as `md5sum` for a file it
+    /// wrote; computed only then (a second read of a file source).
+    pub async fn md5(&self) -> Option<String> {
+        // md-5 implements the newer `digest` traits than sha1/sha2 here.
+        use md5::{Digest as _, Md5};
+        match &self.source {
+            Source::Bytes(b) => Some(hex::encode(Md5::digest(b))),
+            Source::File(path) => {
+                let mut f = tokio::fs::File::open(path).await.ok()?;
+                let (mut h, mut buf) = (Md5::new(), vec![0u8; 256 * 1024]);
+                loop {
+                    let n = f.read(&mut buf).await.ok()?;
+                    if n == 0 {
+                        break;
+                    }
+                    h.update(&buf[..n]);
+                }
+                Some(hex::encode(h.finalize()))
+            }
+        }
+    }
+
     /// A local file to copy: its plaintext when it is vault-encrypted and `decrypt` is on
     /// (`copy`'s default, Ansible's `decrypt: true`), else the file as it is.
     pub async fn local(path: &std::path::Path, decrypt: bool) -> Result<Self, ModuleError> {
@@ -250,6 +272,9 @@ pub async fn apply(
     }
 
     result.changed = true;
+    if let Some(md5) = content.md5().await {
+        result = result.with("md5sum", md5);
+    }
     // An existing file keeps its mode and ownership unless new ones are asked for.
     let base_mode = if exists { stat.mode } else { 0o644 };
     let mode = match &w.attrs.mode {
