@@ -186,12 +186,21 @@ impl Executor {
                 c.insert(iv.clone(), json!(i));
             }
             if lc.extended {
-                c.insert(
-                    "ansible_loop".into(),
-                    json!({"index": i + 1, "index0": i, "first": i == 0, "last": i + 1 == n,
-                           "length": n, "revindex": n - i, "revindex0": n - i - 1,
-                           "allitems": items}),
-                );
+                // As ansible-core's `TaskExecutor._run_loop`: `previtem`/`nextitem` only where
+                // there is one.
+                let mut info = json!({"index": i + 1, "index0": i, "first": i == 0,
+                    "last": i + 1 == n, "length": n, "revindex": n - i, "revindex0": n - i - 1,
+                    "allitems": items});
+                if lc.without_allitems {
+                    info.as_object_mut().map(|o| o.remove("allitems"));
+                }
+                if let Some(next) = items.get(i + 1) {
+                    info["nextitem"] = next.clone();
+                }
+                if let Some(prev) = i.checked_sub(1).and_then(|p| items.get(p)) {
+                    info["previtem"] = prev.clone();
+                }
+                c.insert("ansible_loop".into(), info);
             }
             let mut r = match self.check_when(conds, &c) {
                 Err(msg) => self.error_result(task, msg),

@@ -37,6 +37,17 @@ impl Render for TaskRender<'_> {
         crate::vars::overlay(&mut vars, extra);
         self.templar.render_str(source, &vars)
     }
+
+    fn render_file(
+        &self,
+        source: &str,
+        extra: &VarMap,
+        search: &[std::path::PathBuf],
+    ) -> Result<String, TemplateError> {
+        let mut vars = self.vars.clone();
+        crate::vars::overlay(&mut vars, extra);
+        self.templar.render_file(source, &vars, search)
+    }
 }
 
 /// A module's progress reports as events of the task on its (inventory) host.

@@ -229,11 +229,18 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             script.push(attrs.fix_script(path, &now, false));
         }
         State::Link | State::Hard => {
-            let Some(src) = &p.src else {
-                return Err(ModuleError::BadArgs {
-                    module: "file",
-                    detail: format!("`src` is required for `state: {state:?}`").to_lowercase(),
-                });
+            // Without `src`, an existing link keeps its target and only its attributes are
+            // managed (upstream's `ensure_symlink`); a new one needs a source.
+            let kept = (state == State::Link && lstat.kind == Kind::Link)
+                .then(|| lstat.link_target.clone())
+                .flatten();
+            let Some(src) = p.src.as_ref().or(kept.as_ref()) else {
+                let what = if state == State::Link {
+                    "symlinks"
+                } else {
+                    "hard links"
+                };
+                return fail(format!("src is required for creating new {what}"));
             };
             let correct = match state {
                 State::Link => lstat.kind == Kind::Link && lstat.link_target.as_ref() == Some(src),
@@ -260,7 +267,13 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 script.push(format!("ln {flag}-- {} {}", sh(src), sh(path)));
                 script.push(attrs.fix_script(path, &fresh(Kind::Link, 0o777), false));
             } else {
-                script.push(attrs.fix_script(path, lstat, false));
+                // `follow` manages the target's attributes (chmod/chown follow the link).
+                let now = if p.follow && fstat.exists() {
+                    fstat
+                } else {
+                    lstat
+                };
+                script.push(attrs.fix_script(path, now, false));
             }
         }
     }

@@ -121,6 +121,17 @@ pub trait Render: Sync {
         source: &str,
         extra: &crate::vars::VarMap,
     ) -> Result<String, crate::template::TemplateError>;
+    /// `render_with` for a template file whose includes are found in `search` (a renderer
+    /// without files to include renders the text alone).
+    fn render_file(
+        &self,
+        source: &str,
+        extra: &crate::vars::VarMap,
+        search: &[std::path::PathBuf],
+    ) -> Result<String, crate::template::TemplateError> {
+        let _ = search;
+        self.render_with(source, extra)
+    }
 }
 
 /// Where a long-running module reports how it is getting on while it runs; the one reporter

@@ -50,6 +50,28 @@ pub struct Params {
 const WHITESPACE_MODES: &str = "kinit renders templates as Ansible does by default \
      (`trim_blocks: true`, `lstrip_blocks: false`); other whitespace modes are not supported";
 
+/// Where the template's includes are found, as ansible-core's `template` action builds it:
+/// each `ansible_search_path` entry, then the template's own folder, each one's `templates/`
+/// first.
+fn search_path(local: &std::path::Path, vars: &crate::vars::VarMap) -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<std::path::PathBuf> = vars
+        .get("ansible_search_path")
+        .and_then(serde_json::Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str())
+                .map(Into::into)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(dir) = local.parent() {
+        dirs.push(dir.to_path_buf());
+    }
+    dirs.into_iter()
+        .flat_map(|d| [d.join("templates"), d])
+        .collect()
+}
+
 /// The rendered text of the template (`run` and `kinit plan --render` alike).
 fn text(
     p: &Params,
@@ -66,9 +88,10 @@ fn text(
     let source = crate::vault::file_text(local, source)
         .map_err(|e| ModuleError::Failed { msg: e.to_string() })?;
     let mut text = render
-        .render_with(
+        .render_file(
             &source,
             &template_vars(local, &p.dest, vars.contains_key("ansible_managed")),
+            &search_path(local, vars),
         )
         .map_err(|e| ModuleError::Failed {
             msg: format!("template `{}`: {e}", p.src),

@@ -336,7 +336,7 @@ pub(crate) fn loop_control(n: &Node<'_>) -> Result<LoopControl, LoadError> {
             "label" => lc.label = Some(scalar_string(&v)?),
             "pause" => lc.pause = v.value.as_f64(),
             "extended" => lc.extended = parse_bool(&v, k)?,
-            "extended_allitems" => {}
+            "extended_allitems" => lc.without_allitems = !parse_bool(&v, k)?,
             other => {
                 return Err(LoadError::UnknownKeyword {
                     file: v.file.to_path_buf(),

@@ -236,6 +236,8 @@ pub struct LoopControl {
     pub label: Option<String>,
     pub pause: Option<f64>,
     pub extended: bool,
+    /// `extended_allitems: false` leaves `ansible_loop.allitems` out (large loops).
+    pub without_allitems: bool,
 }
 
 /// Task keywords (also used for the inheritable keywords of blocks, roles and plays).

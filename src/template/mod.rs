@@ -181,6 +181,46 @@ impl Templar {
         self.scope_for(&[], &[expr], vars).eval_bool(expr)
     }
 
+    /// Render a template file's text whose `{% include %}`, `{% import %}`, `{% from %}` and
+    /// `{% extends %}` find their templates in `search` (the `template` module's search path,
+    /// in order). Text without such a tag renders as `render_str` does; only one with them
+    /// pays for an environment of its own (templates are cached per environment, and another
+    /// task's search path may find another file under the same name).
+    pub fn render_file(
+        &self,
+        source: &str,
+        vars: &VarMap,
+        search: &[std::path::PathBuf],
+    ) -> Result<String, TemplateError> {
+        let loads = ["include", "import", "from", "extends"].iter().any(|tag| {
+            source.contains(&format!("{{% {tag} ")) || source.contains(&format!("{{%- {tag} "))
+        });
+        if !loads {
+            return self.render_str(source, vars);
+        }
+        let mut env = (*self.env).clone();
+        let search = search.to_vec();
+        env.set_loader(move |name: &str| {
+            for dir in &search {
+                let path = dir.join(name);
+                if path.is_file() {
+                    return std::fs::read_to_string(&path).map(Some).map_err(|e| {
+                        minijinja::Error::new(
+                            minijinja::ErrorKind::InvalidOperation,
+                            format!("cannot read template `{}`: {e}", path.display()),
+                        )
+                    });
+                }
+            }
+            Ok(None)
+        });
+        let env = Arc::new(env);
+        // Included templates may read any variable: the whole set, not a subset.
+        let lazy = scope::LazyVars::new(env.clone(), Arc::new(vars.clone()), self.hostvars.clone());
+        let ctx = minijinja::Value::from_dyn_object(lazy);
+        render::render(&env, source, &ctx).map_err(TemplateError::from_jinja)
+    }
+
     /// Render every string inside `value`; a string that is exactly `{{ expr }}` becomes the
     /// expression's value with its type (list, dict, number).
     pub fn render_value(&self, value: &Value, vars: &VarMap) -> Result<Value, TemplateError> {
