@@ -222,8 +222,8 @@ fn chdir_failure(stderr: &[u8]) -> Option<u32> {
         .ok()
 }
 
-/// ansible-core's result when `os.chdir` fails (`modules/command.py`): nothing ran, and the
-/// message is Python's `OSError` text for the path as bytes.
+/// ansible-core's result when `os.chdir` fails (`modules/command.py`): nothing ran. The
+/// errno's text is in `exception`, where upstream puts the exception.
 fn chdir_failed(dir: &str, errno: u32) -> ModuleResult {
     let why = match errno {
         2 => "No such file or directory",
@@ -232,13 +232,11 @@ fn chdir_failed(dir: &str, errno: u32) -> ModuleResult {
     };
     let mut r = ModuleResult::ok()
         .with("rc", Value::Null)
-        .with("cmd", Value::Null)
         .with("stdout", "")
-        .with("stderr", "");
+        .with("stderr", "")
+        .with("exception", format!("[Errno {errno}] {why}: '{dir}'"));
     r.failed = true;
-    r.msg = Some(format!(
-        "Unable to change directory before execution: [Errno {errno}] {why}: b'{dir}'"
-    ));
+    r.msg = Some("Unable to change directory before execution.".into());
     r
 }
 

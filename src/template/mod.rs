@@ -204,12 +204,23 @@ impl Templar {
             for dir in &search {
                 let path = dir.join(name);
                 if path.is_file() {
-                    return std::fs::read_to_string(&path).map(Some).map_err(|e| {
-                        minijinja::Error::new(
-                            minijinja::ErrorKind::InvalidOperation,
-                            format!("cannot read template `{}`: {e}", path.display()),
-                        )
-                    });
+                    // Jinja drops one trailing newline of a loaded template (only the file
+                    // the `template` module renders keeps its own).
+                    let strip = |mut t: String| {
+                        if t.ends_with('\n') {
+                            t.pop();
+                        }
+                        t
+                    };
+                    return std::fs::read_to_string(&path)
+                        .map(strip)
+                        .map(Some)
+                        .map_err(|e| {
+                            minijinja::Error::new(
+                                minijinja::ErrorKind::InvalidOperation,
+                                format!("cannot read template `{}`: {e}", path.display()),
+                            )
+                        });
                 }
             }
             Ok(None)
