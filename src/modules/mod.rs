@@ -33,6 +33,8 @@ pub mod wincmd;
 
 pub mod apt;
 pub mod apt_answer;
+pub mod archive;
+pub mod archive_plan;
 pub mod assemble;
 pub mod authorized_key;
 pub mod blockinfile;
@@ -417,6 +419,7 @@ pub fn posix_only(module: &str, ctx: &ModuleCtx<'_>) -> Option<ModuleResult> {
 /// The registry: every module kinit has, by short name. One line per module.
 static MODULES: &[(&str, &dyn Module)] = &[
     ("apt", &apt::Apt),
+    ("archive", &archive::Archive),
     ("assemble", &assemble::Assemble),
     ("authorized_key", &authorized_key::AuthorizedKey),
     ("blockinfile", &blockinfile::BlockInFile),

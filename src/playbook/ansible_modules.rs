@@ -40,7 +40,6 @@ const KNOWN: &[&str] = &[
     "synchronize",
     // community.general
     "alternatives",
-    "archive",
     "capabilities",
     "filesystem",
     "gem",
