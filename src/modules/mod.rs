@@ -67,6 +67,7 @@ pub mod pip;
 pub mod pip_req;
 pub mod raw;
 pub mod replace;
+pub mod repo_ini;
 pub mod script;
 pub mod service;
 pub mod setup;
@@ -99,6 +100,7 @@ pub mod win_reboot;
 pub mod win_service;
 pub mod win_shell;
 pub mod win_stat;
+pub mod yum_repository;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -474,6 +476,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("win_service", &win_service::WinService),
     ("win_shell", &win_shell::WinShell),
     ("win_stat", &win_stat::WinStat),
+    ("yum_repository", &yum_repository::YumRepository),
 ];
 
 /// Collection prefixes accepted in front of a short name (`ansible.builtin.copy`).

@@ -28,7 +28,6 @@ const KNOWN: &[&str] = &[
     "subversion",
     "sysvinit",
     "yum",
-    "yum_repository",
     // ansible.posix
     "acl",
     "at",
