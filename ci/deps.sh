@@ -44,6 +44,7 @@ TEST=(
   python3-venv                    # ansible-core and pywinrm for differential tests; pip module tests
   git                             # git module tests (local repositories)
   curl zip unzip xz-utils         # get_url/uri/unarchive module tests (HTTP client, archives)
+  rpm gpg rsync bzip2             # rpm_key (a private rpm database), synchronize, archive module tests
   bind9-utils haproxy             # named-checkconf/haproxy -c check the service node's rendered configuration
   libxml2-utils chromium          # xmllint (JUnit schema, rendered answer files), headless page rendering
   libvirt-daemon-system qemu-system-x86 qemu-utils   # a real libvirtd for the cross-process resume test

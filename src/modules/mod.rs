@@ -68,6 +68,7 @@ pub mod pip_req;
 pub mod raw;
 pub mod replace;
 pub mod repo_ini;
+pub mod rpm_key;
 pub mod script;
 pub mod service;
 pub mod setup;
@@ -444,6 +445,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("pip", &pip::Pip),
     ("raw", &raw::Raw),
     ("replace", &replace::Replace),
+    ("rpm_key", &rpm_key::RpmKey),
     ("script", &script::Script),
     ("service", &service::Service),
     ("setup", &setup::Setup),

@@ -22,7 +22,6 @@ const KNOWN: &[&str] = &[
     "mount_facts",
     "package_facts",
     "reboot",
-    "rpm_key",
     "service_facts",
     "set_stats",
     "subversion",
@@ -119,10 +118,10 @@ mod tests {
 
     #[test]
     fn ansible_names_are_known_and_typos_are_not() {
-        assert!(is_known("rpm_key"));
+        assert!(is_known("apt_key"));
         assert!(is_known("community.general.npm"));
         assert!(is_known("ansible.posix.mount"));
-        assert!(!is_known("rpm_kee"));
+        assert!(!is_known("apt_kee"));
         assert!(!is_known("shel"));
         assert!(!is_known("a..b"));
     }

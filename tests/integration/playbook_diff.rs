@@ -187,6 +187,29 @@ fn registered_results_match_ansible_playbook() {
             !text.starts_with("# needs: community.general")
         });
     }
+    // `# needs: TOOL` (any other first line than community.general's): a program both tools
+    // run on the host (`rpm`, `rsync`); without it the playbook is left out, saying why.
+    books.retain(|b| {
+        let text = std::fs::read_to_string(dir.join(b)).unwrap();
+        let Some(tool) = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# needs: "))
+            .filter(|t| *t != "community.general")
+        else {
+            return true;
+        };
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            crate::support::cannot_run(format!(
+                "`{tool}` is not installed (ci/deps.sh installs it); {b} is left out"
+            ));
+        }
+        found
+    });
     assert!(
         books.len() >= 15,
         "the differential set needs at least 15 playbooks"
