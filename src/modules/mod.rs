@@ -28,6 +28,7 @@ pub mod posix;
 pub mod pwsh;
 pub mod render;
 pub mod svc;
+pub mod sync_plan;
 pub mod textedit;
 pub mod wincmd;
 
@@ -75,6 +76,7 @@ pub mod setup;
 pub mod shell;
 pub mod slurp;
 pub mod stat;
+pub mod synchronize;
 pub mod sysctl;
 pub mod systemd;
 pub mod tempfile;
@@ -452,6 +454,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("shell", &shell::Shell),
     ("slurp", &slurp::Slurp),
     ("stat", &stat::Stat),
+    ("synchronize", &synchronize::Synchronize),
     ("sysctl", &sysctl::Sysctl),
     ("systemd", &systemd::Systemd),
     ("systemd_service", &systemd::Systemd),

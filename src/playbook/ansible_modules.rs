@@ -35,7 +35,6 @@ const KNOWN: &[&str] = &[
     "patch",
     "seboolean",
     "selinux",
-    "synchronize",
     // community.general
     "alternatives",
     "capabilities",

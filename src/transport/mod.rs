@@ -156,6 +156,14 @@ impl Connection {
         })
     }
 
+    /// The SSH target of an SSH connection (`None` for the others).
+    pub fn ssh_target(&self) -> Option<&HostTarget> {
+        match self {
+            Connection::Ssh(c) => Some(c.target()),
+            Connection::Local(_) | Connection::WinRm(_) => None,
+        }
+    }
+
     pub fn shell(&self) -> ShellKind {
         match self {
             Connection::Local(_) | Connection::Ssh(_) => ShellKind::Posix,

@@ -49,6 +49,9 @@ const MAX_SHELLS_PER_HOST: usize = 2;
 
 pub struct SshConnection {
     name: String,
+    /// What this connection was opened to (for tools that make their own SSH connection
+    /// to the same host, such as `synchronize`'s rsync).
+    target: Box<HostTarget>,
     conn: Arc<Connected>,
     /// Bounds the session channels (exec, shell, SFTP) on this connection; forwarded
     /// sockets have their own bound (see `forward`).
@@ -71,12 +74,18 @@ impl SshConnection {
             .then(|| Box::new(shell::ShellPool::new(MAX_SHELLS_PER_HOST)));
         Ok(Self {
             name: target.name.clone(),
+            target: Box::new(target.clone()),
             conn,
             channels,
             shells,
             sftp: Box::default(),
             forwards: tokio::sync::Mutex::default(),
         })
+    }
+
+    /// The target this connection was opened to.
+    pub fn target(&self) -> &HostTarget {
+        &self.target
     }
 
     /// Run one command. Through the persistent shell when one is free, else on a new exec
