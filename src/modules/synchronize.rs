@@ -32,35 +32,48 @@ fn var(ctx: &ModuleCtx<'_>, name: &str) -> Option<String> {
     }
 }
 
-/// The SSH host the files come from or go to; `None` when both sides are this machine.
-fn remote_target(ctx: &ModuleCtx<'_>) -> Result<Option<HostTarget>, ModuleResult> {
+/// Where the other side of the copy is.
+enum Other {
+    /// This machine too (a local host).
+    Local,
+    /// An SSH host.
+    Ssh(Box<HostTarget>),
+    /// Nowhere rsync can reach: the failure message.
+    Refused(String),
+}
+
+/// The other side of the copy, from the task's connection (and its delegation).
+fn other_side(ctx: &ModuleCtx<'_>) -> Other {
     let inventory_host = var(ctx, "inventory_hostname").unwrap_or_else(|| ctx.host.to_string());
     let delegated = ctx.host != inventory_host;
     match ctx.conn.ssh_target() {
-        Some(t) if !delegated => Ok(Some(t.clone())),
-        Some(_) => Err(ModuleResult::failed(format!(
+        Some(t) if !delegated => Other::Ssh(Box::new(t.clone())),
+        Some(_) => Other::Refused(format!(
             "synchronize delegated to `{}` for `{inventory_host}`: kinit runs rsync on the \
              controller, so only delegation to localhost (or none) is supported",
             ctx.host
-        ))),
-        None if !delegated => Ok(None),
+        )),
+        None if !delegated => Other::Local,
         None => {
             // Delegated to this machine: the inventory host's own connection says where the
             // other side is (its variables are the task's).
-            let resolved = crate::inventory::resolve_target(
+            let resolved = match crate::inventory::resolve_target(
                 &inventory_host,
                 ctx.vars,
                 &crate::inventory::ConnectionDefaults::default(),
-            )
-            .map_err(|e| ModuleResult::failed(e.to_string()))?;
+            ) {
+                Ok(r) => r,
+                Err(e) => return Other::Refused(e.to_string()),
+            };
             match resolved.target.connection {
-                ConnectionKind::Ssh => Ok(Some(resolved.target)),
-                ConnectionKind::Local => Ok(None),
-                ConnectionKind::WinRm => Err(ModuleResult::failed(
+                ConnectionKind::Ssh => Other::Ssh(Box::new(resolved.target)),
+                ConnectionKind::Local => Other::Local,
+                ConnectionKind::WinRm => Other::Refused(
                     "synchronize uses rsync to function. rsync needs to connect to the remote \
                      host via ssh, docker client or a direct filesystem copy. This remote host \
-                     is being accessed via winrm instead so it cannot work.",
-                )),
+                     is being accessed via winrm instead so it cannot work."
+                        .into(),
+                ),
             }
         }
     }
@@ -87,29 +100,29 @@ fn local_path(ctx: &ModuleCtx<'_>, path: &str) -> String {
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
-    let target = match remote_target(ctx) {
-        Ok(t) => t,
-        Err(failed) => return Ok(failed),
-    };
     let rsync = var(ctx, "ansible_rsync_path").unwrap_or_else(|| "rsync".into());
-    let Some(target) = target else {
-        // Both sides on this machine: through the connection, with the task's become.
-        let argv = p.argv(
-            ctx.check_mode,
-            None,
-            p.rsync_path.as_deref(),
-            &local_path(ctx, &p.src),
-            &local_path(ctx, &p.dest),
-        );
-        let cmd = plan::display(&rsync, &argv);
-        let out = ctx.run(cmd.clone()).await?;
-        return Ok(result(
-            &p,
-            cmd,
-            out.rc,
-            &out.stdout_str(),
-            &out.stderr_str(),
-        ));
+    let target = match other_side(ctx) {
+        Other::Ssh(t) => t,
+        Other::Refused(msg) => return Ok(ModuleResult::failed(msg)),
+        Other::Local => {
+            // Both sides on this machine: through the connection, with the task's become.
+            let argv = p.argv(
+                ctx.check_mode,
+                None,
+                p.rsync_path.as_deref(),
+                &local_path(ctx, &p.src),
+                &local_path(ctx, &p.dest),
+            );
+            let cmd = plan::display(&rsync, &argv);
+            let out = ctx.run(cmd.clone()).await?;
+            return Ok(result(
+                &p,
+                cmd,
+                out.rc,
+                &out.stdout_str(),
+                &out.stderr_str(),
+            ));
+        }
     };
     let user = if p.set_remote_user {
         target.user.clone()
