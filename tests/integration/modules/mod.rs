@@ -10,8 +10,10 @@ mod admin_files;
 mod commands;
 mod files;
 mod net;
+mod repos;
 mod sources;
 mod system;
+mod transfer;
 mod windows;
 
 use std::path::{Path, PathBuf};
@@ -121,6 +123,19 @@ impl<'c> Fixture<'c> {
         check_mode: bool,
         diff: bool,
     ) -> Result<ModuleResult, modules::ModuleError> {
+        self.try_run_env(module, args, check_mode, diff, Vec::new())
+            .await
+    }
+
+    /// [`Fixture::try_run`] with the task's `environment`.
+    pub async fn try_run_env(
+        &self,
+        module: &str,
+        args: Value,
+        check_mode: bool,
+        diff: bool,
+        env: Vec<(String, String)>,
+    ) -> Result<ModuleResult, modules::ModuleError> {
         let m = modules::lookup(module).unwrap_or_else(|| panic!("no module `{module}`"));
         m.validate(&args)?;
         let render = TemplarRender {
@@ -133,7 +148,7 @@ impl<'c> Fixture<'c> {
             check_mode,
             diff,
             become_: None,
-            env: Vec::new(),
+            env,
             timeout: Some(std::time::Duration::from_secs(60)),
             search_paths: &self.search,
             vars: &self.vars,
@@ -216,6 +231,10 @@ pub async fn suite(conn: &Connection) {
         admin_files::authorized_key,
         admin_files::known_hosts,
         admin_files::assemble,
+        transfer::archive,
+        transfer::synchronize,
+        repos::yum_repository,
+        repos::rpm_key,
         net::get_url,
         net::uri,
         net::wait_for,
@@ -284,6 +303,10 @@ mod local {
         admin_files::authorized_key,
         admin_files::known_hosts,
         admin_files::assemble,
+        transfer::archive,
+        transfer::synchronize,
+        repos::yum_repository,
+        repos::rpm_key,
         net::get_url,
         net::uri,
         net::wait_for,
