@@ -153,7 +153,15 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 format!("{u}{}:{}", j.address, j.port)
             })
             .collect(),
-        ssh_config: target.ssh_config_file.clone(),
+        // A config file that does not exist reads as no config (as kinit's own client
+        // reads it), not as ssh's `~/.ssh/config`.
+        ssh_config: target.ssh_config_file.as_ref().map(|f| {
+            if f.exists() {
+                f.clone()
+            } else {
+                "/dev/null".into()
+            }
+        }),
         known_hosts: target.known_hosts_file.clone(),
         ssh_args,
     };

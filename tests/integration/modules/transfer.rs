@@ -134,8 +134,15 @@ pub async fn synchronize(fx: &Fixture<'_>) {
         fx.sh(&probe).await,
         ".\n./a.txt\n./sub\n./sub/b.txt\na\nb\n"
     );
+    // rsync's itemized lines: `<` sent to the remote side, `>` received locally.
+    let sent = if over_ssh { "<" } else { ">" };
     let lines = r.data["stdout_lines"].as_array().unwrap();
-    assert!(lines.iter().any(|l| l == ">f+++++++++ a.txt"), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| *l == format!("{sent}f+++++++++ a.txt")),
+        "{lines:?}"
+    );
     let cmd = r.data["cmd"].as_str().unwrap();
     // Over SSH the host's side is `user@address:path` through the connection's key and port.
     assert_eq!(cmd.contains("--rsh="), over_ssh, "{cmd}");
