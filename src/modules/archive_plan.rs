@@ -245,7 +245,7 @@ mod tests {
         let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(common_path(&p(&["/a/b/dir"])), "/a/b/");
         assert_eq!(common_path(&p(&["/a/bc/x", "/a/bd/y"])), "/a/");
-        assert_eq!(common_path(&p(&["/a/b/x", "/a/b/y/z"])), "/a/");
+        assert_eq!(common_path(&p(&["/a/b/x", "/a/b/y/z"])), "/a/b/");
         assert_eq!(common_path(&p(&["/x"])), "/");
         assert_eq!(common_path(&p(&["/x", "/y"])), "/");
         assert_eq!(common_path(&p(&["rel"])), "");

@@ -120,18 +120,80 @@ pub struct Remote {
     pub user: Option<String>,
     pub port: Option<u16>,
     pub private_key: Option<PathBuf>,
-    /// Jump hosts, `user@host:port` each.
-    pub jumps: Vec<String>,
+    /// Jump hosts, the first reached first.
+    pub jumps: Vec<Jump>,
     pub ssh_config: Option<PathBuf>,
     pub known_hosts: Option<PathBuf>,
     /// `ansible_ssh_*args` words (with `use_ssh_args`).
     pub ssh_args: Option<String>,
 }
 
+/// One jump host on the way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Jump {
+    pub address: String,
+    pub port: u16,
+    pub user: Option<String>,
+    pub private_key: Option<PathBuf>,
+}
+
+/// A word of the `--rsh` command as rsync splits it (spaces separate, single or double
+/// quotes keep spaces, no backslash escapes).
+fn rsh_word(w: &str) -> String {
+    if !w.is_empty() && !w.contains([' ', '\'', '"']) {
+        w.to_string()
+    } else if !w.contains('"') {
+        format!("\"{w}\"")
+    } else {
+        sh(w)
+    }
+}
+
 impl Params {
+    /// The host key options every ssh of the chain gets.
+    fn host_key_opts(&self, r: &Remote) -> Vec<String> {
+        let mut o = Vec::new();
+        if !self.verify_host {
+            o.extend([
+                "-o".into(),
+                "StrictHostKeyChecking=no".into(),
+                "-o".into(),
+                "UserKnownHostsFile=/dev/null".into(),
+            ]);
+        } else if let Some(k) = &r.known_hosts {
+            o.extend(["-o".into(), format!("UserKnownHostsFile={}", k.display())]);
+        }
+        o.extend(["-o".into(), "BatchMode=yes".into()]);
+        if let Some(c) = &r.ssh_config {
+            o.extend(["-F".into(), c.display().to_string()]);
+        }
+        o
+    }
+
+    /// The `ProxyCommand` reaching the next hop through `r.jumps[..=i]`: an ssh to jump `i`
+    /// with `-W %h:%p`, itself through the jumps before it (their `%` tokens doubled, as
+    /// each ssh expands the tokens of the whole command once).
+    fn proxy(&self, r: &Remote, i: usize) -> String {
+        let j = &r.jumps[i];
+        let mut ssh: Vec<String> = vec!["ssh".into(), "-S".into(), "none".into()];
+        if let Some(k) = j.private_key.as_ref().or(r.private_key.as_ref()) {
+            ssh.extend(["-i".into(), k.display().to_string()]);
+        }
+        ssh.extend(["-p".into(), j.port.to_string()]);
+        ssh.extend(self.host_key_opts(r));
+        if i > 0 {
+            let inner = self.proxy(r, i - 1).replace('%', "%%");
+            ssh.extend(["-o".into(), format!("ProxyCommand={inner}")]);
+        }
+        let u = j.user.as_ref().map(|u| format!("{u}@")).unwrap_or_default();
+        ssh.extend(["-W".into(), "%h:%p".into(), format!("{u}{}", j.address)]);
+        sh_join(&ssh)
+    }
+
     /// The `--rsh` value: upstream's ssh command (`-S none`, `-i`, `-o Port=`, host key
     /// checking off unless `verify_host`), plus what kinit's connection needs that upstream
-    /// leaves to `ssh_args`: batch mode (never a prompt), the ssh config file and jump hosts.
+    /// leaves to `ssh_args`: batch mode (never a prompt), the ssh config file and the jump
+    /// hosts (a `ProxyCommand` chain, so each hop gets its own key and host key options).
     pub fn rsh(&self, r: &Remote) -> String {
         let mut ssh: Vec<String> = vec!["ssh".into()];
         if !self.ssh_connection_multiplexing {
@@ -151,24 +213,16 @@ impl Params {
         if let Some(port) = port {
             ssh.extend(["-o".into(), format!("Port={port}")]);
         }
-        if !self.verify_host {
-            ssh.extend([
-                "-o".into(),
-                "StrictHostKeyChecking=no".into(),
-                "-o".into(),
-                "UserKnownHostsFile=/dev/null".into(),
-            ]);
-        } else if let Some(k) = &r.known_hosts {
-            ssh.extend(["-o".into(), format!("UserKnownHostsFile={}", k.display())]);
-        }
-        ssh.extend(["-o".into(), "BatchMode=yes".into()]);
-        if let Some(c) = &r.ssh_config {
-            ssh.extend(["-F".into(), c.display().to_string()]);
-        }
+        ssh.extend(self.host_key_opts(r));
         if !r.jumps.is_empty() {
-            ssh.extend(["-J".into(), r.jumps.join(",")]);
+            let proxy = self.proxy(r, r.jumps.len() - 1);
+            ssh.extend(["-o".into(), format!("ProxyCommand={proxy}")]);
         }
-        let mut s = sh_join(&ssh);
+        let mut s = ssh
+            .iter()
+            .map(|w| rsh_word(w))
+            .collect::<Vec<_>>()
+            .join(" ");
         if let Some(extra) = r.ssh_args.as_deref().filter(|a| !a.is_empty()) {
             s.push(' ');
             s.push_str(extra);
@@ -380,27 +434,58 @@ mod tests {
             user: Some("u".into()),
             port: Some(2222),
             private_key: Some("/k/id".into()),
-            jumps: vec!["j@jump:22".into()],
+            jumps: vec![Jump {
+                address: "jump".into(),
+                port: 22,
+                user: Some("j".into()),
+                private_key: None,
+            }],
             ..Remote::default()
         };
         assert_eq!(
             p.rsh(&r),
             "ssh -S none -i /k/id -o Port=2222 -o StrictHostKeyChecking=no -o \
-             UserKnownHostsFile=/dev/null -o BatchMode=yes -J j@jump:22"
+             UserKnownHostsFile=/dev/null -o BatchMode=yes -o \"ProxyCommand=ssh -S none -i \
+             /k/id -p 22 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o \
+             BatchMode=yes -W %h:%p j@jump\""
         );
         let p = params(
             serde_json::json!({"verify_host": true, "dest_port": 22, "private_key": "/other"}),
         );
         assert_eq!(
             p.rsh(&r),
-            "ssh -S none -i /other -o Port=22 -o BatchMode=yes -J j@jump:22"
+            "ssh -S none -i /other -o Port=22 -o BatchMode=yes -o \"ProxyCommand=ssh -S none \
+             -i /k/id -p 22 -o BatchMode=yes -W %h:%p j@jump\""
+        );
+        let two = Remote {
+            jumps: vec![
+                Jump {
+                    address: "j1".into(),
+                    port: 1,
+                    ..Jump::default()
+                },
+                Jump {
+                    address: "j2".into(),
+                    port: 2,
+                    ..Jump::default()
+                },
+            ],
+            ..Remote::default()
+        };
+        assert!(
+            p.rsh(&two).ends_with(
+                "-o \"ProxyCommand=ssh -S none -p 2 -o BatchMode=yes -o \
+                 'ProxyCommand=ssh -S none -p 1 -o BatchMode=yes -W %%h:%%p j1' -W %h:%p j2\""
+            ),
+            "{}",
+            p.rsh(&two)
         );
         let opts = params(serde_json::json!({"rsync_opts": ["--rsh=ssh -p 1"]}));
         assert!(
             !opts
-                .argv(false, Some("ssh".into()), None, "a", "b")
+                .argv(false, Some("myssh".into()), None, "a", "b")
                 .iter()
-                .any(|a| a == "--rsh=ssh")
+                .any(|a| a == "--rsh=myssh")
         );
     }
 

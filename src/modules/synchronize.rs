@@ -148,9 +148,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         jumps: target
             .jump
             .iter()
-            .map(|j| {
-                let u = j.user.as_ref().map(|u| format!("{u}@")).unwrap_or_default();
-                format!("{u}{}:{}", j.address, j.port)
+            .map(|j| plan::Jump {
+                address: j.address.clone(),
+                port: j.port,
+                user: j.user.clone(),
+                private_key: j.private_key_file.clone(),
             })
             .collect(),
         // A config file that does not exist reads as no config (as kinit's own client

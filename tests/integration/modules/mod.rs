@@ -34,6 +34,9 @@ pub struct Fixture<'c> {
     pub vars: VarMap,
     templar: Templar,
     search: Vec<PathBuf>,
+    /// SSH logins to the host made by a program a module starts itself (`synchronize`'s
+    /// rsync runs its own ssh), not by kinit's connection.
+    pub own_logins: std::sync::atomic::AtomicUsize,
 }
 
 struct TemplarRender<'a> {
@@ -72,6 +75,7 @@ impl<'c> Fixture<'c> {
             vars,
             templar: Templar::new(),
             search,
+            own_logins: Default::default(),
         }
     }
 
@@ -198,13 +202,16 @@ impl<'c> Fixture<'c> {
     }
 }
 
-/// Every case, in order, over `conn` (for transports other than local).
-pub async fn suite(conn: &Connection) {
+/// Every case, in order, over `conn` (for transports other than local). Returns the SSH
+/// logins the cases' own programs made (see `Fixture::own_logins`).
+pub async fn suite(conn: &Connection) -> usize {
+    let mut own = 0;
     macro_rules! all {
         ($($m:ident :: $case:ident),* $(,)?) => {{
             $(
                 let fx = Fixture::new(conn).await;
                 $m::$case(&fx).await;
+                own += fx.own_logins.load(std::sync::atomic::Ordering::Relaxed);
                 fx.finish().await;
             )*
         }};
@@ -249,6 +256,7 @@ pub async fn suite(conn: &Connection) {
         system::packages,
         system::service,
     );
+    own
 }
 
 /// The whole suite over SSH, against a real `sshd` host started by the fixture (as the

@@ -2,9 +2,18 @@
 //! the controller and the host: over SSH through an ssh the module builds from the
 //! connection's settings, for the local host through the connection itself).
 
+use std::sync::atomic::Ordering;
+
 use serde_json::json;
 
 use super::Fixture;
+
+/// Note `runs` rsync runs: over SSH each logs in to the host once with its own ssh.
+fn rsync_logins(fx: &Fixture<'_>, runs: usize) {
+    if fx.conn.ssh_target().is_some() {
+        fx.own_logins.fetch_add(runs, Ordering::Relaxed);
+    }
+}
 
 pub async fn archive(fx: &Fixture<'_>) {
     let src = fx.path("src");
@@ -130,6 +139,7 @@ pub async fn synchronize(fx: &Fixture<'_>) {
     let r = fx
         .converges("synchronize", json!({"src": "tree/", "dest": dest}), &probe)
         .await;
+    rsync_logins(fx, 4);
     assert_eq!(
         fx.sh(&probe).await,
         ".\n./a.txt\n./sub\n./sub/b.txt\na\nb\n"
@@ -165,6 +175,7 @@ pub async fn synchronize(fx: &Fixture<'_>) {
     assert!(c.changed, "{c:?}");
     assert_eq!(fx.sh(&format!("ls {dest}")).await, "a.txt\nextra\nsub\n");
     let r = fx.run("synchronize", args).await;
+    rsync_logins(fx, 2);
     assert!(
         r.data["stdout_lines"]
             .as_array()
@@ -186,6 +197,7 @@ pub async fn synchronize(fx: &Fixture<'_>) {
         "from host\n"
     );
     assert!(!fx.run("synchronize", args).await.changed);
+    rsync_logins(fx, 2);
 
     // rsync's own failure: its stderr and exit code.
     let r = fx
@@ -194,6 +206,7 @@ pub async fn synchronize(fx: &Fixture<'_>) {
             json!({"src": fx.local_dir().join("none/").display().to_string() + "/", "dest": dest}),
         )
         .await;
+    rsync_logins(fx, 1);
     assert!(r.failed, "{r:?}");
     assert_eq!(r.data["rc"], 23);
     assert!(
