@@ -357,3 +357,47 @@ fn password_file_errors_say_what_is_wrong() {
             "error: the argument '--ask-pass' cannot be used with '--connection-password-file <FILE>'\n...\n",
         );
 }
+
+/// `synchronize` delegated to localhost for an SSH host pushes from the controller to that
+/// host (upstream's most common use): rsync's ssh is built from the inventory host's own
+/// connection variables, and a second run is ok.
+#[test]
+fn synchronize_delegated_to_localhost_pushes_to_the_inventory_host() {
+    let rsync = std::process::Command::new("sh")
+        .args(["-c", "command -v rsync"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !rsync {
+        crate::support::cannot_run("`rsync` is not installed (ci/deps.sh installs it)");
+        return;
+    }
+    let lab = SshLab::new(1);
+    let dest = format!("/tmp/kinit-sync-{}", std::process::id());
+    let playbook = format!(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n\
+         \x20   - synchronize: {{src: \"{{{{ playbook_dir }}}}/files/\", dest: {dest}/}}\n      delegate_to: localhost\n      register: pushed\n\
+         \x20   - synchronize: {{src: \"{{{{ playbook_dir }}}}/files/\", dest: {dest}/}}\n      delegate_to: localhost\n      register: again\n\
+         \x20   - command: cat {dest}/a.txt\n      register: back\n\
+         \x20   - file: {{path: {dest}, state: absent}}\n\
+         \x20   - assert:\n        that:\n\
+         \x20         - pushed.changed and not again.changed\n\
+         \x20         - back.stdout == 'pushed'\n\
+         \x20         - \"(ansible_user ~ '@' ~ ansible_host ~ ':{dest}/') in pushed.cmd\"\n"
+    );
+    let test = with_known_hosts(Test::new(), &lab)
+        .write("hosts.ini", &inventory(&lab))
+        .write("files/a.txt", "pushed")
+        .write("site.yml", &playbook);
+    let ran = test
+        .args(["playbook", "site.yml", "-i", "hosts.ini"])
+        .run()
+        .partial_output("the recap is checked; task lines carry timings and temp paths");
+    assert_eq!(
+        ran.output.status.code(),
+        Some(0),
+        "{}\n{}",
+        ran.stdout(),
+        ran.stderr()
+    );
+    assert!(ran.stdout().contains("ok=5 "), "{}", ran.stdout());
+}
