@@ -436,10 +436,22 @@ async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleE
         },
     );
     if ctx.diff {
+        // The passwords are `no_log` upstream, so its output masks them, in the diff too.
+        let secrets: Vec<&String> = [&p.password, &p.proxy_password]
+            .into_iter()
+            .flatten()
+            .filter(|v| !v.is_empty())
+            .collect();
+        let mask = |mut text: String| {
+            for s in &secrets {
+                text = text.replace(s.as_str(), "********");
+            }
+            text
+        };
         r.diff = Some(Diff {
             path: Some(dest),
-            before: old_dump,
-            after: new_dump,
+            before: mask(old_dump),
+            after: mask(new_dump),
         });
     }
     Ok(r)

@@ -30,7 +30,8 @@ pub async fn yum_repository(fx: &Fixture<'_>) {
         .try_run(
             "yum_repository",
             json!({"name": "epel-src", "file": "epel", "description": "EPEL sources",
-                   "mirrorlist": "http://m.example/", "reposdir": rd}),
+                   "mirrorlist": "http://m.example/", "reposdir": rd,
+                   "username": "u", "password": "s3cret-pw"}),
             false,
             true,
         )
@@ -40,6 +41,18 @@ pub async fn yum_repository(fx: &Fixture<'_>) {
     let diff = r.diff.unwrap();
     assert_eq!(diff.path.as_deref(), Some(file.as_str()));
     assert!(diff.before.starts_with("[epel]\n") && diff.after.contains("[epel-src]\n"));
+    // The password is in the file, as upstream writes it, but masked in the diff.
+    assert!(
+        diff.after.contains("password = ********\n"),
+        "{}",
+        diff.after
+    );
+    assert!(!diff.after.contains("s3cret-pw"));
+    assert!(
+        fx.sh(&format!("cat {file}"))
+            .await
+            .contains("password = s3cret-pw\n")
+    );
     // Removing both: the file goes with its last section.
     let gone = json!({"name": "epel-src", "file": "epel", "state": "absent", "reposdir": rd});
     assert!(fx.run("yum_repository", gone.clone()).await.changed);
