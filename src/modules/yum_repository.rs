@@ -450,8 +450,8 @@ async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleE
         };
         r.diff = Some(Diff {
             path: Some(dest),
-            before: mask(old_dump),
-            after: mask(new_dump),
+            before: mask(old_dump).into(),
+            after: mask(new_dump).into(),
         });
     }
     Ok(r)

@@ -40,7 +40,8 @@ pub async fn yum_repository(fx: &Fixture<'_>) {
     assert!(r.changed, "{r:?}");
     let diff = r.diff.unwrap();
     assert_eq!(diff.path.as_deref(), Some(file.as_str()));
-    assert!(diff.before.starts_with("[epel]\n") && diff.after.contains("[epel-src]\n"));
+    let (before, after) = (diff.before.as_str().unwrap(), diff.after.as_str().unwrap());
+    assert!(before.starts_with("[epel]\n") && after.contains("[epel-src]\n"));
     // The password is in the file, as upstream writes it, but masked in the diff.
     assert!(
         diff.after.contains("password = ********\n"),
