@@ -3,6 +3,8 @@
 //! connection's SSH settings, the `user@host:path` spelling of the remote side (the action
 //! plugin's `_format_rsync_rsh_target`), and the `<<CHANGED>>%i %n%L` out-format whose
 //! marker decides `changed`. Pure, so it is unit tested; `synchronize` runs it.
+//!
+//! Over 300 lines with its tests; the parameters and the command they make are read together.
 
 use std::path::PathBuf;
 

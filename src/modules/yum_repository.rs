@@ -9,6 +9,8 @@
 //!
 //! One probe reads the file (and checks `reposdir`); the new text is written through
 //! `filewrite` only when the dump changed.
+//!
+//! Over 300 lines because upstream has some fifty repository options, each a documented field.
 
 use serde::Deserialize;
 
