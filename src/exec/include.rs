@@ -205,12 +205,7 @@ impl Executor {
             }
         }
         if task.kw.loop_.is_some() {
-            let lv = task
-                .kw
-                .loop_control
-                .loop_var
-                .clone()
-                .unwrap_or_else(|| "item".into());
+            let lv = self.loop_var_name(&task.kw.loop_control, ctx);
             for k in [
                 Some(lv),
                 task.kw.loop_control.index_var.clone(),

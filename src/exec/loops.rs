@@ -15,6 +15,19 @@ use crate::report::{Event, TaskResult};
 use crate::vars::VarMap;
 
 impl Executor {
+    /// The loop variable's name: `item`, or `loop_var`, which may be a template
+    /// (`"{{ name_var }}"`) rendered with the task's variables.
+    pub(crate) fn loop_var_name(&self, lc: &crate::playbook::LoopControl, ctx: &VarMap) -> String {
+        match &lc.loop_var {
+            Some(v) if v.contains("{{") => self
+                .templar
+                .render_str(v, ctx)
+                .unwrap_or_else(|_| v.clone()),
+            Some(v) => v.clone(),
+            None => "item".into(),
+        }
+    }
+
     pub(crate) fn loop_items(
         &self,
         spec: &crate::playbook::LoopSpec,
@@ -160,7 +173,7 @@ impl Executor {
         } = t;
         let no_log = kw.no_log == Some(true);
         let lc = &kw.loop_control;
-        let loop_var = lc.loop_var.clone().unwrap_or_else(|| "item".into());
+        let loop_var = self.loop_var_name(lc, ctx);
         let n = items.len();
         let mut results = Vec::new();
         let mut includes = Vec::new();

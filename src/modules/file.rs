@@ -265,7 +265,13 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 }
                 let flag = if state == State::Link { "-s " } else { "" };
                 script.push(format!("ln {flag}-- {} {}", sh(src), sh(path)));
-                script.push(attrs.fix_script(path, &fresh(Kind::Link, 0o777), false));
+                // With `follow` (the default) a new link's mode is set on its target.
+                let kind = if p.follow && state == State::Link {
+                    Kind::File
+                } else {
+                    Kind::Link
+                };
+                script.push(attrs.fix_script(path, &fresh(kind, 0o777), false));
             } else {
                 // `follow` manages the target's attributes (chmod/chown follow the link).
                 let now = if p.follow && fstat.exists() {
