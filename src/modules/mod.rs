@@ -59,6 +59,8 @@ pub mod known_hosts;
 pub mod known_hosts_file;
 pub mod lineinfile;
 pub mod modprobe;
+pub mod mount;
+pub mod mount_table;
 pub mod package;
 pub mod ping;
 pub mod pip;
@@ -434,6 +436,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("known_hosts", &known_hosts::KnownHosts),
     ("lineinfile", &lineinfile::LineInFile),
     ("modprobe", &modprobe::Modprobe),
+    ("mount", &mount::Mount),
     ("package", &package::Package),
     ("ping", &ping::Ping),
     ("pip", &pip::Pip),

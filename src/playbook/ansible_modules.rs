@@ -33,7 +33,6 @@ const KNOWN: &[&str] = &[
     "acl",
     "at",
     "firewalld",
-    "mount",
     "patch",
     "seboolean",
     "selinux",
@@ -123,7 +122,7 @@ mod tests {
     fn ansible_names_are_known_and_typos_are_not() {
         assert!(is_known("rpm_key"));
         assert!(is_known("community.general.npm"));
-        assert!(is_known("ansible.posix.mount"));
+        assert!(is_known("ansible.posix.firewalld"));
         assert!(!is_known("rpm_kee"));
         assert!(!is_known("shel"));
         assert!(!is_known("a..b"));

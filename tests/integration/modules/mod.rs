@@ -11,6 +11,7 @@ mod commands;
 mod files;
 mod net;
 mod sources;
+mod sys;
 mod system;
 mod windows;
 
@@ -229,6 +230,7 @@ pub async fn suite(conn: &Connection) {
         system::group,
         system::packages,
         system::service,
+        sys::mount,
     );
 }
 
@@ -297,6 +299,7 @@ mod local {
         system::group,
         system::packages,
         system::service,
+        sys::mount,
     );
 }
 
