@@ -53,6 +53,7 @@ pub mod git;
 mod git_ops;
 mod git_sync;
 pub mod group;
+pub mod hostname;
 pub mod ini_file;
 pub mod key_lines;
 pub mod known_hosts;
@@ -432,6 +433,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("get_url", &get_url::GetUrl),
     ("git", &git::GitModule),
     ("group", &group::Group),
+    ("hostname", &hostname::Hostname),
     ("ini_file", &ini_file::IniFile),
     ("known_hosts", &known_hosts::KnownHosts),
     ("lineinfile", &lineinfile::LineInFile),

@@ -17,7 +17,6 @@ const KNOWN: &[&str] = &[
     "expect",
     "gather_facts",
     "getent",
-    "hostname",
     "iptables",
     "mount_facts",
     "package_facts",
