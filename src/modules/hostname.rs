@@ -9,14 +9,15 @@
 //!   `hostnamectl --transient` and `--static`.
 //! - file (Debian, Ubuntu and their relatives without systemd): `/etc/hostname` only, as
 //!   upstream's `FileStrategy` does: the running name follows at the next boot.
-//! - `alpine`: `/etc/hostname`, then `hostname -F /etc/hostname`.
+//! - `alpine`: `/etc/hostname`, then `hostname -F /etc/hostname` (upstream runs that
+//!   before it writes the file, so its running name lags one run behind; here it follows).
 //! - `sles`: `/etc/HOSTNAME`. `redhat`: `HOSTNAME=` in `/etc/sysconfig/network`.
 //!
 //! Files are written in place (as upstream opens them), so a bind-mounted `/etc/hostname`
 //! stays one. BSD, macOS, Solaris and OpenRC hosts are refused with a clear message. The
 //! result has `name` and `ansible_facts` (`ansible_hostname`, `ansible_nodename`,
-//! `ansible_fqdn`, `ansible_domain`; the FQDN is what `hostname -f` resolves on the host,
-//! upstream's `socket.getfqdn()`), and with `--diff` the before/after `hostname = NAME`.
+//! `ansible_fqdn`, `ansible_domain`; the FQDN as upstream's `socket.getfqdn()` finds it,
+//! through `getent hosts` on the host), and with `--diff` the before/after `hostname = NAME`.
 
 use serde::Deserialize;
 use serde_json::json;
@@ -117,6 +118,25 @@ fn by_use(u: Use) -> Result<Strategy, String> {
 
 const MARK: &str = "kinit-hostname-";
 
+/// Python's `socket.getfqdn()` on the host: the running name resolved to an address, that
+/// address resolved back; prints the `getent hosts` line, or the bare name when it does not
+/// resolve.
+const FQDN: &str = "n=$(hostname)\n\
+    a=$(getent hosts \"$n\" 2>/dev/null | awk '{print $1; exit}')\n\
+    if [ -n \"$a\" ] && l=$(getent hosts \"$a\" 2>/dev/null | head -n 1) && [ -n \"$l\" ]; then\n\
+    printf '%s\\n' \"$l\"; else printf 'none %s\\n' \"$n\"; fi\n";
+
+/// The first of the canonical name and its aliases that has a dot, else the canonical name.
+fn fqdn(getent: &str) -> String {
+    let names: Vec<&str> = getent.split_whitespace().skip(1).collect();
+    names
+        .iter()
+        .find(|n| n.contains('.'))
+        .or(names.first())
+        .map(|n| n.to_string())
+        .unwrap_or_default()
+}
+
 /// Run `script` and return its stdout, failing the task with upstream's text otherwise.
 async fn must(ctx: &ModuleCtx<'_>, script: String) -> Result<String, ModuleError> {
     let out = ctx.run(script).await?;
@@ -159,7 +179,11 @@ async fn pick(ctx: &ModuleCtx<'_>, p: &Params) -> Result<Strategy, ModuleError> 
     by_distribution(&id).ok_or_else(|| ModuleError::Failed {
         msg: format!(
             "hostname module cannot be used on platform Linux ({})",
-            if id.is_empty() { "unknown".into() } else { field("os") }
+            if id.is_empty() {
+                "unknown".into()
+            } else {
+                field("os")
+            }
         ),
     })
 }
@@ -264,10 +288,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             )));
         }
     }
-    let fqdn = must(ctx, "hostname -f 2>/dev/null || hostname".into())
-        .await?
-        .trim()
-        .to_string();
+    let fqdn = fqdn(&must(ctx, FQDN.into()).await?);
     let domain = fqdn.split_once('.').map(|(_, d)| d).unwrap_or_default();
     let mut r = ModuleResult {
         changed,
@@ -284,7 +305,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         }),
     );
     if changed && ctx.diff {
-        let before = if name != current { &current } else { &permanent };
+        let before = if name != current {
+            &current
+        } else {
+            &permanent
+        };
         r.diff = Some(Diff {
             path: None,
             before: format!("hostname = {before}\n"),
@@ -307,7 +332,10 @@ mod tests {
             vec!["printf '%s\\n' web > /etc/hostname"]
         );
         let alpine = by_use(Use::Alpine).unwrap();
-        assert_eq!(commands(alpine, "a", "b", "b")[1], "hostname -F /etc/hostname");
+        assert_eq!(
+            commands(alpine, "a", "b", "b")[1],
+            "hostname -F /etc/hostname"
+        );
         let sd = by_use(Use::Debian).unwrap();
         assert_eq!(
             commands(sd, "x", "y", "x"),
@@ -315,5 +343,7 @@ mod tests {
         );
         assert!(by_use(Use::Freebsd).is_err());
         assert_eq!(by_distribution("fedora"), None);
+        assert_eq!(fqdn("127.0.0.1 localhost"), "localhost");
+        assert_eq!(fqdn("10.0.0.1 web web.example.org"), "web.example.org");
     }
 }

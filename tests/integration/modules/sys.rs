@@ -119,10 +119,18 @@ async fn hostname_over_ssh_in_its_own_uts_namespace() {
         ("hostname = web02\n", "hostname = web03\n")
     );
     let r = fx
-        .try_run("hostname", json!({"name": "x", "use": "freebsd"}), false, false)
+        .try_run(
+            "hostname",
+            json!({"name": "x", "use": "freebsd"}),
+            false,
+            false,
+        )
         .await
         .unwrap_err();
-    assert!(r.to_string().contains("`use: freebsd` is not supported"), "{r}");
+    assert!(
+        r.to_string().contains("`use: freebsd` is not supported"),
+        "{r}"
+    );
     fx.finish().await;
     conn.close().await;
     assert_eq!(
