@@ -67,6 +67,7 @@ pub mod ping;
 pub mod pip;
 pub mod pip_req;
 pub mod raw;
+pub mod reboot;
 pub mod replace;
 pub mod script;
 pub mod service;
@@ -443,6 +444,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("ping", &ping::Ping),
     ("pip", &pip::Pip),
     ("raw", &raw::Raw),
+    ("reboot", &reboot::Reboot),
     ("replace", &replace::Replace),
     ("script", &script::Script),
     ("service", &service::Service),

@@ -20,7 +20,6 @@ const KNOWN: &[&str] = &[
     "iptables",
     "mount_facts",
     "package_facts",
-    "reboot",
     "rpm_key",
     "service_facts",
     "set_stats",

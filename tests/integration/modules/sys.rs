@@ -6,6 +6,8 @@ use serde_json::json;
 
 use kinit::transport::Connection;
 
+use crate::support::Test;
+
 use super::Fixture;
 
 async fn is_root(fx: &Fixture<'_>) -> bool {
@@ -139,4 +141,71 @@ async fn hostname_over_ssh_in_its_own_uts_namespace() {
         "this machine's name is untouched"
     );
     assert_eq!(std::fs::read_to_string("/etc/hostname").unwrap(), ours);
+}
+
+/// `reboot` over SSH as a playbook runs it. A real reboot cannot happen here (it would take
+/// this machine down), so the lab host's `boot_time_command` reads a file and its
+/// `reboot_command` plays the reboot: a second later it writes a new boot id, kills sshd
+/// with every session (kinit's connection included) and starts a new sshd on the same
+/// address. kinit has to reconnect for real, see the new boot id and pass `test_command`.
+/// Check mode and the local connection are refused before anything runs, as upstream does.
+#[test]
+fn reboot_over_ssh_reconnects_to_a_restarted_sshd() {
+    if !crate::fixtures::netns::is_root() {
+        crate::support::cannot_run("killing and restarting the lab's sshd as root needs root");
+        return;
+    }
+    let mut lab = crate::fixtures::sshd::SshLab::new(1);
+    let boot_id = lab.dir().join("boot_id");
+    std::fs::write(&boot_id, "first-boot\n").unwrap();
+    let play = lab.hosts[0].reboot_script(&boot_id, "second-boot");
+    let script = lab.dir().join("play-reboot.sh");
+    std::fs::write(&script, play).unwrap();
+    let h = &mut lab.hosts[0];
+    let inventory = format!(
+        "lab ansible_host={} ansible_port={} ansible_user=root ansible_ssh_private_key_file={}\n",
+        h.address,
+        h.port,
+        lab.client_key.display()
+    );
+    let logins = h.accepted_logins();
+    let out = lab.dir().join("results.json");
+    let site = format!(
+        "- hosts: lab\n  gather_facts: false\n  tasks:\n\
+         \x20   - reboot: {{boot_time_command: cat {id}, reboot_command: sh {script}}}\n\
+         \x20     check_mode: true\n      register: checked\n\
+         \x20   - reboot:\n        boot_time_command: cat {id}\n        reboot_command: sh {script}\n\
+         \x20       test_command: test -s {id}\n        reboot_timeout: 60\n        connect_timeout: 5\n\
+         \x20     register: rebooted\n\
+         \x20   - command: cat {id}\n      register: after\n\
+         \x20   - copy:\n        content: \"{{{{ {{'checked': checked, 'rebooted': rebooted, 'after': after.stdout}} | to_json }}}}\"\n\
+         \x20       dest: {out}\n\
+         - hosts: localhost\n  gather_facts: false\n  tasks:\n\
+         \x20   - reboot: {{}}\n      register: local\n      ignore_errors: true\n\
+         \x20   - assert:\n        that: local is failed and local.msg == 'Running reboot with local connection would reboot the control node.'\n",
+        id = boot_id.display(),
+        script = script.display(),
+        out = out.display(),
+    );
+    Test::new()
+        .write("hosts.ini", &inventory)
+        .write("site.yml", &site)
+        .home_knowing(&lab.known_hosts)
+        .args(["playbook", "-i", "hosts.ini", "site.yml"])
+        .succeeds()
+        .partial_output("the recap is checked through the dumped results below");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(r["checked"]["changed"], true);
+    assert_eq!(r["checked"]["rebooted"], true);
+    assert_eq!(r["checked"]["elapsed"], 0);
+    assert_eq!(r["rebooted"]["changed"], true, "{r}");
+    assert_eq!(r["rebooted"]["rebooted"], true, "{r}");
+    assert!(r["rebooted"]["elapsed"].as_u64().unwrap() < 60, "{r}");
+    assert!(r["rebooted"].get("previous_boot_time").is_none(), "{r}");
+    assert_eq!(r["after"], "second-boot");
+    // A new sshd took the logins after the played reboot.
+    let log = lab.hosts[0].log();
+    assert_eq!(log.matches("Server listening on").count(), 2, "{log}");
+    assert!(lab.hosts[0].accepted_logins() > logins + 1, "{log}");
 }
