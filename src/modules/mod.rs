@@ -63,6 +63,7 @@ pub mod modprobe;
 pub mod mount;
 pub mod mount_table;
 pub mod package;
+pub mod package_facts;
 pub mod ping;
 pub mod pip;
 pub mod pip_req;
@@ -71,6 +72,7 @@ pub mod reboot;
 pub mod replace;
 pub mod script;
 pub mod service;
+pub mod service_facts;
 pub mod setup;
 pub mod shell;
 pub mod slurp;
@@ -441,6 +443,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("modprobe", &modprobe::Modprobe),
     ("mount", &mount::Mount),
     ("package", &package::Package),
+    ("package_facts", &package_facts::PackageFacts),
     ("ping", &ping::Ping),
     ("pip", &pip::Pip),
     ("raw", &raw::Raw),
@@ -448,6 +451,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("replace", &replace::Replace),
     ("script", &script::Script),
     ("service", &service::Service),
+    ("service_facts", &service_facts::ServiceFacts),
     ("setup", &setup::Setup),
     ("shell", &shell::Shell),
     ("slurp", &slurp::Slurp),
