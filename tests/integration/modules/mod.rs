@@ -231,6 +231,8 @@ pub async fn suite(conn: &Connection) {
         system::packages,
         system::service,
         sys::mount,
+        sys::service_facts,
+        sys::package_facts,
     );
 }
 
@@ -300,6 +302,8 @@ mod local {
         system::packages,
         system::service,
         sys::mount,
+        sys::service_facts,
+        sys::package_facts,
     );
 }
 

@@ -1,6 +1,7 @@
-//! `mount`, `service_facts` and `package_facts` on a real host. `mount` works on an fstab in
-//! the scratch folder; the tmpfs half needs root on the host (as the local tests have) and
-//! is left out, saying so, for an unprivileged login.
+//! `mount`, `service_facts`, `package_facts`, `hostname` and `reboot` on a real host. `mount`
+//! works on an fstab in the scratch folder; the tmpfs half needs root on the host (as the
+//! local tests have) and is left out, saying so, for an unprivileged login. `hostname` and
+//! `reboot` get their own SSH hosts (a UTS namespace; an sshd a played reboot restarts).
 
 use serde_json::json;
 
@@ -208,4 +209,82 @@ fn reboot_over_ssh_reconnects_to_a_restarted_sshd() {
     let log = lab.hosts[0].log();
     assert_eq!(log.matches("Server listening on").count(), 2, "{log}");
     assert!(lab.hosts[0].accepted_logins() > logins + 1, "{log}");
+}
+
+pub async fn service_facts(fx: &Fixture<'_>) {
+    let r = fx.run("service_facts", json!({})).await;
+    let systemd = !fx
+        .sh("test -d /run/systemd/system && echo yes")
+        .await
+        .is_empty();
+    if r.skipped {
+        assert_eq!(
+            r.msg.as_deref(),
+            Some(
+                "Failed to find any services. This can be due to privileges or some other \
+                 configuration issue."
+            )
+        );
+        return;
+    }
+    assert!(!r.changed && !r.failed, "{r:?}");
+    let services = r.data["ansible_facts"]["services"].as_object().unwrap();
+    if !systemd {
+        // This machine's init scripts, as `service --status-all` lists them.
+        let listed = fx
+            .sh("service --status-all 2>/dev/null | grep -c '\\[ [+-] \\]'")
+            .await;
+        assert_eq!(services.len().to_string(), listed.trim());
+        for (name, s) in services {
+            assert_eq!(s["name"], name.as_str());
+            assert_eq!(s["source"], "sysv");
+            let running = fx
+                .sh(&format!(
+                    "service --status-all 2>/dev/null | grep -c '\\[ + \\]  {name}$'"
+                ))
+                .await;
+            let want = if running.trim() == "1" {
+                "running"
+            } else {
+                "stopped"
+            };
+            assert_eq!(s["state"], want, "{name}");
+        }
+    }
+}
+
+pub async fn package_facts(fx: &Fixture<'_>) {
+    if fx.sh("command -v dpkg-query").await.trim().is_empty() {
+        // The apt half needs a Debian host; the refusals below hold anywhere.
+        let r = fx.run("package_facts", json!({"manager": "apt"})).await;
+        assert!(r.failed, "{r:?}");
+        return;
+    }
+    let r = fx.run("package_facts", json!({})).await;
+    assert!(!r.changed && !r.failed, "{r:?}");
+    let pkgs = r.data["ansible_facts"]["packages"].as_object().unwrap();
+    let installed = fx
+        .sh("dpkg-query -W -f='${db:Status-Status}\\n' | grep -cx installed")
+        .await;
+    assert_eq!(pkgs.len().to_string(), installed.trim());
+    let version = fx.sh("dpkg-query -W -f='${Version}' dpkg").await;
+    assert_eq!(
+        pkgs["dpkg"],
+        json!([{"name": "dpkg", "version": version, "arch": fx.sh("dpkg --print-architecture").await.trim(),
+                "category": "admin", "source": "apt"}])
+    );
+    let r = fx
+        .run("package_facts", json!({"manager": ["nosuch", "apt"]}))
+        .await;
+    assert_eq!(
+        r.msg.as_deref(),
+        Some("Unsupported package managers requested: nosuch")
+    );
+    let r = fx.run("package_facts", json!({"manager": "pacman"})).await;
+    assert!(
+        r.msg
+            .unwrap()
+            .contains("`pacman` is not supported by kinit"),
+        "named managers kinit lacks are refused"
+    );
 }
