@@ -277,25 +277,26 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             }
             let backup = ops.write_fstab(&new, p.backup).await?;
             if p.state == State::Absent {
-                if seen.mounted(name, None) {
-                    if let Err(msg) = ops.sh(&format!("umount {}", sh(name))).await? {
-                        return fail(format!("Error unmounting {name}: {msg}"));
-                    }
+                if seen.mounted(name, None)
+                    && let Err(msg) = ops.sh(&format!("umount {}", sh(name))).await?
+                {
+                    return fail(format!("Error unmounting {name}: {msg}"));
                 }
-                if seen.exists {
-                    if let Err(msg) = ops.sh(&format!("rmdir -- {}", sh(name))).await? {
-                        return fail(format!("Error rmdir {name}: {msg}"));
-                    }
+                if seen.exists
+                    && let Err(msg) = ops.sh(&format!("rmdir -- {}", sh(name))).await?
+                {
+                    return fail(format!("Error rmdir {name}: {msg}"));
                 }
             }
             Ok(ops.diffed(result(true, &p, &a, &backup), &seen.fstab, &new))
         }
         State::Unmounted => {
             let changed = seen.mounted(name, None);
-            if changed && !ctx.check_mode {
-                if let Err(msg) = ops.sh(&format!("umount {}", sh(name))).await? {
-                    return fail(format!("Error unmounting {name}: {msg}"));
-                }
+            if changed
+                && !ctx.check_mode
+                && let Err(msg) = ops.sh(&format!("umount {}", sh(name))).await?
+            {
+                return fail(format!("Error unmounting {name}: {msg}"));
             }
             Ok(result(changed, &p, &a, ""))
         }
@@ -311,10 +312,10 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             Ok(ops.diffed(result(true, &p, &a, &backup), &seen.fstab, &new))
         }
         State::Remounted => {
-            if !ctx.check_mode {
-                if let Err(msg) = ops.remount().await? {
-                    return fail(format!("Error remounting {name}: {msg}"));
-                }
+            if !ctx.check_mode
+                && let Err(msg) = ops.remount().await?
+            {
+                return fail(format!("Error remounting {name}: {msg}"));
             }
             Ok(result(true, &p, &a, ""))
         }

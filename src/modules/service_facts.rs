@@ -140,7 +140,7 @@ async fn run(ctx: &ModuleCtx<'_>, _p: Params) -> Result<ModuleResult, ModuleErro
             .unwrap_or("0");
         let initd = out.lines().any(|l| l == format!("{MARK}initd"));
         // `service` on RHEL 9 without /etc/init.d exits 4: nothing to list there.
-        if !(rc == "4" && !initd) {
+        if rc != "4" || initd {
             if rc != "0" {
                 warnings.push(format!("Unable to query 'service' tool ({rc})"));
             }
