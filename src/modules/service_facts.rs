@@ -32,7 +32,8 @@ pub struct Params {}
 
 const MARK: &str = "kinit-svc-";
 
-const PROBE: &str = r#"export LANG=C LC_ALL=C
+// ansible-core's get_bin_path also looks in the sbin folders a login's PATH may lack.
+const PROBE: &str = r#"export LANG=C LC_ALL=C PATH="$PATH:/sbin:/usr/sbin:/usr/local/sbin"
 has() { command -v "$1" >/dev/null 2>&1; }
 if has service && ! has chkconfig && ! has rc-status; then
   echo kinit-svc-sysv

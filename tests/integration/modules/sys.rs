@@ -232,7 +232,7 @@ pub async fn service_facts(fx: &Fixture<'_>) {
     if !systemd {
         // This machine's init scripts, as `service --status-all` lists them.
         let listed = fx
-            .sh("service --status-all 2>/dev/null | grep -c '\\[ [+-] \\]'")
+            .sh("PATH=$PATH:/usr/sbin:/sbin service --status-all 2>/dev/null | grep -c '\\[ [+-] \\]'")
             .await;
         assert_eq!(services.len().to_string(), listed.trim());
         for (name, s) in services {
@@ -240,7 +240,7 @@ pub async fn service_facts(fx: &Fixture<'_>) {
             assert_eq!(s["source"], "sysv");
             let running = fx
                 .sh(&format!(
-                    "service --status-all 2>/dev/null | grep -c '\\[ + \\]  {name}$'"
+                    "PATH=$PATH:/usr/sbin:/sbin service --status-all 2>/dev/null | grep -c '\\[ + \\]  {name}$'"
                 ))
                 .await;
             let want = if running.trim() == "1" {
