@@ -312,8 +312,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         };
         r.diff = Some(Diff {
             path: None,
-            before: format!("hostname = {before}\n"),
-            after: format!("hostname = {name}\n"),
+            before: format!("hostname = {before}\n").into(),
+            after: format!("hostname = {name}\n").into(),
         });
     }
     Ok(r)

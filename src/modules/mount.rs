@@ -345,8 +345,8 @@ impl Ops<'_> {
         if self.ctx.diff {
             r.diff = Some(Diff {
                 path: Some(self.a.fstab.clone()),
-                before: before.to_string(),
-                after: after.to_string(),
+                before: before.into(),
+                after: after.into(),
             });
         }
         r

@@ -118,7 +118,7 @@ async fn hostname_over_ssh_in_its_own_uts_namespace() {
         .unwrap();
     let diff = r.diff.expect("a diff");
     assert_eq!(
-        (diff.before.as_str(), diff.after.as_str()),
+        (super::text(&diff.before), super::text(&diff.after)),
         ("hostname = web02\n", "hostname = web03\n")
     );
     let r = fx
