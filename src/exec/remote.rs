@@ -266,11 +266,12 @@ impl Executor {
         };
         match outcome {
             Ok(r)
-                if crate::modules::short_name(name) == "win_reboot"
+                if matches!(crate::modules::short_name(name), "win_reboot" | "reboot")
                     && r.data.get("reboot_requested") == Some(&json!(true)) =>
             {
+                let module = crate::modules::short_name(name);
                 Attempt::of(task_result(
-                    self.await_reboot(&resolved.target, conn, r).await,
+                    self.await_reboot(module, &resolved.target, conn, r).await,
                 ))
             }
             // A diff shows (and registers) only where the task asked for one.

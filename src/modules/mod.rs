@@ -56,22 +56,28 @@ pub mod git;
 mod git_ops;
 mod git_sync;
 pub mod group;
+pub mod hostname;
 pub mod ini_file;
 pub mod key_lines;
 pub mod known_hosts;
 pub mod known_hosts_file;
 pub mod lineinfile;
 pub mod modprobe;
+pub mod mount;
+pub mod mount_table;
 pub mod package;
+pub mod package_facts;
 pub mod ping;
 pub mod pip;
 pub mod pip_req;
 pub mod raw;
+pub mod reboot;
 pub mod replace;
 pub mod repo_ini;
 pub mod rpm_key;
 pub mod script;
 pub mod service;
+pub mod service_facts;
 pub mod setup;
 pub mod shell;
 pub mod slurp;
@@ -438,18 +444,23 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("get_url", &get_url::GetUrl),
     ("git", &git::GitModule),
     ("group", &group::Group),
+    ("hostname", &hostname::Hostname),
     ("ini_file", &ini_file::IniFile),
     ("known_hosts", &known_hosts::KnownHosts),
     ("lineinfile", &lineinfile::LineInFile),
     ("modprobe", &modprobe::Modprobe),
+    ("mount", &mount::Mount),
     ("package", &package::Package),
+    ("package_facts", &package_facts::PackageFacts),
     ("ping", &ping::Ping),
     ("pip", &pip::Pip),
     ("raw", &raw::Raw),
+    ("reboot", &reboot::Reboot),
     ("replace", &replace::Replace),
     ("rpm_key", &rpm_key::RpmKey),
     ("script", &script::Script),
     ("service", &service::Service),
+    ("service_facts", &service_facts::ServiceFacts),
     ("setup", &setup::Setup),
     ("shell", &shell::Shell),
     ("slurp", &slurp::Slurp),

@@ -12,6 +12,7 @@ mod files;
 mod net;
 mod repos;
 mod sources;
+mod sys;
 mod system;
 mod transfer;
 mod windows;
@@ -255,6 +256,9 @@ pub async fn suite(conn: &Connection) -> usize {
         system::group,
         system::packages,
         system::service,
+        sys::mount,
+        sys::service_facts,
+        sys::package_facts,
     );
     own
 }
@@ -328,6 +332,9 @@ mod local {
         system::group,
         system::packages,
         system::service,
+        sys::mount,
+        sys::service_facts,
+        sys::package_facts,
     );
 }
 
