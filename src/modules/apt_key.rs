@@ -146,21 +146,15 @@ async fn id_of(
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
-    let given: Vec<&str> = [
-        ("data", p.data.is_some()),
-        ("file", p.file.is_some()),
-        ("keyserver", p.keyserver.is_some()),
-        ("url", p.url.is_some()),
-    ]
-    .iter()
-    .filter(|(_, set)| *set)
-    .map(|(n, _)| *n)
-    .collect();
-    if given.len() > 1 {
-        return Ok(ModuleResult::failed(format!(
-            "parameters are mutually exclusive: {}",
-            given.join("|")
-        )));
+    let given = [&p.data, &p.file, &p.keyserver, &p.url]
+        .iter()
+        .filter(|v| v.is_some())
+        .count();
+    if given > 1 {
+        // Upstream's argument check names the whole group.
+        return Ok(ModuleResult::failed(
+            "parameters are mutually exclusive: data|file|keyserver|url",
+        ));
     }
     let tools = ctx
         .run("command -v apt-key >/dev/null 2>&1 && command -v gpg >/dev/null 2>&1")
