@@ -250,6 +250,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     if let Some(v) = &p.signed_by {
         let is_file = ctx.run(format!("[ -f {} ]", sh(v))).await?.success();
         if is_file {
+            key_filename = Value::from(v.as_str());
             fields.push(("signed_by", v.clone()));
         } else if has_scheme(v) {
             let data = match http::get(ctx, v, true).await? {
@@ -261,6 +262,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 }
             };
             if data.is_empty() {
+                key_filename = Value::from(v.as_str());
                 fields.push(("signed_by", v.clone()));
             } else {
                 let armored =
@@ -390,13 +392,14 @@ async fn absent(ctx: &ModuleCtx<'_>, slug: &str, dest: &str) -> Result<ModuleRes
         }
     }
     // Upstream reports the `.gpg` name here whichever key file there was.
-    Ok(ModuleResult {
+    let r = ModuleResult {
         changed,
         ..ModuleResult::ok()
     }
     .with("repo", Value::Null)
     .with("dest", dest)
-    .with("key_filename", gpg.as_str()))
+    .with("key_filename", gpg.as_str());
+    path_info::add(ctx, r, dest).await
 }
 
 #[cfg(test)]

@@ -238,7 +238,13 @@ pub async fn get(
     let (script, stdin) = script(tool, &req);
     let out = ctx.run_with_stdin(script, Some(stdin)).await?;
     Ok(match parse(&out.stdout) {
-        Some(r) if r.tool_rc == 0 && r.status == 200 => Ok(r.body),
+        // A file:// answer has no HTTP status (curl reports 000).
+        Some(r)
+            if r.tool_rc == 0
+                && (r.status == 200 || (r.status == 0 && url.starts_with("file:"))) =>
+        {
+            Ok(r.body)
+        }
         Some(r) if r.tool_rc == 0 => Err(format!("HTTP Error {}", r.status)),
         Some(r) => Err(r
             .error
