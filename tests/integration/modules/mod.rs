@@ -7,6 +7,7 @@
 //! first real run changes it, the second reports ok.
 
 mod admin_files;
+mod apt_sources;
 mod commands;
 mod files;
 mod net;
@@ -121,6 +122,18 @@ impl<'c> Fixture<'c> {
         check_mode: bool,
         diff: bool,
     ) -> Result<ModuleResult, modules::ModuleError> {
+        self.try_run_env(module, args, check_mode, diff, &[]).await
+    }
+
+    /// [`Fixture::try_run`] with the task's `environment`.
+    pub async fn try_run_env(
+        &self,
+        module: &str,
+        args: Value,
+        check_mode: bool,
+        diff: bool,
+        env: &[(&str, &str)],
+    ) -> Result<ModuleResult, modules::ModuleError> {
         let m = modules::lookup(module).unwrap_or_else(|| panic!("no module `{module}`"));
         m.validate(&args)?;
         let render = TemplarRender {
@@ -133,7 +146,10 @@ impl<'c> Fixture<'c> {
             check_mode,
             diff,
             become_: None,
-            env: Vec::new(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             timeout: Some(std::time::Duration::from_secs(60)),
             search_paths: &self.search,
             vars: &self.vars,
@@ -216,6 +232,10 @@ pub async fn suite(conn: &Connection) {
         admin_files::authorized_key,
         admin_files::known_hosts,
         admin_files::assemble,
+        apt_sources::apt_repository,
+        apt_sources::apt_key,
+        apt_sources::deb822_repository,
+        apt_sources::dpkg_selections,
         net::get_url,
         net::uri,
         net::wait_for,
@@ -284,6 +304,10 @@ mod local {
         admin_files::authorized_key,
         admin_files::known_hosts,
         admin_files::assemble,
+        apt_sources::apt_repository,
+        apt_sources::apt_key,
+        apt_sources::deb822_repository,
+        apt_sources::dpkg_selections,
         net::get_url,
         net::uri,
         net::wait_for,
