@@ -4,13 +4,16 @@
 //! already there come from `apt-key adv --list-public-keys --keyid-format=long` (into
 //! `before`), and only a key not there is added (`apt-key add`, or `adv --recv` from a
 //! keyserver, which needs the host to reach it); `after` is listed again to check the change.
-//! `url` is fetched on the host, as upstream's `fetch_url` runs there.
+//! `url` is fetched on the host, as upstream's `fetch_url` runs there. Where the host has no
+//! `apt-key` (Debian 13, newer Ubuntu) a named `keyring` file is kept with `gpg` instead
+//! (`apt_keyring`); upstream fails there.
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::transport::quote::sh;
 
+use super::apt_keyring::Keyring;
 use super::args::boolish;
 use super::command::yes;
 use super::lineinfile::State;
@@ -30,7 +33,8 @@ pub struct Params {
     file: Option<String>,
     /// A URL the host fetches the key from.
     url: Option<String>,
-    /// A keyring file (`/etc/apt/trusted.gpg.d/NAME.gpg`) instead of apt's default one.
+    /// A keyring file (`/etc/apt/trusted.gpg.d/NAME.gpg`) instead of apt's default one; on a
+    /// host without `apt-key` it is kept with `gpg` (armored when it ends in `.asc`).
     keyring: Option<String>,
     /// Check the TLS certificate of `url` (default yes).
     #[serde(default = "yes", deserialize_with = "boolish")]
@@ -93,23 +97,12 @@ pub fn parse_key_id(id: &str) -> Option<(String, String, String)> {
     Some((short, fp, key))
 }
 
-fn apt_key(keyring: Option<&str>) -> String {
-    match keyring {
-        Some(k) => format!("apt-key --keyring {}", sh(k)),
-        None => "apt-key".into(),
-    }
-}
-
 async fn list(
     ctx: &ModuleCtx<'_>,
-    keyring: Option<&str>,
+    keyring: &Keyring,
     short: bool,
 ) -> Result<Result<Vec<String>, ModuleResult>, ModuleError> {
-    let cmd = format!(
-        "{} adv --list-public-keys --keyid-format=long",
-        apt_key(keyring)
-    );
-    let out = ctx.run(cmd).await?;
+    let out = ctx.run(keyring.list()).await?;
     if !out.success() {
         return Ok(Err(
             ModuleResult::failed("Unable to list public keys").with_output(&out)
@@ -157,15 +150,26 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         ));
     }
     let tools = ctx
-        .run("command -v apt-key >/dev/null 2>&1 && command -v gpg >/dev/null 2>&1")
-        .await?;
-    if !tools.success() {
+        .run("command -v gpg >/dev/null 2>&1 || echo no-gpg; command -v apt-key >/dev/null 2>&1 || echo no-apt-key")
+        .await?
+        .stdout_str();
+    if tools.contains("no-gpg") {
         return Ok(ModuleResult::failed(
-            "apt_key needs `apt-key` and `gpg` on the host; apt-key has been removed from \
-             recent Debian and Ubuntu releases: use `deb822_repository` with `signed_by` instead",
+            "Failed to find required executable \"gpg\" in paths",
         ));
     }
-    let keyring = p.keyring.as_deref();
+    let keyring = match (tools.contains("no-apt-key"), &p.keyring) {
+        (false, k) => Keyring::AptKey(k.clone()),
+        (true, Some(k)) => Keyring::Gpg(k.clone()),
+        (true, None) => {
+            return Ok(ModuleResult::failed(
+                "the host has no `apt-key` (removed from recent Debian and Ubuntu releases): give \
+                 a `keyring` file (under /etc/apt/keyrings, named in the repository's \
+                 `signed-by`), or use `deb822_repository` with `signed_by`",
+            ));
+        }
+    };
+    let keyring = &keyring;
     let mut data = p.data.clone().map(String::into_bytes);
     let mut id = p.id.clone();
     if id.is_none() {
@@ -275,9 +279,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 return Ok(r);
             }
             // By the short id: apt-key del mishandled longer ids (Launchpad bug 1481871).
-            let out = ctx
-                .run(format!("{} del {}", apt_key(keyring), sh(&short_id)))
-                .await?;
+            let out = ctx.run(keyring.delete(&short_id)).await?;
             if !out.success() {
                 return Ok(ModuleResult::failed(format!(
                     "Unable to remove a key with id {short_id}"
@@ -302,24 +304,18 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     Ok(r)
 }
 
-/// `apt-key add` of a file on the host, or of `data` on stdin.
+/// Add the keys of a file on the host, or of `data` on stdin.
 async fn add(
     ctx: &ModuleCtx<'_>,
-    keyring: Option<&str>,
+    keyring: &Keyring,
     file: Option<&str>,
     data: Option<Vec<u8>>,
 ) -> Result<Result<(), ModuleResult>, ModuleError> {
-    let (cmd, msg) = match file {
-        Some(f) => (
-            format!("{} add {}", apt_key(keyring), sh(f)),
-            format!("Unable to add a key from file {f}"),
-        ),
-        None => (
-            format!("{} add -", apt_key(keyring)),
-            "Unable to add a key from binary data".to_string(),
-        ),
+    let msg = match file {
+        Some(f) => format!("Unable to add a key from file {f}"),
+        None => "Unable to add a key from binary data".to_string(),
     };
-    let out = ctx.run_with_stdin(cmd, data).await?;
+    let out = ctx.run_with_stdin(keyring.add(file), data).await?;
     Ok(if out.success() {
         Ok(())
     } else {
@@ -327,21 +323,14 @@ async fn add(
     })
 }
 
-/// `apt-key adv --recv` from a keyserver, tried five times as upstream tries.
+/// Receive a key from a keyserver, tried five times as upstream tries.
 async fn recv(
     ctx: &ModuleCtx<'_>,
-    keyring: Option<&str>,
+    keyring: &Keyring,
     server: &str,
     key_id: &str,
 ) -> Result<Result<(), ModuleResult>, ModuleError> {
-    let proxy = "p=${HTTPS_PROXY:-${https_proxy:-${HTTP_PROXY:-$http_proxy}}}; \
-                 set -- ${p:+--keyserver-options http-proxy=$p}";
-    let cmd = format!(
-        "{proxy}; LC_ALL=C LANG=C {} adv --no-tty --keyserver {} \"$@\" --recv {}",
-        apt_key(keyring),
-        sh(server),
-        sh(key_id)
-    );
+    let cmd = keyring.recv(server, key_id);
     let mut last = None;
     for _ in 0..5 {
         let out = ctx.run(cmd.clone()).await?;

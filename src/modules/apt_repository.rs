@@ -136,6 +136,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             "Module apt_repository is not supported on target.",
         ));
     };
+    if host.sourceparts.is_empty() {
+        return Ok(ModuleResult::failed(
+            "`apt-config` on the host names no sources.list.d folder (Dir::Etc::sourceparts)",
+        ));
+    }
     let mut list = SourcesList::default();
     for (path, _, text) in &host.files {
         list.load(path, text);

@@ -34,6 +34,7 @@ pub mod wincmd;
 pub mod apt;
 pub mod apt_answer;
 pub mod apt_key;
+pub mod apt_keyring;
 pub mod apt_repository;
 pub mod apt_sources;
 pub mod assemble;

@@ -166,6 +166,7 @@ pub async fn apt_key(fx: &Fixture<'_>) {
     }
     let kr = fx.path("kinit-test.gpg");
     let args = json!({"data": KEY, "keyring": kr});
+    gpg_keyring_without_apt_key(fx).await;
     if !is_root(fx).await {
         // apt-key adds and removes only as root: the decision, then its refusal.
         let c = fx.check("apt_key", args.clone()).await;
@@ -201,6 +202,46 @@ pub async fn apt_key(fx: &Fixture<'_>) {
         )
         .await;
     assert_eq!(r.data["after"], json!([]));
+}
+
+/// A host without `apt-key` (a PATH that leaves it out): the keyring file is kept with gpg,
+/// by any user, in the binary format apt reads, and removed with its last key.
+async fn gpg_keyring_without_apt_key(fx: &Fixture<'_>) {
+    let bin = fx.path("bin");
+    fx.sh(&format!(
+        "mkdir {bin} && for f in /usr/bin/*; do [ \"${{f##*/}}\" = apt-key ] || ln -s \"$f\" {bin}/; done"
+    ))
+    .await;
+    let path = format!("{bin}:/usr/sbin");
+    let env = [("PATH", path.as_str())];
+    let kr = fx.path("kinit-test-gpg.gpg");
+    let args = json!({"data": KEY, "keyring": kr});
+    let c = run_env(fx, "apt_key", args.clone(), true, &env).await;
+    assert!(c.changed && !c.failed, "{c:?}");
+    assert_eq!(fx.sh(&format!("ls {kr} 2>/dev/null")).await, "");
+    let r = run_env(fx, "apt_key", args.clone(), false, &env).await;
+    assert!(r.changed && !r.failed, "{r:?}");
+    assert_eq!(r.data["after"], json!([KEY_ID]));
+    let shown = fx
+        .sh(&format!("gpg --show-keys --with-colons {kr} 2>/dev/null | grep ^pub | cut -d: -f5; head -c 1 {kr} | od -An -tx1"))
+        .await;
+    // Binary (not armored, whose first byte is `-`), as apt reads a `.gpg` keyring.
+    assert!(
+        shown.starts_with(&format!("{KEY_ID}\n")) && !shown.ends_with(" 2d\n"),
+        "{shown}"
+    );
+    let again = run_env(fx, "apt_key", args, false, &env).await;
+    assert!(!again.changed && !again.failed, "{again:?}");
+    let gone = json!({"id": KEY_ID, "keyring": kr, "state": "absent"});
+    let r = run_env(fx, "apt_key", gone.clone(), false, &env).await;
+    assert!(r.changed && !r.failed, "{r:?}");
+    assert_eq!(r.data["after"], json!([]));
+    assert_eq!(fx.sh(&format!("ls {kr} 2>/dev/null")).await, "");
+    let r = run_env(fx, "apt_key", gone, false, &env).await;
+    assert!(!r.changed && !r.failed, "{r:?}");
+    // Without a keyring there is nothing gpg could stand in for.
+    let r = run_env(fx, "apt_key", json!({"data": KEY}), false, &env).await;
+    assert!(r.failed && r.msg.unwrap().contains("has no `apt-key`"));
 }
 
 pub async fn deb822_repository(fx: &Fixture<'_>) {
