@@ -228,8 +228,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             })
             .unwrap_or(file.clone());
         r.diff = Some(Diff {
-            before: text_of(&before, &path),
-            after: text_of(&after, &path),
+            before: text_of(&before, &path).into(),
+            after: text_of(&after, &path).into(),
             path: Some(path),
         });
     }

@@ -310,8 +310,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     if ctx.diff && wrote.changed {
         r.diff = wrote.diff.or(Some(Diff {
             path: Some(dest.clone()),
-            before: before.text().into_owned(),
-            after: repo,
+            before: before.text().into_owned().into(),
+            after: repo.into(),
         }));
     }
     path_info::add(ctx, r, &dest).await

@@ -69,7 +69,7 @@ pub async fn apt_repository(fx: &Fixture<'_>) {
     assert!(c.changed && !c.failed, "{c:?}");
     assert_eq!(c.data["sources_added"], json!([local]));
     let d = c.diff.clone().unwrap();
-    assert_eq!((d.before.as_str(), d.after), ("", format!("{repo}\n")));
+    assert_eq!((d.before, d.after), (json!(""), json!(format!("{repo}\n"))));
     assert_eq!(fx.sh(&format!("ls {root}/sources.list.d")).await, "");
 
     // Added, with `apt-get update` (update_cache defaults on) fetching the local index.
