@@ -215,6 +215,44 @@ pub fn parse(out: &[u8]) -> Option<Response> {
     })
 }
 
+/// GET `url` from the host, following redirects: the body of a 200 answer, or the reason
+/// there is none (for modules that fetch a key: `apt_key`, `deb822_repository`).
+pub async fn get(
+    ctx: &super::ModuleCtx<'_>,
+    url: &str,
+    validate_certs: bool,
+) -> Result<Result<Vec<u8>, String>, super::ModuleError> {
+    let req = Request {
+        url: url.to_string(),
+        method: "GET".into(),
+        timeout_secs: 30,
+        validate_certs,
+        follow_redirects: true,
+        ..Request::default()
+    };
+    let probe = ctx.run(DETECT).await?;
+    let tool = tool_in(&probe.stdout_str());
+    if tool == Tool::None {
+        return Ok(Err("the host has neither curl nor python3".into()));
+    }
+    let (script, stdin) = script(tool, &req);
+    let out = ctx.run_with_stdin(script, Some(stdin)).await?;
+    Ok(match parse(&out.stdout) {
+        // A file:// answer has no HTTP status (curl reports 000).
+        Some(r)
+            if r.tool_rc == 0
+                && (r.status == 200 || (r.status == 0 && url.starts_with("file:"))) =>
+        {
+            Ok(r.body)
+        }
+        Some(r) if r.tool_rc == 0 => Err(format!("HTTP Error {}", r.status)),
+        Some(r) => Err(r
+            .error
+            .unwrap_or_else(|| out.stderr_str().trim().to_string())),
+        None => Err(out.stderr_str().trim().to_string()),
+    })
+}
+
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }

@@ -34,6 +34,10 @@ pub mod wincmd;
 
 pub mod apt;
 pub mod apt_answer;
+pub mod apt_key;
+pub mod apt_keyring;
+pub mod apt_repository;
+pub mod apt_sources;
 pub mod archive;
 pub mod archive_plan;
 pub mod assemble;
@@ -45,7 +49,9 @@ pub mod copy_remote;
 pub mod cron;
 pub mod cron_store;
 pub mod cron_tab;
+pub mod deb822_repository;
 pub mod dnf;
+pub mod dpkg_selections;
 pub mod fetch;
 pub mod file;
 pub mod find;
@@ -430,6 +436,8 @@ pub fn posix_only(module: &str, ctx: &ModuleCtx<'_>) -> Option<ModuleResult> {
 /// The registry: every module kinit has, by short name. One line per module.
 static MODULES: &[(&str, &dyn Module)] = &[
     ("apt", &apt::Apt),
+    ("apt_key", &apt_key::AptKey),
+    ("apt_repository", &apt_repository::AptRepository),
     ("archive", &archive::Archive),
     ("assemble", &assemble::Assemble),
     ("authorized_key", &authorized_key::AuthorizedKey),
@@ -437,7 +445,9 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("command", &command::Command),
     ("copy", &copy::Copy),
     ("cron", &cron::Cron),
+    ("deb822_repository", &deb822_repository::Deb822Repository),
     ("dnf", &dnf::Dnf),
+    ("dpkg_selections", &dpkg_selections::DpkgSelections),
     ("fetch", &fetch::Fetch),
     ("file", &file::File),
     ("find", &find::Find),

@@ -8,12 +8,8 @@
 /// real playbooks use most, that kinit does not implement yet.
 const KNOWN: &[&str] = &[
     // ansible.builtin
-    "apt_key",
-    "apt_repository",
-    "deb822_repository",
     "debconf",
     "dnf5",
-    "dpkg_selections",
     "expect",
     "gather_facts",
     "getent",

@@ -7,6 +7,7 @@
 //! first real run changes it, the second reports ok.
 
 mod admin_files;
+mod apt_sources;
 mod commands;
 mod files;
 mod net;
@@ -243,6 +244,10 @@ pub async fn suite(conn: &Connection) -> usize {
         transfer::synchronize,
         repos::yum_repository,
         repos::rpm_key,
+        apt_sources::apt_repository,
+        apt_sources::apt_key,
+        apt_sources::deb822_repository,
+        apt_sources::dpkg_selections,
         net::get_url,
         net::uri,
         net::wait_for,
@@ -319,6 +324,10 @@ mod local {
         transfer::synchronize,
         repos::yum_repository,
         repos::rpm_key,
+        apt_sources::apt_repository,
+        apt_sources::apt_key,
+        apt_sources::deb822_repository,
+        apt_sources::dpkg_selections,
         net::get_url,
         net::uri,
         net::wait_for,
