@@ -209,6 +209,11 @@ impl Executor {
     }
 
     async fn load_vars_files(&self, pr: &PlayRun<'_>) {
+        // `vars_files` belong to their play: an earlier play's are gone before this play's
+        // names are rendered (and when it has none).
+        for h in &pr.batch {
+            self.with_state(h, |s| s.vars_files = VarMap::new());
+        }
         if pr.play.vars_files.is_empty() {
             return;
         }

@@ -743,3 +743,37 @@ TASK TIMING
     )
     .stderr_is("");
 }
+
+/// `vars_files` belong to their play: a later play (or playbook) in the same run does not see
+/// an earlier play's, so its own `vars` are what its tasks read, as in ansible-playbook.
+#[test]
+fn vars_files_do_not_leak_into_the_next_play() {
+    Test::new()
+        .write("v.yml", "a: from-vars-file\n")
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  vars_files: [v.yml]\n  tasks:\n\
+             \x20   - debug: var=a\n\
+             - hosts: localhost\n  gather_facts: false\n  vars:\n    a: from-vars\n  tasks:\n\
+             \x20   - debug: msg=\"{{ a }}\"\n",
+        )
+        .args(["playbook", "site.yml"])
+        .succeeds()
+        .stdout_is(
+            r#"
+PLAY [localhost]
+
+TASK [debug]
+ok: [localhost] => {
+    "a": "from-vars-file"
+}
+
+PLAY [localhost]
+
+TASK [debug]
+ok: [localhost] => from-vars
+...
+"#,
+        )
+        .stderr_is("");
+}
