@@ -91,6 +91,13 @@ fn time_flags(
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    // Upstream's first check (`modules/file.py` `check_state`-time validation).
+    if p.src.is_some() && !matches!(p.state, Some(State::Link | State::Hard)) {
+        return Ok(
+            ModuleResult::failed("src option requires state to be 'link' or 'hard'")
+                .with("path", p.path.as_str()),
+        );
+    }
     let attrs = Attrs {
         mode: p.mode.clone(),
         owner: p.owner.clone(),
@@ -117,6 +124,13 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     }
     if p.recurse {
         probe.push_str(&attrs.drift_script(&p.path));
+    }
+    // A link never replaces a folder that holds anything, even with `force`.
+    if matches!(p.state, Some(State::Link | State::Hard)) {
+        probe.push_str(&format!(
+            "[ -d {d} ] && [ ! -L {d} ] && [ -n \"$(ls -A -- {d} 2>/dev/null)\" ] && echo kinit-dir-full\n",
+            d = sh(&p.path)
+        ));
     }
     // A symlink's source must exist unless `force` (upstream's `ensure_symlink`): relative to
     // the link's folder, or to the path itself when that is a real directory.
@@ -248,6 +262,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             };
             if !correct {
                 let replace = lstat.exists() && (lstat.kind == Kind::Link || p.force);
+                if lstat.kind == Kind::Directory && rest.contains("kinit-dir-full") {
+                    return fail(format!(
+                        "the directory {path} is not empty, refusing to convert it"
+                    ));
+                }
                 if lstat.exists() && !replace {
                     // Upstream's words, with its name for the path's state.
                     let was = kind_name(lstat.kind);
