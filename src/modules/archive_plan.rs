@@ -115,59 +115,9 @@ pub fn archive_name<'a>(root: &str, path: &'a str) -> &'a str {
     path.strip_prefix(root).unwrap_or(path)
 }
 
-/// Python's `fnmatch.fnmatch` on POSIX: `*` and `?` match any character (`/` too), `[seq]`
-/// and `[!seq]` a class; an unclosed `[` is literal.
+/// Python's `fnmatch.fnmatch` on POSIX (see `fnmatch::regex`).
 pub fn fnmatch_regex(pattern: &str) -> Regex {
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut re = String::from("(?s)^");
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        i += 1;
-        match c {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            '[' => {
-                let mut j = i;
-                if j < chars.len() && chars[j] == '!' {
-                    j += 1;
-                }
-                if j < chars.len() && chars[j] == ']' {
-                    j += 1;
-                }
-                while j < chars.len() && chars[j] != ']' {
-                    j += 1;
-                }
-                if j >= chars.len() {
-                    re.push_str("\\[");
-                    continue;
-                }
-                let body: String = chars[i..j].iter().collect();
-                i = j + 1;
-                let (neg, body) = match body.strip_prefix('!') {
-                    Some(rest) => (true, rest.to_string()),
-                    None => (false, body),
-                };
-                let escaped: String = body
-                    .chars()
-                    .map(|ch| match ch {
-                        '\\' | '^' | '[' | ']' | '&' | '~' => format!("\\{ch}"),
-                        _ => ch.to_string(),
-                    })
-                    .collect();
-                re.push('[');
-                if neg {
-                    re.push('^');
-                }
-                re.push_str(&escaped);
-                re.push(']');
-            }
-            other => re.push_str(&regex::escape(&other.to_string())),
-        }
-    }
-    re.push('$');
-    // Every piece above is escaped or a well-formed class, so the pattern always compiles.
-    Regex::new(&re).unwrap_or_else(|_| Regex::new("$^").unwrap())
+    super::fnmatch::regex(pattern)
 }
 
 /// The archive format (`format`).

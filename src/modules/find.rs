@@ -208,49 +208,7 @@ fn normpath(p: &str) -> String {
 
 /// Python's `fnmatch.translate`: the glob as an anchored regex.
 fn glob_regex(glob: &str) -> String {
-    let chars: Vec<char> = glob.chars().collect();
-    let mut re = String::from("(?s)^(?:");
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        i += 1;
-        match c {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            '[' => {
-                let mut j = i;
-                if j < chars.len() && chars[j] == '!' {
-                    j += 1;
-                }
-                if j < chars.len() && chars[j] == ']' {
-                    j += 1;
-                }
-                while j < chars.len() && chars[j] != ']' {
-                    j += 1;
-                }
-                if j >= chars.len() {
-                    re.push_str(r"\[");
-                } else {
-                    let body: String = chars[i..j].iter().collect();
-                    i = j + 1;
-                    let (neg, body) = match body.strip_prefix('!') {
-                        Some(b) => (true, b.to_string()),
-                        None => (false, body),
-                    };
-                    let body = body.replace('\\', r"\\").replace('[', r"\[");
-                    re.push('[');
-                    if neg {
-                        re.push('^');
-                    }
-                    re.push_str(&body);
-                    re.push(']');
-                }
-            }
-            c => re.push_str(&regex::escape(&c.to_string())),
-        }
-    }
-    re.push_str(")$");
-    re
+    super::fnmatch::translate(glob)
 }
 
 fn python_regex(what: &str, p: &str) -> Result<Regex, String> {

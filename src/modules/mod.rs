@@ -55,6 +55,7 @@ pub mod dpkg_selections;
 pub mod fetch;
 pub mod file;
 pub mod find;
+pub mod fnmatch;
 pub mod fragments;
 pub mod get_url;
 mod get_url_fetch;
