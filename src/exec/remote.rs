@@ -43,10 +43,11 @@ impl Render for TaskRender<'_> {
         source: &str,
         extra: &VarMap,
         search: &[std::path::PathBuf],
+        opts: &crate::template::FileOptions,
     ) -> Result<String, TemplateError> {
         let mut vars = self.vars.clone();
         crate::vars::overlay(&mut vars, extra);
-        self.templar.render_file(source, &vars, search)
+        self.templar.render_file(source, &vars, search, opts)
     }
 }
 

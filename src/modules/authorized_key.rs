@@ -239,24 +239,10 @@ async fn fetch_keys(
     url: &str,
     validate_certs: bool,
 ) -> Result<Option<String>, ModuleError> {
-    let req = http::Request {
-        url: url.to_string(),
-        method: "GET".into(),
-        timeout_secs: 10,
-        validate_certs,
-        follow_redirects: true,
-        ..http::Request::default()
-    };
-    let probe = ctx.run(http::DETECT).await?;
-    let tool = http::tool_in(&probe.stdout_str());
-    if tool == http::Tool::None {
-        return Ok(None);
-    }
-    let (script, stdin) = http::script(tool, &req);
-    let out = ctx.run_with_stdin(script, Some(stdin)).await?;
-    Ok(http::parse(&out.stdout)
-        .filter(|r| r.tool_rc == 0 && r.status == 200)
-        .map(|r| String::from_utf8_lossy(&r.body).into_owned()))
+    Ok(http::get(ctx, url, validate_certs)
+        .await?
+        .ok()
+        .map(|body| String::from_utf8_lossy(&body).into_owned()))
 }
 
 /// Read `file://...` on the host: the URL's path (`urlparse(key).path`).

@@ -216,7 +216,8 @@ pub fn parse(out: &[u8]) -> Option<Response> {
 }
 
 /// GET `url` from the host, following redirects: the body of a 200 answer, or the reason
-/// there is none (for modules that fetch a key: `apt_key`, `deb822_repository`).
+/// there is none (for modules that fetch a key: `apt_key`, `deb822_repository`, `rpm_key`,
+/// `authorized_key`).
 pub async fn get(
     ctx: &super::ModuleCtx<'_>,
     url: &str,

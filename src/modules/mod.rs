@@ -148,8 +148,9 @@ pub trait Render: Sync {
         source: &str,
         extra: &crate::vars::VarMap,
         search: &[std::path::PathBuf],
+        opts: &crate::template::FileOptions,
     ) -> Result<String, crate::template::TemplateError> {
-        let _ = search;
+        let _ = (search, opts);
         self.render_with(source, extra)
     }
 }

@@ -270,36 +270,10 @@ async fn fetch(
     url: &str,
     validate_certs: bool,
 ) -> Result<Result<String, ModuleResult>, ModuleError> {
-    let req = http::Request {
-        url: url.to_string(),
-        method: "GET".into(),
-        timeout_secs: 10,
-        validate_certs,
-        follow_redirects: true,
-        ..http::Request::default()
-    };
-    let probe = ctx.run(http::DETECT).await?;
-    let tool = http::tool_in(&probe.stdout_str());
-    if tool == http::Tool::None {
-        return Ok(Err(ModuleResult::failed(format!(
-            "failed to fetch key at {url} , error was: the host has neither curl nor python3"
-        ))));
-    }
-    let (script, stdin) = http::script(tool, &req);
-    let out = ctx.run_with_stdin(script, Some(stdin)).await?;
-    let resp = http::parse(&out.stdout);
-    Ok(match resp {
-        Some(r) if r.tool_rc == 0 && r.status == 200 => {
-            Ok(String::from_utf8_lossy(&r.body).into_owned())
-        }
-        Some(r) => Err(ModuleResult::failed(format!(
-            "failed to fetch key at {url} , error was: {}",
-            r.error
-                .unwrap_or_else(|| format!("HTTP Error {}", r.status))
-        ))),
-        None => Err(ModuleResult::failed(format!(
-            "failed to fetch key at {url} , error was: {}",
-            out.stderr_str().trim()
+    Ok(match http::get(ctx, url, validate_certs).await? {
+        Ok(body) => Ok(String::from_utf8_lossy(&body).into_owned()),
+        Err(why) => Err(ModuleResult::failed(format!(
+            "failed to fetch key at {url} , error was: {why}"
         ))),
     })
 }

@@ -37,18 +37,63 @@ pub struct Params {
     /// A command (with `%s` for the new file) that must accept the file before it replaces
     /// the old one (`visudo -cf %s`).
     validate: Option<String>,
-    /// Remove the first newline after a block tag (`{% ... %}`). Ansible's default, and the
-    /// only mode kinit renders with.
+    /// Remove the first newline after a block tag (`{% ... %}`); Ansible's default.
     #[serde(default = "yes", deserialize_with = "boolish")]
     trim_blocks: bool,
-    /// Strip spaces before a block tag on its line. kinit renders without it (Ansible's
-    /// default).
+    /// Strip spaces and tabs before a block tag at the start of its line.
     #[serde(default, deserialize_with = "boolish")]
     lstrip_blocks: bool,
+    /// Block delimiters (default `{%` and `%}`).
+    block_start_string: Option<String>,
+    block_end_string: Option<String>,
+    /// Variable delimiters (default `{{` and `}}`).
+    variable_start_string: Option<String>,
+    variable_end_string: Option<String>,
+    /// Comment delimiters (default `{#` and `#}`).
+    comment_start_string: Option<String>,
+    comment_end_string: Option<String>,
 }
 
-const WHITESPACE_MODES: &str = "kinit renders templates as Ansible does by default \
-     (`trim_blocks: true`, `lstrip_blocks: false`); other whitespace modes are not supported";
+impl Params {
+    /// How the template file is read.
+    fn file_options(&self) -> crate::template::FileOptions {
+        let pair = |s: &Option<String>, e: &Option<String>, ds: &str, de: &str| {
+            (
+                s.clone().unwrap_or_else(|| ds.into()),
+                e.clone().unwrap_or_else(|| de.into()),
+            )
+        };
+        let custom = [
+            &self.block_start_string,
+            &self.block_end_string,
+            &self.variable_start_string,
+            &self.variable_end_string,
+            &self.comment_start_string,
+            &self.comment_end_string,
+        ]
+        .iter()
+        .any(|o| o.is_some());
+        crate::template::FileOptions {
+            trim_blocks: self.trim_blocks,
+            lstrip_blocks: self.lstrip_blocks,
+            delimiters: custom.then(|| crate::template::Delimiters {
+                block: pair(&self.block_start_string, &self.block_end_string, "{%", "%}"),
+                variable: pair(
+                    &self.variable_start_string,
+                    &self.variable_end_string,
+                    "{{",
+                    "}}",
+                ),
+                comment: pair(
+                    &self.comment_start_string,
+                    &self.comment_end_string,
+                    "{#",
+                    "#}",
+                ),
+            }),
+        }
+    }
+}
 
 /// Where the template's includes are found, as ansible-core's `template` action builds it:
 /// each `ansible_search_path` entry, then the template's own folder, each one's `templates/`
@@ -92,10 +137,16 @@ fn text(
             &source,
             &template_vars(local, &p.dest, vars.contains_key("ansible_managed")),
             &search_path(local, vars),
+            &p.file_options(),
         )
         .map_err(|e| ModuleError::Failed {
             msg: format!("template `{}`: {e}", p.src),
         })?;
+    // ansible-core keeps the template's trailing newlines (`preserve_trailing_newlines`): a
+    // final tag that ate one (a comment under `trim_blocks`) does not shorten the file.
+    let trailing = |t: &str| t.len() - t.trim_end_matches('\n').len();
+    let missing = trailing(&source).saturating_sub(trailing(&text));
+    text.push_str(&"\n".repeat(missing));
     if let Some(nl) = p.newline_sequence.as_deref().filter(|nl| *nl != "\n") {
         text = text.replace('\n', nl);
     }
@@ -108,11 +159,6 @@ pub fn render(
     args: &serde_json::Value,
 ) -> Result<super::render::Rendered, ModuleError> {
     let p: Params = super::params("template", args)?;
-    if !p.trim_blocks || p.lstrip_blocks {
-        return Err(ModuleError::Failed {
-            msg: WHITESPACE_MODES.into(),
-        });
-    }
     let local = ctx.find_local(&p.src)?;
     let text = text(
         &p,
@@ -130,9 +176,6 @@ pub fn render(
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
-    if !p.trim_blocks || p.lstrip_blocks {
-        return Ok(ModuleResult::failed(WHITESPACE_MODES));
-    }
     let local = ctx.find_local(&p.src)?;
     let source = tokio::fs::read_to_string(&local).await;
     let text = text(&p, &local, source, ctx.render, ctx.vars)?;

@@ -191,14 +191,26 @@ impl Templar {
         source: &str,
         vars: &VarMap,
         search: &[std::path::PathBuf],
+        opts: &FileOptions,
     ) -> Result<String, TemplateError> {
         let loads = ["include", "import", "from", "extends"].iter().any(|tag| {
             source.contains(&format!("{{% {tag} ")) || source.contains(&format!("{{%- {tag} "))
         });
-        if !loads {
+        if !loads && *opts == FileOptions::default() {
             return self.render_str(source, vars);
         }
         let mut env = (*self.env).clone();
+        env.set_trim_blocks(opts.trim_blocks);
+        env.set_lstrip_blocks(opts.lstrip_blocks);
+        if let Some(d) = &opts.delimiters {
+            let syntax = minijinja::syntax::SyntaxConfig::builder()
+                .block_delimiters(d.block.0.clone(), d.block.1.clone())
+                .variable_delimiters(d.variable.0.clone(), d.variable.1.clone())
+                .comment_delimiters(d.comment.0.clone(), d.comment.1.clone())
+                .build()
+                .map_err(TemplateError::from_jinja)?;
+            env.set_syntax(syntax);
+        }
         let search = search.to_vec();
         env.set_loader(move |name: &str| {
             for dir in &search {
@@ -241,6 +253,34 @@ impl Templar {
         }
         self.scope_for(&templates, &[], vars).render_value(value)
     }
+}
+
+/// How a template file is read, as the `template` module's options set it (ansible-core's
+/// defaults: `trim_blocks` on, `lstrip_blocks` off, Jinja's delimiters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileOptions {
+    pub trim_blocks: bool,
+    pub lstrip_blocks: bool,
+    /// Other delimiters than `{% %}`, `{{ }}` and `{# #}`.
+    pub delimiters: Option<Delimiters>,
+}
+
+impl Default for FileOptions {
+    fn default() -> Self {
+        Self {
+            trim_blocks: true,
+            lstrip_blocks: false,
+            delimiters: None,
+        }
+    }
+}
+
+/// A template's block, variable and comment delimiters (start, end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delimiters {
+    pub block: (String, String),
+    pub variable: (String, String),
+    pub comment: (String, String),
 }
 
 /// One set of variables to render against, with its lazily templated variables cached.

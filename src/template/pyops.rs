@@ -19,7 +19,6 @@ use minijinja::machinery::{
     CodeGenerator, CompiledTemplate, Instruction, Instructions, TemplateConfig, WhitespaceConfig,
     parse_expr,
 };
-use minijinja::syntax::SyntaxConfig;
 use minijinja::value::ValueKind;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehavior, Value};
 
@@ -54,8 +53,8 @@ pub(super) fn compile_template<'s>(
     source: &'s str,
 ) -> Result<CompiledTemplate<'s>, Error> {
     let config = TemplateConfig {
-        // The default syntax: kinit enables no custom syntax (a unit struct without it).
-        syntax_config: SyntaxConfig,
+        // The environment's delimiters (the `template` module's `*_string` options).
+        syntax_config: env.syntax().clone(),
         ws_config: WhitespaceConfig {
             keep_trailing_newline: env.keep_trailing_newline(),
             lstrip_blocks: env.lstrip_blocks(),
