@@ -14,7 +14,7 @@ use crate::support::Test;
 fn ansible_modules_kinit_lacks_fail_only_where_they_run() {
     let site = "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
                 \x20   - name: only on RedHat\n      community.general.npm:\n        name: left-pad\n      when: false\n\
-                \x20   - name: reached\n      rpm_key:\n        key: /nonexistent\n";
+                \x20   - name: reached\n      iptables:\n        chain: INPUT\n";
     let syntax = Test::new()
         .write("site.yml", site)
         .args(["playbook", "--syntax-check", "site.yml"])
@@ -22,7 +22,7 @@ fn ansible_modules_kinit_lacks_fail_only_where_they_run() {
         .snapshot();
     assert!(
         syntax.stderr().contains(
-            "[WARNING]: site.yml:8: module `rpm_key` is not implemented by kinit; the task \
+            "[WARNING]: site.yml:8: module `iptables` is not implemented by kinit; the task \
              fails on any host that reaches it"
         ),
         "{}",
@@ -39,7 +39,7 @@ fn ansible_modules_kinit_lacks_fail_only_where_they_run() {
         "{out}"
     );
     assert!(
-        out.contains("module `rpm_key` is not implemented by kinit, so this task cannot run here"),
+        out.contains("module `iptables` is not implemented by kinit, so this task cannot run here"),
         "{out}"
     );
 

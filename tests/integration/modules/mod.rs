@@ -212,7 +212,9 @@ pub async fn suite(conn: &Connection) -> usize {
         ($($m:ident :: $case:ident),* $(,)?) => {{
             $(
                 let fx = Fixture::new(conn).await;
-                $m::$case(&fx).await;
+                // Each case's future on the heap: inlined, the whole suite's state
+                // overflows a test thread's stack.
+                Box::pin($m::$case(&fx)).await;
                 own += fx.own_logins.load(std::sync::atomic::Ordering::Relaxed);
                 fx.finish().await;
             )*
