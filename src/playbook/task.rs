@@ -64,25 +64,38 @@ pub fn loc(node: &Node<'_>) -> Location {
     }
 }
 
-/// The file of a custom module `name` in a `library/` folder Ansible would load it from: the
-/// current role's, beside the tasks file, beside the playbook, or ansible.cfg's `library`.
-fn library_module(ctx: &TaskCtx<'_>, name: &str) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
+/// A custom plugin Ansible would run for the action `name`: a module in a `library/` folder or
+/// an action plugin in an `action_plugins/` folder, looked up in the current role, beside the
+/// tasks file, beside the playbook, and in ansible.cfg's `library`. kinit runs no Python
+/// plugins, so such an action is named in a warning at load and fails where a host reaches it.
+fn custom_plugin(ctx: &TaskCtx<'_>, name: &str) -> Option<(PathBuf, &'static str)> {
+    let mut roots: Vec<PathBuf> = Vec::new();
     if let Some(r) = &ctx.role {
-        dirs.push(r.path.join("library"));
+        roots.push(r.path.clone());
     }
-    dirs.push(ctx.dir.join("library"));
+    roots.push(ctx.dir.clone());
     if let Some(parent) = ctx.dir.parent() {
-        dirs.push(parent.join("library"));
+        roots.push(parent.to_path_buf());
     }
-    dirs.push(ctx.loader.base_dir().join("library"));
-    dirs.extend(ctx.loader.library_path().iter().cloned());
-    dirs.into_iter().find_map(|d| {
+    roots.push(ctx.loader.base_dir().to_path_buf());
+    let mut dirs: Vec<(PathBuf, &'static str)> = Vec::new();
+    for root in &roots {
+        dirs.push((root.join("library"), "a custom module"));
+        dirs.push((root.join("action_plugins"), "a custom action plugin"));
+    }
+    dirs.extend(
+        ctx.loader
+            .library_path()
+            .iter()
+            .map(|d| (d.clone(), "a custom module")),
+    );
+    dirs.into_iter().find_map(|(d, kind)| {
         std::fs::read_dir(&d)
             .ok()?
             .flatten()
             .map(|e| e.path())
             .find(|p| p.is_file() && p.file_stem().and_then(|s| s.to_str()) == Some(name))
+            .map(|p| (p, kind))
     })
 }
 
@@ -127,7 +140,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
             action_key = Some((key.to_string(), short, *val));
         } else if !is_block
             && action_key.is_none()
-            && (super::ansible_modules::is_known(key) || library_module(ctx, key).is_some())
+            && (super::ansible_modules::is_known(key) || custom_plugin(ctx, key).is_some())
             && !entries
                 .iter()
                 .any(|(k, _)| *k != *key && resolve_action(k).is_some())
@@ -215,8 +228,8 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                 format!("`{module}` next to another action in one task"),
             ));
         }
-        let origin = match library_module(ctx, &module) {
-            Some(file) => format!(" (a custom module, `{}`)", file.display()),
+        let origin = match custom_plugin(ctx, &module) {
+            Some((file, kind)) => format!(" ({kind}, `{}`)", file.display()),
             None => String::new(),
         };
         ctx.loader.warn(format!(

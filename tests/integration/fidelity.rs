@@ -410,6 +410,34 @@ fn custom_library_modules_load_with_a_warning() {
     );
 }
 
+/// A role's `action_plugins/` Python plugin is an action kinit cannot run: the playbook loads
+/// with a warning naming the file, and the task fails only on the host that reaches it.
+#[test]
+fn custom_action_plugins_load_with_a_warning_and_fail_where_reached() {
+    let ran = Test::new()
+        .write(
+            "roles/r/action_plugins/shout.py",
+            "# a custom Ansible action plugin\n",
+        )
+        .write(
+            "roles/r/tasks/main.yml",
+            "- shout:\n    msg: hi\n  ignore_errors: true\n- debug: msg=after\n",
+        )
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  roles: [r]\n",
+        )
+        .args(["playbook", "site.yml"])
+        .succeeds()
+        .snapshot();
+    assert!(
+        ran.stderr()
+            .contains("(a custom action plugin, `roles/r/action_plugins/shout.py`)"),
+        "{}",
+        ran.stderr()
+    );
+}
+
 /// `serial` as a template is rendered with the play's variables when the play starts.
 #[test]
 fn templated_serial() {
