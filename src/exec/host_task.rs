@@ -107,23 +107,25 @@ impl Executor {
                             a.result
                         }
                     },
-                    Some(spec) => match self.loop_items(spec, &ctx) {
-                        // As in Ansible, a loop that cannot be evaluated fails the task only
-                        // when its condition (evaluated without an item) does not skip it.
-                        Err(msg) => match self.check_when(&conds, &ctx) {
-                            Ok(Some(cond)) => skipped(&cond),
-                            // A lookup's failure is registered in Ansible's words alone.
-                            _ if crate::template::is_lookup_failure(&msg) => {
-                                TaskResult::failed(msg)
+                    Some(spec) => {
+                        match self.loop_items(spec, &ctx, task.module_name().unwrap_or_default()) {
+                            // As in Ansible, a loop that cannot be evaluated fails the task only
+                            // when its condition (evaluated without an item) does not skip it.
+                            Err(msg) => match self.check_when(&conds, &ctx) {
+                                Ok(Some(cond)) => skipped(&cond),
+                                // A lookup's failure is registered in Ansible's words alone.
+                                _ if crate::template::is_lookup_failure(&msg) => {
+                                    TaskResult::failed(msg)
+                                }
+                                _ => self.error_result(task, msg),
+                            },
+                            Ok(items) => {
+                                let (r, f) = self.run_items(t, &ctx, &conds, items).await;
+                                flow = f;
+                                r
                             }
-                            _ => self.error_result(task, msg),
-                        },
-                        Ok(items) => {
-                            let (r, f) = self.run_items(t, &ctx, &conds, items).await;
-                            flow = f;
-                            r
                         }
-                    },
+                    }
                 }
             }
         };
@@ -393,6 +395,16 @@ impl Executor {
     pub(crate) async fn attempt(&self, t: OnHost<'_>, ctx: &VarMap) -> Attempt {
         let OnHost { task, inh, .. } = t;
         match &task.action {
+            Action::Module { name, args }
+                if args.get(crate::playbook::VARIABLE_PARAMS).is_some() =>
+            {
+                match self.variable_params(name, args, ctx) {
+                    Err(msg) => Attempt::of(self.error_result(task, msg)),
+                    Ok((args, None)) => self.run_module(t, name, &args, ctx).await,
+                    Ok((_, Some(Ok(action)))) => self.run_action(t, &action, ctx).await,
+                    Ok((_, Some(Err(detail)))) => Attempt::failed(detail),
+                }
+            }
             Action::Module { name, args } => self.run_module(t, name, args, ctx).await,
             Action::Exec(action) => self.run_action(t, action, ctx).await,
             Action::IncludeTasks { .. } | Action::IncludeRole { .. } => {
@@ -411,6 +423,44 @@ impl Executor {
             )),
             Action::Invalid { detail, .. } => Attempt::failed(detail.clone()),
         }
+    }
+
+    /// Arguments given as a template (`add_host: "{{ spec }}"`): the mapping it renders to,
+    /// under the arguments written beside it, and the built-in action they make, if the
+    /// module is one.
+    #[allow(clippy::type_complexity)]
+    fn variable_params(
+        &self,
+        name: &str,
+        args: &serde_json::Value,
+        ctx: &VarMap,
+    ) -> Result<
+        (
+            serde_json::Value,
+            Option<Result<crate::playbook::actions::ExecAction, String>>,
+        ),
+        String,
+    > {
+        let mut merged = args.as_object().cloned().unwrap_or_default();
+        let template = merged
+            .remove(crate::playbook::VARIABLE_PARAMS)
+            .unwrap_or_default();
+        let serde_json::Value::Object(base) = self
+            .templar
+            .render_value(&template, ctx)
+            .map_err(|e| e.to_string())?
+        else {
+            return Err(format!(
+                "the arguments of `{name}` must be a mapping; `{}` gave something else",
+                template.as_str().unwrap_or_default()
+            ));
+        };
+        let mut out = base;
+        out.extend(merged);
+        let out = serde_json::Value::Object(out);
+        let action = crate::playbook::actions::ExecAction::parse(name, &out)
+            .map(|r| r.map_err(|e| e.to_string()));
+        Ok((out, action))
     }
 
     pub(crate) async fn sleep(&self, d: Duration) {

@@ -28,15 +28,57 @@ impl Executor {
         }
     }
 
+    /// `value` rendered leaf by leaf, leaving out each leaf that is undefined: ansible-core
+    /// gives `first_found` its terms so when a `with_first_found` loop invokes it
+    /// (`_recurse_terms(omit_undefined=True)` in plugins/lookup/first_found.py).
+    fn render_omitting_undefined(
+        &self,
+        value: &Value,
+        ctx: &VarMap,
+    ) -> Result<Option<Value>, String> {
+        Ok(Some(match value {
+            Value::Array(a) => {
+                let mut out = Vec::new();
+                for x in a {
+                    out.extend(self.render_omitting_undefined(x, ctx)?);
+                }
+                Value::Array(out)
+            }
+            Value::Object(m) => {
+                let mut out = serde_json::Map::new();
+                for (k, x) in m {
+                    if let Some(r) = self.render_omitting_undefined(x, ctx)? {
+                        out.insert(k.clone(), r);
+                    }
+                }
+                Value::Object(out)
+            }
+            leaf => match self.templar.render_value(leaf, ctx) {
+                Ok(r) => r,
+                Err(crate::template::TemplateError::Undefined { .. }) => return Ok(None),
+                Err(e) => return Err(format!("error in loop: {e}")),
+            },
+        }))
+    }
+
+    /// The items of a task's loop. `action` is the task's module: a `with_first_found` loop
+    /// searches the folder its name points to, as in Ansible.
     pub(crate) fn loop_items(
         &self,
         spec: &crate::playbook::LoopSpec,
         ctx: &VarMap,
+        action: &str,
     ) -> Result<Vec<Value>, String> {
-        let v = self
-            .templar
-            .render_value(&spec.value, ctx)
-            .map_err(|e| format!("error in loop: {e}"))?;
+        let first_found = matches!(&spec.kind, LoopKind::Lookup(n)
+            if n.strip_prefix("ansible.builtin.").unwrap_or(n) == "first_found");
+        let v = if first_found {
+            self.render_omitting_undefined(&spec.value, ctx)?
+                .unwrap_or(Value::Null)
+        } else {
+            self.templar
+                .render_value(&spec.value, ctx)
+                .map_err(|e| format!("error in loop: {e}"))?
+        };
         let v = match v {
             Value::String(s) if spec.kind != LoopKind::Sequence => {
                 // A string that renders to a list's JSON (from a filter chain) is that list.
@@ -146,6 +188,18 @@ impl Executor {
                 };
                 let mut scope = ctx.clone();
                 scope.insert("__kinit_with_terms".into(), Value::Array(terms));
+                if first_found {
+                    // `plugins/lookup/first_found.py`: the first of `template`, `var`, `file`
+                    // in the action's name picks the folder; `files` otherwise.
+                    let sub = ["template", "var", "file"]
+                        .into_iter()
+                        .find(|s| action.contains(s))
+                        .unwrap_or("file");
+                    scope.insert(
+                        crate::template::WITH_SUBDIR_VAR.into(),
+                        Value::String(format!("{sub}s")),
+                    );
+                }
                 let call = format!("{{{{ query('{name}', *__kinit_with_terms) }}}}");
                 match self.templar.render_value(&Value::String(call), &scope) {
                     Ok(Value::Array(items)) => items,

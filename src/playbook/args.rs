@@ -23,6 +23,16 @@ const RAW_MODULES: &[&str] = &[
     "win_powershell",
 ];
 
+/// The argument key holding a template that gives the module's arguments as a mapping when the
+/// task runs: `module: "{{ spec }}"` or `args: "{{ spec }}"`. Arguments written beside it win.
+pub const VARIABLE_PARAMS: &str = "_variable_params";
+
+/// Whether `s` is one whole `{{ ... }}` expression (ansible-core's `is_possibly_all_template`).
+fn is_all_template(s: &str) -> bool {
+    let t = s.trim();
+    t.starts_with("{{") && t.ends_with("}}") && t[2..t.len() - 2].find("}}").is_none()
+}
+
 /// Options that `command`/`shell` accept inside their free-form text.
 const COMMAND_OPTIONS: &[&str] = &["creates", "removes", "chdir", "executable", "stdin"];
 
@@ -93,6 +103,10 @@ pub(crate) fn build_args(
                     s.clone()
                 };
                 out.insert("_raw_params".into(), Value::String(raw));
+            } else if is_all_template(s) {
+                // `add_host: "{{ host_spec }}"`: a mapping the template gives when the task
+                // runs (ansible-core's `_variable_params`).
+                out.insert(VARIABLE_PARAMS.into(), Value::String(s.clone()));
             } else if s.contains('=') {
                 for tok in split_kv(s) {
                     let (k, v) = tok.split_once('=').ok_or_else(|| {
@@ -122,7 +136,15 @@ pub(crate) fn build_args(
                 }
             }
             Value::Null => {}
-            _ => return Err(invalid(a, "`args` must be a mapping")),
+            Value::String(s) if is_all_template(s) => {
+                out.insert(VARIABLE_PARAMS.into(), Value::String(s.clone()));
+            }
+            _ => {
+                return Err(invalid(
+                    a,
+                    "`args` must be a mapping, or a template that gives one",
+                ));
+            }
         }
     }
     Ok(Value::Object(out))

@@ -36,6 +36,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use args::VARIABLE_PARAMS;
 pub use args::contains_template as task_contains_template;
 pub use error::{LoadError, did_you_mean};
 pub use keywords::set_templated;

@@ -262,6 +262,17 @@ fn finish_module(
     task_loc: Location,
     val: &Node<'_>,
 ) -> Result<Task, LoadError> {
+    let mut args = args;
+    if matches!(short.as_str(), "import_role" | "include_role") {
+        // ansible-core's role include reads `name`, else `role` (playbook/role_include.py).
+        if let Some(m) = args.as_object_mut() {
+            if !m.contains_key("name") {
+                if let Some(role) = m.remove("role") {
+                    m.insert("name".into(), role);
+                }
+            }
+        }
+    }
     match short.as_str() {
         "import_tasks" => {
             let file = raw_param(&args, "file")
@@ -336,6 +347,17 @@ fn finish_module(
             Ok(Task {
                 name,
                 action: Action::IncludeRole { args },
+                kw,
+                loc: task_loc,
+                role: None,
+            })
+        }
+        _ if args.get(super::args::VARIABLE_PARAMS).is_some() => {
+            // The arguments exist only when the task runs: checked then (`Action::Module`
+            // resolves them first, whichever kind of action the module is).
+            Ok(Task {
+                name,
+                action: Action::Module { name: short, args },
                 kw,
                 loc: task_loc,
                 role: None,

@@ -233,45 +233,7 @@ fn run(
             }
             Ok(out)
         }
-        "first_found" => {
-            let skip = kwargs.get::<Option<bool>>("skip")?.unwrap_or(false);
-            let mut candidates = Vec::new();
-            for t in terms {
-                if t.kind() == ValueKind::Map {
-                    let files = t.get_attr("files")?;
-                    let paths = t.get_attr("paths")?;
-                    let files = term_strings(std::slice::from_ref(&files))?;
-                    let paths = if paths.is_undefined() {
-                        vec![String::new()]
-                    } else {
-                        term_strings(std::slice::from_ref(&paths))?
-                    };
-                    for p in &paths {
-                        for f in &files {
-                            candidates.push(if p.is_empty() {
-                                f.clone()
-                            } else {
-                                format!("{p}/{f}")
-                            });
-                        }
-                    }
-                } else {
-                    candidates.extend(term_strings(std::slice::from_ref(t))?);
-                }
-            }
-            for c in &candidates {
-                if let Ok(p) = find(state, c, "files") {
-                    return Ok(vec![Value::from(p.display().to_string())]);
-                }
-            }
-            if skip {
-                return Ok(Vec::new());
-            }
-            Err(invalid(format!(
-                "no file was found among {}",
-                candidates.join(", ")
-            )))
-        }
+        "first_found" => first_found(state, terms, kwargs),
         "nested" | "cartesian" => {
             // Every combination, the first list varying slowest: [[a,b],[1,2]] gives
             // [a,1], [a,2], [b,1], [b,2].
@@ -490,6 +452,155 @@ pub const NAMES: &[&str] = &[
 ];
 
 /// The folders relative paths are searched in.
+/// The variable a `with_first_found` loop sets while it runs the lookup: the folder its task's
+/// action searches (`templates`, `vars` or `files`, from the action's name, as ansible-core's
+/// `first_found` does when invoked by a `with_` loop). A direct `lookup()`/`query()` has none.
+pub const WITH_SUBDIR_VAR: &str = "__kinit_with_subdir";
+
+/// The options of a `first_found` call: its keywords, replaced by each mapping term in turn
+/// (ansible-core's `set_options(direct=term)`: a key the mapping leaves out is back to its
+/// default).
+#[derive(Default, Clone)]
+struct FirstFound {
+    files: Vec<String>,
+    paths: Vec<String>,
+    skip: bool,
+}
+
+impl FirstFound {
+    fn from_options(get: &dyn Fn(&str) -> Result<Option<Value>, Error>) -> Result<Self, Error> {
+        let list = |v: Option<Value>| -> Result<Vec<String>, Error> {
+            match v {
+                None => Ok(Vec::new()),
+                Some(v) if v.is_undefined() || v.is_none() => Ok(Vec::new()),
+                Some(v) => term_strings(std::slice::from_ref(&v)),
+            }
+        };
+        Ok(FirstFound {
+            files: list(get("files")?)?,
+            paths: list(get("paths")?)?,
+            skip: get("skip")?.is_some_and(|v| v.is_true()),
+        })
+    }
+}
+
+/// Split a `files` or `paths` entry on its separators (ansible-core still splits `a,b` and
+/// `a;b`, and paths also on `:`, though it deprecates it).
+fn split_on(items: &[String], seps: &[char]) -> Vec<String> {
+    items
+        .iter()
+        .flat_map(|i| i.split(seps).map(str::to_string))
+        .collect()
+}
+
+/// The candidate paths of `first_found`'s terms, in order (`_process_terms`).
+fn first_found_candidates(
+    terms: &[Value],
+    opts: &mut FirstFound,
+    out: &mut Vec<String>,
+) -> Result<(), Error> {
+    for term in terms {
+        let files = match term.kind() {
+            ValueKind::Map => {
+                *opts = FirstFound::from_options(&|k| {
+                    let v = term.get_attr(k)?;
+                    Ok((!v.is_undefined()).then_some(v))
+                })?;
+                opts.files.clone()
+            }
+            ValueKind::String => vec![term.as_str().unwrap_or_default().to_string()],
+            ValueKind::Seq => {
+                let inner: Vec<Value> = term.try_iter()?.collect();
+                first_found_candidates(&inner, opts, out)?;
+                continue;
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "Invalid term supplied. A string, dict or list is required, not '{}').",
+                    super::filters::core::type_debug(term.clone())
+                )));
+            }
+        };
+        let files = split_on(&files, &[',', ';']);
+        let paths = split_on(&opts.paths, &[',', ':', ';']);
+        if paths.is_empty() {
+            out.extend(files);
+        } else {
+            for p in &paths {
+                for f in &files {
+                    out.push(Path::new(p).join(f).display().to_string());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `first_found`: the first of its candidates that exists, searched as ansible-core's
+/// `find_file_in_search_path` does (`DataLoader.path_dwim_relative_stack`).
+fn first_found(
+    state: &State<'_, '_>,
+    terms: &[Value],
+    kwargs: &Kwargs,
+) -> Result<Vec<Value>, Error> {
+    let mut opts = FirstFound::from_options(&|k| kwargs.get::<Option<Value>>(k))?;
+    let mut terms = terms.to_vec();
+    if terms.is_empty() {
+        terms = opts.files.iter().map(|f| Value::from(f.as_str())).collect();
+    }
+    let mut candidates = Vec::new();
+    first_found_candidates(&terms, &mut opts, &mut candidates)?;
+    let subdir = state
+        .lookup(WITH_SUBDIR_VAR)
+        .and_then(|v| v.as_str().map(str::to_string));
+    for c in &candidates {
+        if let Some(p) = search_stack(state, c, subdir.as_deref()) {
+            return Ok(vec![Value::from(p.display().to_string())]);
+        }
+    }
+    if opts.skip {
+        return Ok(Vec::new());
+    }
+    Err(invalid("No file was found when using first_found.".into()))
+}
+
+/// Where ansible-core looks for `source` relative to a task: each search-path entry (with
+/// `subdir` in it first, and for a role's nested task folder the role's `subdir`), then the
+/// current folder. A path starting with `/` or `~` is only checked as it is.
+fn search_stack(state: &State<'_, '_>, source: &str, subdir: Option<&str>) -> Option<PathBuf> {
+    if source.starts_with('/') || source.starts_with('~') {
+        let p = PathBuf::from(
+            super::filters::text::expanduser(Value::from(source)).unwrap_or_else(|_| source.into()),
+        );
+        return p.exists().then_some(p);
+    }
+    let in_role = state.lookup("role_path").is_some_and(|v| !v.is_undefined());
+    let first = source.split('/').next().unwrap_or_default();
+    let mut search = Vec::new();
+    let mut bases = search_path(state);
+    bases.push(PathBuf::from("."));
+    for base in &bases {
+        if let (Some(sub), Some(parent)) = (subdir, base.parent())
+            && in_role
+            && parent.ends_with("tasks")
+            && let Some(role) = parent.parent()
+        {
+            search.push(role.join(sub).join(source));
+            search.push(parent.join(source));
+        }
+        if let Some(sub) = subdir
+            && first != sub
+        {
+            search.push(base.join(sub).join(source));
+        }
+        search.push(base.join(source));
+    }
+    search
+        .into_iter()
+        .find(|p| p.exists())
+        .map(|p| std::path::absolute(&p).unwrap_or(p))
+}
+
 fn search_path(state: &State<'_, '_>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(v) = state.lookup("ansible_search_path")

@@ -179,13 +179,22 @@ fn file_and_template_lookups_use_the_search_path() {
         .unwrap(),
         json!("n=5 m=2\n")
     );
+    // A direct `first_found` searches no `files/` folder (only a `with_first_found` loop
+    // picks one), as ansible-core's `find_file_in_search_path` with no subdir.
     assert_eq!(
         render(
             v.clone(),
-            "{{ lookup('first_found', ['nope', 'motd']) | basename }}"
+            "{{ lookup('first_found', ['nope', 'files/motd']) | basename }}"
         )
         .unwrap(),
         json!("motd")
+    );
+    let err = render(v.clone(), "{{ lookup('first_found', ['nope', 'motd']) }}")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("No file was found when using first_found."),
+        "{err}"
     );
     let err = render(v.clone(), "{{ lookup('file', 'absent') }}")
         .unwrap_err()
