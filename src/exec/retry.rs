@@ -145,15 +145,27 @@ impl Executor {
         if let Some(conds) = &kw.changed_when
             && let Err(e) = eval(conds, "changed")
         {
-            error = Some(e);
+            error = Some(("changed", e));
         }
-        if let Some(conds) = &kw.failed_when
+        if error.is_none()
+            && let Some(conds) = &kw.failed_when
             && let Err(e) = eval(conds, "failed")
         {
-            error = Some(e);
+            error = Some(("failed", e));
         }
-        if let Some(e) = error {
-            return Attempt::of(self.error_result(task, e));
+        if let Some((key, e)) = error {
+            // As ansible-core's TaskExecutor: the module's own result stays (its `stdout`,
+            // `rc`...), failed, with the error under `<key>_when_result`. The error is the
+            // message too when the module gave none, so the output says what went wrong.
+            let err = self.error_result(task, e);
+            a.result.failed = Some(true);
+            if let Some(text) = &err.msg {
+                a.result.set(&format!("{key}_when_result"), text.clone());
+            }
+            if a.result.msg.is_none() {
+                a.result.msg = err.msg;
+            }
+            return a;
         }
         if let Some(conds) = &kw.failed_when
             && !conds.is_empty()

@@ -21,38 +21,55 @@ use crate::vars::VarMap;
 
 impl Executor {
     pub(crate) fn add_host(&self, m: &Map<String, Value>) -> Attempt {
-        let Some(name) = ["name", "hostname", "host"]
+        // Upstream's action plugin (plugins/action/add_host.py): `name`, `hostname` or `host`;
+        // a `host:port` name sets `ansible_ssh_port`; every key but the name and group keys
+        // becomes a host variable.
+        let Some(full_name) = ["name", "hostname", "host"]
             .iter()
             .find_map(|k| m.get(*k).and_then(Value::as_str))
         else {
-            return Attempt::failed("`add_host` needs `name`");
+            return Attempt::failed("name, host or hostname needs to be provided");
         };
-        let groups: Vec<String> = ["groups", "group", "groupname"]
+        let (name, port) = crate::inventory::split_host_port(full_name);
+        let groups: Vec<String> = ["groupname", "groups", "group"]
             .iter()
             .find_map(|k| m.get(*k))
             .map(|g| match g {
                 Value::Array(a) => a
                     .iter()
                     .filter_map(Value::as_str)
-                    .map(str::to_string)
+                    .map(|x| x.trim().to_string())
                     .collect(),
-                Value::String(s) => s.split(',').map(|x| x.trim().to_string()).collect(),
+                Value::String(s) if !s.is_empty() => {
+                    s.split(',').map(|x| x.trim().to_string()).collect()
+                }
                 _ => Vec::new(),
             })
             .unwrap_or_default();
+        let mut groups_once: Vec<String> = Vec::new();
+        for g in groups {
+            if !groups_once.contains(&g) {
+                groups_once.push(g);
+            }
+        }
+        let groups = groups_once;
         let mut vars = VarMap::new();
         for (k, v) in m {
-            if !matches!(
-                k.as_str(),
-                "name" | "hostname" | "host" | "groups" | "group" | "groupname"
-            ) {
+            if !matches!(k.as_str(), "name" | "hostname" | "groups" | "groupname") {
                 vars.insert(k.clone(), v.clone());
             }
         }
+        if let Some(p) = port {
+            vars.insert("ansible_ssh_port".into(), json!(p));
+        }
         let mut inv = self.inventory.write().unwrap();
-        let new = !inv.hosts.contains_key(name);
+        // Changed as ansible-core's `add_dynamic_host` judges it: a new host, new or different
+        // variables, or a group the host was not in.
+        let before = inv.hosts.get(name).map(|h| h.vars.clone());
         inv.add_host(name, None, vars.clone());
+        let mut changed = before.as_ref() != inv.hosts.get(name).map(|h| &h.vars);
         for g in &groups {
+            changed |= !inv.groups.get(g).is_some_and(|x| x.hosts.contains(name));
             inv.add_host(name, Some(g), VarMap::new());
             let is_child = inv.groups.values().any(|x| x.children.contains(g));
             if g != "all" && !is_child {
@@ -66,7 +83,7 @@ impl Executor {
             "add_host",
             json!({"host_name": name, "groups": groups, "host_vars": vars}),
         );
-        r.changed = new;
+        r.changed = changed;
         Attempt::of(r)
     }
 
@@ -87,6 +104,8 @@ impl Executor {
             _ => vec!["all".into()],
         };
         let mut inv = self.inventory.write().unwrap();
+        // Changed when the host joins the group (ansible-core's `add_dynamic_group`).
+        let changed = !inv.groups.get(&key).is_some_and(|g| g.hosts.contains(host));
         inv.add_host(host, Some(&key), VarMap::new());
         for p in &parents {
             if p != "all" {
@@ -96,7 +115,10 @@ impl Executor {
                 }
             }
         }
-        ok(json!({"add_group": key, "parent_groups": parents}))
+        let mut r = TaskResult::ok().with("add_group", json!(key));
+        r.set("parent_groups", json!(parents));
+        r.changed = changed;
+        Attempt::of(r)
     }
 
     pub(crate) fn include_vars(

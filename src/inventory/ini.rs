@@ -127,7 +127,7 @@ fn parse_header(line: &str) -> Result<Section, LineError> {
 
 /// `host:2222` → (`host`, 2222). Colons inside `[..]` ranges and IPv6 addresses are left
 /// alone; `[::1]:22` keeps its brackets off.
-pub(super) fn split_port(pattern: &str) -> (&str, Option<u16>) {
+pub fn split_port(pattern: &str) -> (&str, Option<u16>) {
     if let Some(rest) = pattern.strip_prefix('[')
         && let Some((addr, tail)) = rest.split_once(']')
         && addr.contains(':')

@@ -22,6 +22,7 @@ mod yaml;
 
 pub use connection::{ConnectionDefaults, HostBecome, ResolvedHost, resolve_target};
 pub use error::InventoryError;
+pub use ini::split_port as split_host_port;
 pub use load::{load, load_source};
 pub use pattern::split_patterns;
 pub use vars_dirs::load_vars_dirs;

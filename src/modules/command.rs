@@ -255,9 +255,15 @@ pub fn finish(
         }
     }
     let d = started.elapsed();
+    // `start`/`end` as Python's `str(datetime.now())`, taken where kinit runs: the same
+    // clock as the host's for a local host, the controller's over a connection.
+    let end = crate::template::local_now();
+    let start = end - d;
     let mut r = ModuleResult::changed()
         .with_output(&out)
         .with("cmd", cmd)
+        .with("start", crate::template::datetime_str(&start))
+        .with("end", crate::template::datetime_str(&end))
         .with(
             "delta",
             format!(

@@ -7,6 +7,16 @@ use minijinja::Error;
 use minijinja::value::Kwargs;
 use time::OffsetDateTime;
 
+/// The local time, or UTC where the offset cannot be told safely.
+pub fn local_now() -> OffsetDateTime {
+    OffsetDateTime::now_local().unwrap_or_else(|_| OffsetDateTime::now_utc())
+}
+
+/// Python's `str(datetime)`: `2026-11-25 23:59:01.123456`.
+pub fn datetime_str(t: &OffsetDateTime) -> String {
+    strftime(t, "%Y-%m-%d %H:%M:%S.%f")
+}
+
 pub fn now(kwargs: Kwargs) -> Result<String, Error> {
     let utc = kwargs.get::<Option<bool>>("utc")?.unwrap_or(false);
     let fmt = kwargs.get::<Option<String>>("fmt")?;
@@ -14,10 +24,10 @@ pub fn now(kwargs: Kwargs) -> Result<String, Error> {
     let t = if utc {
         OffsetDateTime::now_utc()
     } else {
-        OffsetDateTime::now_local().unwrap_or_else(|_| OffsetDateTime::now_utc())
+        local_now()
     };
     match fmt {
-        None => Ok(strftime(&t, "%Y-%m-%d %H:%M:%S.%f")),
+        None => Ok(datetime_str(&t)),
         Some(f) => Ok(strftime(&t, &f)),
     }
 }
