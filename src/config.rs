@@ -169,6 +169,7 @@ impl PlaybookConfig {
             PlaybookMode::Run
         };
         roles_path.extend(cfg.roles_path.iter().cloned());
+        let extra_vars = parse_extra_vars(&args.extra_vars, base_dir)?;
         // `-i` wins over ansible.cfg's `inventory` (and ANSIBLE_INVENTORY), as in Ansible.
         let inventory = if args.inventory.is_empty() {
             cfg.inventory.clone()
@@ -183,7 +184,7 @@ impl PlaybookConfig {
             verbose: args.exec.verbose,
             tags: TagFilter::new(&args.tags, &args.skip_tags),
             start_at_task: args.start_at_task.clone(),
-            extra_vars: parse_extra_vars(&args.extra_vars, base_dir)?,
+            extra_vars: extra_vars.clone(),
             limit: args.limit.clone(),
             connect: ConnectDefaults {
                 remote_user: c.remote_user.clone().or(cfg.remote_user.clone()),
@@ -214,6 +215,7 @@ impl PlaybookConfig {
             loader: LoaderOptions {
                 roles_path,
                 library_path: cfg.library.clone(),
+                extra_vars,
             },
             inventory,
             run,

@@ -106,6 +106,12 @@ impl Executor {
         let mut inv = self.inventory.write().unwrap();
         // Changed when the host joins the group (ansible-core's `add_dynamic_group`).
         let changed = !inv.groups.get(&key).is_some_and(|g| g.hosts.contains(host));
+        if !inv.hosts.contains_key(host) && crate::inventory::IMPLICIT_LOCAL.contains(&host) {
+            // The implicit localhost joins the group as it is: still reached locally.
+            let mut local = VarMap::new();
+            local.insert("ansible_connection".into(), json!("local"));
+            inv.add_host(host, None, local);
+        }
         inv.add_host(host, Some(&key), VarMap::new());
         for p in &parents {
             if p != "all" {

@@ -20,6 +20,9 @@ pub struct LoaderOptions {
     /// Extra folders custom modules are found in (ansible.cfg's `library`, ANSIBLE_LIBRARY),
     /// after the `library/` folders beside the playbook and in roles.
     pub library_path: Vec<PathBuf>,
+    /// `-e` variables: with `role_path` and `playbook_dir`, all a static `import_tasks` file
+    /// name may use, as they are known before any host runs.
+    pub extra_vars: crate::vars::VarMap,
 }
 
 /// A role loaded for a dynamic `include_role`: its wrapper block and its handlers.
@@ -93,6 +96,25 @@ impl Loader {
     /// `LoaderOptions::library_path`.
     pub(crate) fn library_path(&self) -> &[PathBuf] {
         &self.opts.library_path
+    }
+
+    /// The variables a static import's templated name may use: `-e` variables,
+    /// `playbook_dir`, and `role_path`/`role_name` inside a role.
+    pub(crate) fn static_vars(&self, role: Option<&RoleCtx>) -> VarMap {
+        let mut vars = self.opts.extra_vars.clone();
+        let base = std::path::absolute(self.base_dir()).unwrap_or_else(|_| self.base_dir());
+        vars.insert(
+            "playbook_dir".into(),
+            Value::String(base.display().to_string()),
+        );
+        if let Some(r) = role {
+            vars.insert(
+                "role_path".into(),
+                Value::String(r.path.display().to_string()),
+            );
+            vars.insert("role_name".into(), Value::String(r.name.clone()));
+        }
+        vars
     }
 
     pub fn base_dir(&self) -> PathBuf {

@@ -277,12 +277,23 @@ fn finish_module(
         "import_tasks" => {
             let file = raw_param(&args, "file")
                 .ok_or_else(|| invalid(val, "import_tasks needs a file name"))?;
-            if file.contains("{{") {
-                return Err(invalid(
-                    val,
-                    "import_tasks is static and needs a literal file name; use include_tasks for a templated one",
-                ));
-            }
+            // A static import's name may use what is known before any host runs, as in
+            // Ansible: `-e` variables, `playbook_dir`, `role_path`.
+            let file = if file.contains("{{") || file.contains("{%") {
+                let vars = ctx.loader.static_vars(ctx.role.as_deref());
+                crate::template::Templar::new()
+                    .render_str(&file, &vars)
+                    .map_err(|e| {
+                        invalid(
+                            val,
+                            format!(
+                                "import_tasks is static: its file name `{file}` may use only                                  variables known when the playbook loads (`-e` variables,                                  playbook_dir, role_path), but {e}; use include_tasks for a                                  name that needs more"
+                            ),
+                        )
+                    })?
+            } else {
+                file
+            };
             if kw.loop_.is_some() {
                 return Err(invalid(val, "import_tasks cannot loop; use include_tasks"));
             }
