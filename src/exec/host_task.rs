@@ -234,12 +234,17 @@ impl Executor {
                 }
             }
         }
-        let shown = if no_log {
+        let mut shown = if no_log {
             self.events.redactor.add_task_data(&result.to_value());
             censor(&result)
         } else {
             result.clone()
         };
+        // A module may return a diff outside diff mode (known_hosts always does); it is
+        // registered, but shown only under `--diff`/`diff: true`, as in ansible-playbook.
+        if !t.kw.diff.unwrap_or(self.opts.diff) {
+            shown.fields.shift_remove("diff");
+        }
         self.emit(Event::TaskResult {
             host: host.to_string(),
             task_id,

@@ -275,9 +275,10 @@ impl Executor {
                     self.await_reboot(module, &resolved.target, conn, r).await,
                 ))
             }
-            // A diff shows (and registers) only where the task asked for one.
+            // A diff registers only where the task asked for one, except from a module whose
+            // upstream counterpart always returns it; it shows only under `--diff`.
             Ok(mut r) => {
-                if !mctx.diff {
+                if !mctx.diff && !crate::modules::returns_diff_always(name) {
                     r.diff = None;
                 }
                 Attempt::of(task_result(r))

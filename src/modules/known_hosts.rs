@@ -137,13 +137,12 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         .with("path", path.as_str())
         .with("hash_host", p.hash_host)
         .with("state", if present { "present" } else { "absent" });
-    if ctx.diff {
-        r.diff = Some(Diff {
-            path: Some(path.clone()),
-            before: old.clone().into(),
-            after: new.clone().into(),
-        });
-    }
+    // Upstream's module returns its diff whether or not diff mode is on.
+    r.diff = Some(Diff {
+        path: Some(path.clone()),
+        before: old.clone().into(),
+        after: new.clone().into(),
+    });
     // Removing a key that is not there: nothing to do.
     if !present && found_line.is_none() && key.is_some() {
         return super::path_info::add(ctx, r, &path).await;

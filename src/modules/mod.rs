@@ -247,6 +247,12 @@ pub fn find_local(search_paths: &[PathBuf], path: &str) -> Result<PathBuf, Modul
         })
 }
 
+/// Whether module `name` returns its diff outside diff mode too, as its ansible-core
+/// counterpart does (`known_hosts` computes it on every run): registered, not shown.
+pub fn returns_diff_always(name: &str) -> bool {
+    matches!(short_name(name), "known_hosts")
+}
+
 /// The before/after of a change, for `--diff`: texts, or (as ansible-core's `file` module
 /// reports a path's state) mappings, which `--diff` shows as sorted indented JSON.
 /// Registered as ansible-core registers a diff: `before`, `after`, and the path as
