@@ -99,9 +99,10 @@ impl Executor {
                         Err(msg) => self.error_result(task, msg),
                         Ok(Some(cond)) => skipped(&cond),
                         Ok(None) => {
+                            // `async: 0` runs the task as usual, as in Ansible.
                             let a = match kw.async_ {
-                                None => self.until_loop(t, &mut ctx).await,
-                                Some(secs) => self.run_async(t, secs, &mut ctx).await,
+                                Some(secs) if secs > 0 => self.run_async(t, secs, &mut ctx).await,
+                                _ => self.until_loop(t, &mut ctx).await,
                             };
                             flow = a.flow;
                             a.result
@@ -375,6 +376,34 @@ impl Executor {
     /// result kept under a job id for `async_status` and marked as Ansible marks a finished
     /// job. With `poll: 0` Ansible would go on at once; kinit waits and says so once.
     async fn run_async(&self, t: OnHost<'_>, secs: u64, ctx: &mut VarMap) -> Attempt {
+        // ansible-core's action plugins without `_supports_async` refuse `async` in these words.
+        const NO_ASYNC: &[&str] = &[
+            "add_host",
+            "assemble",
+            "assert",
+            "async_status",
+            "copy",
+            "debug",
+            "fail",
+            "fetch",
+            "group_by",
+            "include_vars",
+            "pause",
+            "raw",
+            "reboot",
+            "script",
+            "set_fact",
+            "set_stats",
+            "template",
+            "unarchive",
+            "validate_argument_spec",
+            "wait_for_connection",
+        ];
+        if let Some(m) = t.task.module_name()
+            && NO_ASYNC.contains(&crate::modules::short_name(m))
+        {
+            return Attempt::failed(format!("This action ({m}) does not support async."));
+        }
         if t.kw.poll == Some(0) {
             self.warn_once(
                 "`poll: 0`: kinit runs async tasks to their end before the next task (the \

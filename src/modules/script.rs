@@ -32,9 +32,16 @@ pub struct Params {
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    // Upstream's action checks `required_one_of`/`mutually_exclusive` in these words.
+    if p.cmd.is_some() && p.raw_params.is_some() {
+        return Err(ModuleError::BadArgs {
+            module: "script",
+            detail: "parameters are mutually exclusive: _raw_params|cmd".into(),
+        });
+    }
     let line = p.cmd.or(p.raw_params).ok_or_else(|| ModuleError::BadArgs {
         module: "script",
-        detail: "no script given (expected free-form text or `cmd`)".into(),
+        detail: "one of the following is required: _raw_params, cmd".into(),
     })?;
     let words = shlex::split(&line)
         .filter(|w| !w.is_empty())
@@ -52,7 +59,28 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     // The guard and check mode are the command runner's; run it with a no-op to reuse them.
     if common.creates.is_some() || common.removes.is_some() || ctx.check_mode {
         let probe = super::command::run_script(&ctx.with_check_mode(true), ":", &common).await?;
-        if ctx.check_mode || !probe.changed {
+        if !probe.changed {
+            // Upstream's action skips the task (AnsibleActionSkip), in its words.
+            let msg = match (&common.creates, &common.removes) {
+                (Some(c), _)
+                    if !probe
+                        .msg
+                        .as_deref()
+                        .unwrap_or_default()
+                        .contains("not exist") =>
+                {
+                    format!("{c} exists, matching creates option")
+                }
+                (_, Some(r)) => format!("{r} does not exist, matching removes option"),
+                (Some(c), None) => format!("{c} exists, matching creates option"),
+                (None, None) => String::new(),
+            };
+            let mut r = ModuleResult::ok();
+            r.skipped = true;
+            r.msg = Some(msg);
+            return Ok(r);
+        }
+        if ctx.check_mode {
             return Ok(probe);
         }
     }
