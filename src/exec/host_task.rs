@@ -200,7 +200,19 @@ impl Executor {
                 _ => host.to_string(),
             };
             let gathered = module == Some("setup");
+            let plain: Vec<String> = result
+                .fields
+                .get("ansible_facts")
+                .and_then(serde_json::Value::as_object)
+                .map(|f| {
+                    f.keys()
+                        .filter(|k| !k.starts_with("ansible_"))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
             self.with_state(&target, |s| {
+                s.plain_facts.extend(plain);
                 crate::vars::overlay(&mut s.facts, &facts);
                 s.facts_gathered |= gathered;
             });

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::HostState;
 use crate::inventory::Inventory;
@@ -41,12 +41,7 @@ impl HostVarsSource for ExecHostVars {
             v
         };
         if let Some(s) = self.hosts.lock().unwrap().get(host) {
-            if !s.facts.is_empty() {
-                m.insert("ansible_facts".into(), Value::Object(s.facts.clone()));
-                for (k, v) in &s.facts {
-                    m.insert(format!("ansible_{k}"), v.clone());
-                }
-            }
+            s.inject_facts(&mut m);
             overlay(&mut m, &s.vars_files);
             overlay(&mut m, &s.include_vars);
             overlay(&mut m, &s.set_facts);

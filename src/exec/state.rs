@@ -10,6 +10,10 @@ use crate::vars::VarMap;
 pub struct HostState {
     /// `ansible_facts` (from `setup`/fact gathering and `set_fact: cacheable`).
     pub facts: VarMap,
+    /// Facts a module returned without the `ansible_` prefix (`getent_passwd`, `services`):
+    /// variables under their own names, where prefixed facts are `ansible_<name>`, as
+    /// Ansible injects the names a module returns.
+    pub plain_facts: std::collections::BTreeSet<String>,
     /// `setup` ran on this host during this run (implicit fact gathering is not repeated).
     pub facts_gathered: bool,
     /// `set_fact` and `register` results.
@@ -29,6 +33,22 @@ pub struct HostState {
 }
 
 impl HostState {
+    /// The facts as variables: `ansible_facts`, and each fact by its variable name.
+    pub fn inject_facts(&self, m: &mut VarMap) {
+        if self.facts.is_empty() {
+            return;
+        }
+        m.insert("ansible_facts".into(), Value::Object(self.facts.clone()));
+        for (k, v) in &self.facts {
+            let name = if self.plain_facts.contains(k) {
+                k.clone()
+            } else {
+                format!("ansible_{k}")
+            };
+            m.insert(name, v.clone());
+        }
+    }
+
     pub fn active(&self) -> bool {
         !self.failed && !self.unreachable && !self.ended
     }

@@ -28,14 +28,7 @@ impl Executor {
             (inv.host_vars(host), inv.groups_map(), inv.magic_vars(host))
         };
         overlay(&mut m, &inv_vars);
-        self.with_state(host, |s| {
-            if !s.facts.is_empty() {
-                m.insert("ansible_facts".into(), Value::Object(s.facts.clone()));
-                for (k, v) in &s.facts {
-                    m.insert(format!("ansible_{k}"), v.clone());
-                }
-            }
-        });
+        self.with_state(host, |s| s.inject_facts(&mut m));
         overlay(&mut m, &pr.play.vars);
         let (vars_files, include_vars, set_facts, failed) = self.with_state(host, |s| {
             (

@@ -59,6 +59,7 @@ pub mod fnmatch;
 pub mod fragments;
 pub mod get_url;
 mod get_url_fetch;
+pub mod getent;
 pub mod git;
 mod git_ops;
 mod git_sync;
@@ -460,6 +461,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("file", &file::File),
     ("find", &find::Find),
     ("get_url", &get_url::GetUrl),
+    ("getent", &getent::Getent),
     ("git", &git::GitModule),
     ("group", &group::Group),
     ("hostname", &hostname::Hostname),

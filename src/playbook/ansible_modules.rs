@@ -12,7 +12,6 @@ const KNOWN: &[&str] = &[
     "dnf5",
     "expect",
     "gather_facts",
-    "getent",
     "iptables",
     "mount_facts",
     "set_stats",
