@@ -2,10 +2,9 @@
 //! string matches), or that matching lines are gone. The file is read in the probe, edited on
 //! the controller by [`edit`] (pure, unit tested), and written back only when it changed.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
 use serde::Deserialize;
+
+use crate::pyre::{PyRegex as Regex, Template};
 
 use super::args::boolish;
 use super::mode::{Mode, opt_mode};
@@ -103,6 +102,7 @@ pub struct Edit {
     pub firstmatch: bool,
 }
 
+/// A Python pattern from `field`; a bad one names the field, the pattern and the reason.
 fn regex(field: &str, r: &str) -> Result<Regex, ModuleError> {
     Regex::new(r).map_err(|e| ModuleError::BadArgs {
         module: "lineinfile",
@@ -142,8 +142,19 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             "one of `line`, `regexp` or `search_string` is required with `state: absent`",
         ));
     }
-    if p.backrefs && !matches!(matcher, Some(Matcher::Regex(_))) {
-        return Err(bad("`backrefs` needs `regexp`"));
+    if p.backrefs {
+        let Some(Matcher::Regex(r)) = &matcher else {
+            return Err(bad("`backrefs` needs `regexp`"));
+        };
+        // The line is a `re` template (`match.expand` upstream): check it against the groups.
+        if let Some(line) = &p.line {
+            Template::new(line, r).map_err(|e| {
+                bad(&format!(
+                    "`line` `{line}` does not fit `regexp` `{}` with `backrefs`: {e}",
+                    r.as_str()
+                ))
+            })?;
+        }
     }
     let edit_spec = Edit {
         state: p.state,
@@ -223,12 +234,12 @@ pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
     if let Some(i) = pick(matches) {
         let new = match (&e.matcher, e.backrefs) {
             (Some(Matcher::Regex(r)), true) => {
-                // `i` was picked because `r` matched it, so captures are always there.
-                let mut out = String::new();
-                if let Some(caps) = r.captures(&ls[i]) {
-                    caps.expand(&python_backrefs(&line), &mut out);
+                // `i` was picked because `r` matched it, so captures are always there; the
+                // template was checked against `r` when the parameters were read.
+                match (r.search(&ls[i]), Template::new(&line, r)) {
+                    (Some(caps), Ok(t)) => t.expand(&caps),
+                    _ => line,
                 }
-                out
             }
             _ => line,
         };
@@ -250,22 +261,6 @@ pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
     };
     ls.insert(at, line);
     (unlines(&ls), "line added")
-}
-
-/// Python's `\1` / `\g<name>` references in Rust's `${1}` / `${name}` form; a literal `$`
-/// is escaped.
-fn python_backrefs(line: &str) -> String {
-    // Compiled once: backrefs are expanded on every matched line of every host.
-    static BACKREF: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\\(\d+)|\\g<(\w+)>").expect("the backref pattern is a valid regex")
-    });
-    let escaped = line.replace('$', "$$");
-    BACKREF
-        .replace_all(&escaped, |c: &regex::Captures<'_>| {
-            let name = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
-            format!("${{{name}}}")
-        })
-        .into_owned()
 }
 
 #[cfg(test)]
