@@ -188,11 +188,30 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 std::sync::atomic::Ordering::Relaxed,
             );
         }
-        (text, msg.to_string())
+        (text, msg)
     })
     .await?;
     if r.failed {
         return Ok(r);
+    }
+    // An empty pattern matches every line: upstream warns (and goes on).
+    let empty = match (p.regexp.as_deref(), p.search_string.as_deref()) {
+        (Some(""), _) => Some((
+            "regular expression",
+            " If this is desired, use '^' to match every line in the file and avoid this warning.",
+        )),
+        (_, Some("")) => Some(("search string", "")),
+        _ => None,
+    };
+    if let Some((what, hint)) = empty {
+        r = r.with(
+            "warnings",
+            serde_json::json!([format!(
+                "The {what} is an empty string, which will match every line in the file. This may \
+                 have unintended consequences, such as replacing the last line in the file rather \
+                 than appending.{hint}"
+            )]),
+        );
     }
     // Upstream names the backup `backup` ("" when none) and counts removed lines as `found`.
     let backup = r.data.remove("backup_file").unwrap_or_else(|| "".into());
@@ -204,7 +223,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
 }
 
 /// Apply `e` to `text`: the new text and Ansible's message for what happened.
-pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
+pub fn edit(text: &str, e: &Edit) -> (String, String) {
     let mut ls = lines(text);
     let pick = |idx: Vec<usize>| -> Option<usize> {
         if e.firstmatch {
@@ -220,10 +239,12 @@ pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
             let by_line = e.matcher.is_none() && e.line.as_deref() == Some(l.as_str());
             !(by_match || by_line)
         });
+        // Upstream counts the removed lines in its message.
         return if ls.len() == before {
-            (text.to_string(), "")
+            (text.to_string(), String::new())
         } else {
-            (unlines(&ls), "line(s) removed")
+            let removed = before - ls.len();
+            (unlines(&ls), format!("{removed} line(s) removed"))
         };
     }
     let line = e.line.clone().unwrap_or_default();
@@ -244,13 +265,13 @@ pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
             _ => line,
         };
         if ls[i] == new {
-            return (text.to_string(), "");
+            return (text.to_string(), String::new());
         }
         ls[i] = new;
-        return (unlines(&ls), "line replaced");
+        return (unlines(&ls), "line replaced".into());
     }
     if e.backrefs || ls.contains(&line) {
-        return (text.to_string(), "");
+        return (text.to_string(), String::new());
     }
     let find = |r: &Regex| pick((0..ls.len()).filter(|i| r.is_match(&ls[*i])).collect());
     let at = match &e.insert {
@@ -260,7 +281,7 @@ pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
         Insert::Before(r) => find(r).unwrap_or(ls.len()),
     };
     ls.insert(at, line);
-    (unlines(&ls), "line added")
+    (unlines(&ls), "line added".into())
 }
 
 #[cfg(test)]
@@ -284,7 +305,7 @@ mod tests {
         let (t, msg) = edit("a\nport=1\nb\nport=1\n", &e);
         assert_eq!(
             (t.as_str(), msg),
-            ("a\nport=1\nb\nport=2\n", "line replaced")
+            ("a\nport=1\nb\nport=2\n", "line replaced".into())
         );
         assert_eq!(edit(&t, &e).1, "");
     }
@@ -316,6 +337,22 @@ mod tests {
     }
 
     #[test]
+    fn back_references_and_look_around_in_the_pattern() {
+        // Expected lines from ansible-core's lineinfile (CPython `re`).
+        let mut e = spec(r"\2 by \1", Some(r"^(REF) (\w+) \1$"));
+        e.backrefs = true;
+        assert_eq!(
+            edit("REF a REX\nREF b REF\n", &e),
+            ("REF a REX\nb by REF\n".into(), "line replaced".into())
+        );
+        let e = spec("port=2222", Some(r"^port=(?!8080)\d+$"));
+        assert_eq!(edit("port=22\nport=8080\n", &e).0, "port=2222\nport=8080\n");
+        let mut e = spec("first=1", None);
+        e.insert = Insert::After(Regex::new(r"(?<=\[)main(?=\])").unwrap());
+        assert_eq!(edit("[main]\nx=1\n", &e).0, "[main]\nfirst=1\nx=1\n");
+    }
+
+    #[test]
     fn absent_removes_every_match() {
         let e = Edit {
             state: State::Absent,
@@ -327,7 +364,7 @@ mod tests {
         };
         assert_eq!(
             edit("tmp1\nkeep\ntmp2\n", &e),
-            ("keep\n".into(), "line(s) removed")
+            ("keep\n".into(), "2 line(s) removed".into())
         );
     }
 }

@@ -10,7 +10,7 @@ use crate::pyre::{Anchor, Flags, PyRegex, Template};
 
 use super::args::boolish;
 use super::mode::{Mode, opt_mode};
-use super::posix::Attrs;
+use super::posix::{Attrs, Kind};
 use super::textedit::{self, TextEdit};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
@@ -51,7 +51,8 @@ pub struct Params {
 /// The replacement, with the `after`/`before` section (already combined into one pattern).
 pub struct Edit {
     pub regexp: PyRegex,
-    pub replace: Template,
+    /// The template, or upstream's failure message for one that does not fit `regexp`.
+    pub replace: Result<Template, String>,
     pub section: Option<PyRegex>,
     /// The section pattern as upstream writes it, for its "did not match" message.
     pub section_text: String,
@@ -78,7 +79,10 @@ pub fn edit(text: &str, e: &Edit) -> (String, String) {
         },
     };
     let part = &text[start..end];
-    let (replaced, count) = e.regexp.subn(part, &e.replace, 0);
+    let Ok(template) = &e.replace else {
+        return (text.to_string(), String::new());
+    };
+    let (replaced, count) = e.regexp.subn(part, template, 0);
     if count == 0 || replaced == part {
         return (text.to_string(), String::new());
     }
@@ -131,12 +135,9 @@ fn build(p: &Params) -> Result<Edit, ModuleError> {
             },
         )?)
     };
-    let replace = Template::new(&p.replace, &regexp).map_err(|e| {
-        bad(format!(
-            "Unable to process replace due to error: `replace` `{}`: {e}",
-            p.replace
-        ))
-    })?;
+    // Upstream's `re.subn` fails on a bad template once the file is read; so does `run`.
+    let replace = Template::new(&p.replace, &regexp)
+        .map_err(|e| format!("Unable to process replace due to error: {e}"));
     Ok(Edit {
         regexp,
         replace,
@@ -163,6 +164,20 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         created_msg: None,
         content_header: false,
     };
+    if let Err(msg) = &spec.replace {
+        // Upstream reads the file (any kind but a folder) before `re.subn` finds the
+        // template bad: the folder and missing-file failures come first.
+        let before = super::filewrite::probe(ctx, &p.path, false).await?;
+        return Ok(match before.stat.kind {
+            Kind::Directory => {
+                ModuleResult::failed(format!("Path {} is a directory !", p.path)).with("rc", 256)
+            }
+            Kind::Absent => {
+                ModuleResult::failed(format!("Path {} does not exist !", p.path)).with("rc", 257)
+            }
+            _ => ModuleResult::failed(msg.clone()),
+        });
+    }
     let r = textedit::edit_file(ctx, &e, |old| edit(old, &spec)).await?;
     // Ansible's replace reports `rc: 0` on success (and 256/257 on its failures).
     Ok(if r.failed { r } else { r.with("rc", 0) })
@@ -270,8 +285,8 @@ mod tests {
             "{m}"
         );
         assert_eq!(
-            msg(p("(a)", r"\2", None)),
-            "Unable to process replace due to error: `replace` `\\2`: invalid group reference 2"
+            build(&p("(a)", r"\2", None)).unwrap().replace.unwrap_err(),
+            "Unable to process replace due to error: invalid group reference 2"
         );
     }
 }
