@@ -81,7 +81,9 @@ pub enum Place {
     Before(Regex),
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+    // A `path` parameter upstream: `~` is the remote user's home.
+    p.path = super::posix::expand_home(ctx, &p.path).await?;
     let re = |field: &str, r: &str| {
         Regex::new(r).map_err(|e| ModuleError::BadArgs {
             module: "blockinfile",

@@ -212,8 +212,7 @@ fn glob_regex(glob: &str) -> String {
 }
 
 fn python_regex(what: &str, p: &str) -> Result<Regex, String> {
-    Regex::new(p)
-        .map_err(|e| format!("`{what}` `{p}` is not a valid regular expression: {e}"))
+    Regex::new(p).map_err(|e| format!("`{what}` `{p}` is not a valid regular expression: {e}"))
 }
 
 /// The name filter (upstream's `pfilter`): a pattern matches and no exclude does.

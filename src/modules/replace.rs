@@ -146,7 +146,9 @@ fn build(p: &Params) -> Result<Edit, ModuleError> {
     })
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+    // A `path` parameter upstream: `~` is the remote user's home.
+    p.path = super::posix::expand_home(ctx, &p.path).await?;
     let _ = &p.encoding;
     let spec = build(&p)?;
     let attrs = Attrs {

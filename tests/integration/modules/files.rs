@@ -274,8 +274,10 @@ pub async fn lineinfile(fx: &Fixture<'_>) {
     assert_eq!(fx.sh(&probe).await, "Port 2222\nUseDNS no\n");
 
     // Python patterns: a back-reference in `regexp`, look-ahead, groups in `line`.
-    fx.sh(&format!("printf 'REF a REX\\nREF b REF\\nport=22\\n' > {f}"))
-        .await;
+    fx.sh(&format!(
+        "printf 'REF a REX\\nREF b REF\\nport=22\\n' > {f}"
+    ))
+    .await;
     fx.converges(
         "lineinfile",
         json!({"path": f, "regexp": r"^(REF) (\w+) \1$", "line": r"\2 by \g<1>", "backrefs": true}),
