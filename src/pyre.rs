@@ -145,9 +145,10 @@ impl PyRegex {
                 .multi_line(flags.multiline)
                 .dot_matches_new_line(flags.dotall)
                 .build()
+                .map_err(|e| err(e.to_string()))
         };
         let engine = if t.backtracking {
-            Engine::Fancy(fancy().map_err(|e| err(e.to_string()))?)
+            Engine::Fancy(fancy()?)
         } else {
             match plain() {
                 Ok(r) => Engine::Plain(r),
