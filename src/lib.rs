@@ -21,6 +21,8 @@
 //! - `extra_vars`: `-e key=value|@file.yml|{json}` with ansible-playbook's semantics;
 //!   `ansible_cfg`: `ansible.cfg` and the `ANSIBLE_*` variables for `kinit playbook`.
 //! - `secret`: a string that never prints itself; `vault`: Ansible Vault secrets and decryption.
+//! - `pyre`: Python `re` patterns and replacement templates (backed by `regex`, and
+//!   `fancy-regex` for back-references and look-around).
 //! - `atomic`: file writes that leave the old file or the new one, never half of one.
 //! - `interrupt`: Ctrl-C caught from the first line of `main`, turned into cancellation.
 
@@ -40,6 +42,7 @@ pub mod inventory;
 pub mod modules;
 pub mod playbook;
 pub mod provider;
+pub mod pyre;
 pub mod report;
 pub mod secret;
 pub mod spec;

@@ -253,8 +253,10 @@ impl Executor {
             .as_ref()
             .and_then(|d| text(d).trim().parse::<usize>().ok())
             .unwrap_or(0);
-        let regex =
-            |p: &str| regex::Regex::new(p).map_err(|_| format!("Invalid regular expression: {p}"));
+        let regex = |p: &str| {
+            crate::pyre::PyRegex::new(p)
+                .map_err(|e| format!("Invalid regular expression: {p}: {e}"))
+        };
         let matcher = args
             .files_matching
             .as_ref()

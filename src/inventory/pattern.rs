@@ -6,6 +6,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::pyre::{Anchor, Flags, PyRegex};
+
 use super::{IMPLICIT_LOCAL, Inventory, InventoryError};
 
 static SUBSCRIPT: LazyLock<Regex> =
@@ -157,7 +159,7 @@ impl Inventory {
 
 enum Matcher {
     Glob(globset::GlobMatcher),
-    Regex(Regex),
+    Regex(PyRegex),
 }
 
 impl Matcher {
@@ -168,7 +170,7 @@ impl Matcher {
         };
         if let Some(re) = pattern.strip_prefix('~') {
             // Python's `re.match`: anchored at the start only.
-            return Regex::new(&format!("^(?:{re})"))
+            return PyRegex::with(re, Flags::default(), Anchor::Match)
                 .map(Matcher::Regex)
                 .map_err(|e| err(e.to_string()));
         }

@@ -11,8 +11,8 @@
 
 use std::path::Path;
 
+use crate::pyre::PyRegex as Regex;
 use md5::{Digest, Md5};
-use regex::Regex;
 use serde::Deserialize;
 
 use crate::transport::quote::sh;

@@ -2,7 +2,7 @@
 //! update or remove it). Same flow as `lineinfile`: read in the probe, [`edit`] on the
 //! controller, write back only on change.
 
-use regex::Regex;
+use crate::pyre::PyRegex as Regex;
 use serde::Deserialize;
 
 use super::args::boolish;
@@ -81,7 +81,9 @@ pub enum Place {
     Before(Regex),
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+    // A `path` parameter upstream: `~` is the remote user's home.
+    p.path = super::posix::expand_home(ctx, &p.path).await?;
     let re = |field: &str, r: &str| {
         Regex::new(r).map_err(|e| ModuleError::BadArgs {
             module: "blockinfile",
@@ -159,7 +161,7 @@ fn position(text: &str, ls: &[String], place: &Place) -> usize {
         Place::Before(r) => (r, false),
     };
     if multiline(r) {
-        return match r.find(text) {
+        return match r.search(text) {
             Some(m) if after => text[..m.end()].matches('\n').count() + 1,
             Some(m) => text[..m.start()].matches('\n').count(),
             None => ls.len(),

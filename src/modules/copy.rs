@@ -77,7 +77,9 @@ pub fn render(
     )
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+    // `dest` is a `path` upstream: `~` is the remote user's home.
+    p.dest = super::posix::expand_home(ctx, &p.dest).await?;
     if p.dest.is_empty() {
         return Ok(ModuleResult::failed("dest is required"));
     }

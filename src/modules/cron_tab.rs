@@ -5,6 +5,8 @@
 
 use regex::Regex;
 
+use crate::pyre::{self, PyRegex};
+
 /// The marker in front of every job the module manages.
 pub const MARKER: &str = "#Ansible: ";
 
@@ -45,9 +47,9 @@ pub fn split_lines(text: &str) -> Vec<String> {
 
 /// `NAME=` at the start of a line, with `name` taken as a regular expression as upstream's
 /// `re.match('^%s=' % name)` does (escaped when it is not a valid one).
-fn env_re(name: &str) -> Regex {
-    Regex::new(&format!("^(?:{name})="))
-        .unwrap_or_else(|_| Regex::new(&format!("^{}=", regex::escape(name))).expect("escaped"))
+fn env_re(name: &str) -> PyRegex {
+    PyRegex::new(&format!("^(?:{name})="))
+        .unwrap_or_else(|_| PyRegex::new(&format!("^{}=", pyre::escape(name))).expect("escaped"))
 }
 
 fn marker(name: &str) -> String {

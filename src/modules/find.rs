@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use regex::Regex;
+use crate::pyre::PyRegex as Regex;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -212,8 +212,7 @@ fn glob_regex(glob: &str) -> String {
 }
 
 fn python_regex(what: &str, p: &str) -> Result<Regex, String> {
-    Regex::new(&p.replace(r"\Z", r"\z"))
-        .map_err(|e| format!("`{what}` `{p}` is not a regular expression kinit can run: {e}"))
+    Regex::new(p).map_err(|e| format!("`{what}` `{p}` is not a valid regular expression: {e}"))
 }
 
 /// The name filter (upstream's `pfilter`): a pattern matches and no exclude does.
@@ -522,7 +521,7 @@ fn contains(text: &str, re: &Regex, whole: bool) -> bool {
     }
     // `re.match` per line: the leftmost match starts at 0 when any match does.
     text.split_inclusive('\n')
-        .any(|line| re.find(line).is_some_and(|m| m.start() == 0))
+        .any(|line| re.search(line).is_some_and(|m| m.start() == 0))
 }
 
 fn filters(p: &Params) -> Result<Filters, Box<ModuleResult>> {

@@ -4,7 +4,7 @@
 //! skipped with `ignore_hidden`, a newline after a fragment that lacks one, the delimiter
 //! (Python backslash escapes decoded, a newline added) between fragments. Pure, unit tested.
 
-use regex::Regex;
+use crate::pyre::PyRegex as Regex;
 
 /// Python's `codecs.escape_decode` for the escapes a delimiter uses: `\n`, `\t`, `\\`,
 /// octal and `\x` bytes; an unknown escape stays as it is.

@@ -2,10 +2,9 @@
 //! string matches), or that matching lines are gone. The file is read in the probe, edited on
 //! the controller by [`edit`] (pure, unit tested), and written back only when it changed.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
 use serde::Deserialize;
+
+use crate::pyre::{PyRegex as Regex, Template};
 
 use super::args::boolish;
 use super::mode::{Mode, opt_mode};
@@ -103,6 +102,7 @@ pub struct Edit {
     pub firstmatch: bool,
 }
 
+/// A Python pattern from `field`; a bad one names the field, the pattern and the reason.
 fn regex(field: &str, r: &str) -> Result<Regex, ModuleError> {
     Regex::new(r).map_err(|e| ModuleError::BadArgs {
         module: "lineinfile",
@@ -110,7 +110,9 @@ fn regex(field: &str, r: &str) -> Result<Regex, ModuleError> {
     })
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+    // A `path` parameter upstream: `~` is the remote user's home.
+    p.path = super::posix::expand_home(ctx, &p.path).await?;
     let bad = |d: &str| ModuleError::BadArgs {
         module: "lineinfile",
         detail: d.to_string(),
@@ -142,8 +144,19 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             "one of `line`, `regexp` or `search_string` is required with `state: absent`",
         ));
     }
-    if p.backrefs && !matches!(matcher, Some(Matcher::Regex(_))) {
-        return Err(bad("`backrefs` needs `regexp`"));
+    if p.backrefs {
+        let Some(Matcher::Regex(r)) = &matcher else {
+            return Err(bad("`backrefs` needs `regexp`"));
+        };
+        // The line is a `re` template (`match.expand` upstream): check it against the groups.
+        if let Some(line) = &p.line {
+            Template::new(line, r).map_err(|e| {
+                bad(&format!(
+                    "`line` `{line}` does not fit `regexp` `{}` with `backrefs`: {e}",
+                    r.as_str()
+                ))
+            })?;
+        }
     }
     let edit_spec = Edit {
         state: p.state,
@@ -177,11 +190,30 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 std::sync::atomic::Ordering::Relaxed,
             );
         }
-        (text, msg.to_string())
+        (text, msg)
     })
     .await?;
     if r.failed {
         return Ok(r);
+    }
+    // An empty pattern matches every line: upstream warns (and goes on).
+    let empty = match (p.regexp.as_deref(), p.search_string.as_deref()) {
+        (Some(""), _) => Some((
+            "regular expression",
+            " If this is desired, use '^' to match every line in the file and avoid this warning.",
+        )),
+        (_, Some("")) => Some(("search string", "")),
+        _ => None,
+    };
+    if let Some((what, hint)) = empty {
+        r = r.with(
+            "warnings",
+            serde_json::json!([format!(
+                "The {what} is an empty string, which will match every line in the file. This may \
+                 have unintended consequences, such as replacing the last line in the file rather \
+                 than appending.{hint}"
+            )]),
+        );
     }
     // Upstream names the backup `backup` ("" when none) and counts removed lines as `found`.
     let backup = r.data.remove("backup_file").unwrap_or_else(|| "".into());
@@ -193,7 +225,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
 }
 
 /// Apply `e` to `text`: the new text and Ansible's message for what happened.
-pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
+pub fn edit(text: &str, e: &Edit) -> (String, String) {
     let mut ls = lines(text);
     let pick = |idx: Vec<usize>| -> Option<usize> {
         if e.firstmatch {
@@ -209,10 +241,12 @@ pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
             let by_line = e.matcher.is_none() && e.line.as_deref() == Some(l.as_str());
             !(by_match || by_line)
         });
+        // Upstream counts the removed lines in its message.
         return if ls.len() == before {
-            (text.to_string(), "")
+            (text.to_string(), String::new())
         } else {
-            (unlines(&ls), "line(s) removed")
+            let removed = before - ls.len();
+            (unlines(&ls), format!("{removed} line(s) removed"))
         };
     }
     let line = e.line.clone().unwrap_or_default();
@@ -223,23 +257,23 @@ pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
     if let Some(i) = pick(matches) {
         let new = match (&e.matcher, e.backrefs) {
             (Some(Matcher::Regex(r)), true) => {
-                // `i` was picked because `r` matched it, so captures are always there.
-                let mut out = String::new();
-                if let Some(caps) = r.captures(&ls[i]) {
-                    caps.expand(&python_backrefs(&line), &mut out);
+                // `i` was picked because `r` matched it, so captures are always there; the
+                // template was checked against `r` when the parameters were read.
+                match (r.search(&ls[i]), Template::new(&line, r)) {
+                    (Some(caps), Ok(t)) => t.expand(&caps),
+                    _ => line,
                 }
-                out
             }
             _ => line,
         };
         if ls[i] == new {
-            return (text.to_string(), "");
+            return (text.to_string(), String::new());
         }
         ls[i] = new;
-        return (unlines(&ls), "line replaced");
+        return (unlines(&ls), "line replaced".into());
     }
     if e.backrefs || ls.contains(&line) {
-        return (text.to_string(), "");
+        return (text.to_string(), String::new());
     }
     let find = |r: &Regex| pick((0..ls.len()).filter(|i| r.is_match(&ls[*i])).collect());
     let at = match &e.insert {
@@ -249,23 +283,7 @@ pub fn edit(text: &str, e: &Edit) -> (String, &'static str) {
         Insert::Before(r) => find(r).unwrap_or(ls.len()),
     };
     ls.insert(at, line);
-    (unlines(&ls), "line added")
-}
-
-/// Python's `\1` / `\g<name>` references in Rust's `${1}` / `${name}` form; a literal `$`
-/// is escaped.
-fn python_backrefs(line: &str) -> String {
-    // Compiled once: backrefs are expanded on every matched line of every host.
-    static BACKREF: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\\(\d+)|\\g<(\w+)>").expect("the backref pattern is a valid regex")
-    });
-    let escaped = line.replace('$', "$$");
-    BACKREF
-        .replace_all(&escaped, |c: &regex::Captures<'_>| {
-            let name = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
-            format!("${{{name}}}")
-        })
-        .into_owned()
+    (unlines(&ls), "line added".into())
 }
 
 #[cfg(test)]
@@ -289,7 +307,7 @@ mod tests {
         let (t, msg) = edit("a\nport=1\nb\nport=1\n", &e);
         assert_eq!(
             (t.as_str(), msg),
-            ("a\nport=1\nb\nport=2\n", "line replaced")
+            ("a\nport=1\nb\nport=2\n", "line replaced".into())
         );
         assert_eq!(edit(&t, &e).1, "");
     }
@@ -321,6 +339,22 @@ mod tests {
     }
 
     #[test]
+    fn back_references_and_look_around_in_the_pattern() {
+        // Expected lines from ansible-core's lineinfile (CPython `re`).
+        let mut e = spec(r"\2 by \1", Some(r"^(REF) (\w+) \1$"));
+        e.backrefs = true;
+        assert_eq!(
+            edit("REF a REX\nREF b REF\n", &e),
+            ("REF a REX\nb by REF\n".into(), "line replaced".into())
+        );
+        let e = spec("port=2222", Some(r"^port=(?!8080)\d+$"));
+        assert_eq!(edit("port=22\nport=8080\n", &e).0, "port=2222\nport=8080\n");
+        let mut e = spec("first=1", None);
+        e.insert = Insert::After(Regex::new(r"(?<=\[)main(?=\])").unwrap());
+        assert_eq!(edit("[main]\nx=1\n", &e).0, "[main]\nfirst=1\nx=1\n");
+    }
+
+    #[test]
     fn absent_removes_every_match() {
         let e = Edit {
             state: State::Absent,
@@ -332,7 +366,7 @@ mod tests {
         };
         assert_eq!(
             edit("tmp1\nkeep\ntmp2\n", &e),
-            ("keep\n".into(), "line(s) removed")
+            ("keep\n".into(), "2 line(s) removed".into())
         );
     }
 }

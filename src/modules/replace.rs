@@ -1,16 +1,16 @@
 //! `replace`: replace every match of a regular expression in a text file, as Ansible's
 //! `replace` module does (`re.subn` with `re.MULTILINE` over the file, or over the part
-//! between `after` and `before`, found with `re.DOTALL`). Python patterns and replacement
-//! groups (`\1`, `\g<name>`) are translated; patterns Rust's engine lacks (look-around,
-//! back-references in the pattern) fail with the engine's message. Read in the probe, edited
-//! on the controller by [`edit`] (pure, unit tested), written back only when it changed.
+//! between `after` and `before`, found with `re.DOTALL`), with Python patterns and
+//! replacement templates ([`crate::pyre`]). Read in the probe, edited on the controller by
+//! [`edit`] (pure, unit tested), written back only when it changed.
 
-use regex::RegexBuilder;
 use serde::Deserialize;
+
+use crate::pyre::{Anchor, Flags, PyRegex, Template};
 
 use super::args::boolish;
 use super::mode::{Mode, opt_mode};
-use super::posix::Attrs;
+use super::posix::{Attrs, Kind};
 use super::textedit::{self, TextEdit};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
@@ -50,9 +50,10 @@ pub struct Params {
 
 /// The replacement, with the `after`/`before` section (already combined into one pattern).
 pub struct Edit {
-    pub regexp: regex::Regex,
-    pub replace: String,
-    pub section: Option<regex::Regex>,
+    pub regexp: PyRegex,
+    /// The template, or upstream's failure message for one that does not fit `regexp`.
+    pub replace: Result<Template, String>,
+    pub section: Option<PyRegex>,
     /// The section pattern as upstream writes it, for its "did not match" message.
     pub section_text: String,
 }
@@ -61,8 +62,11 @@ pub struct Edit {
 pub fn edit(text: &str, e: &Edit) -> (String, String) {
     let (start, end) = match &e.section {
         None => (0, text.len()),
-        Some(section) => match section.captures(text).and_then(|c| c.name("subsection")) {
-            Some(m) => (m.start(), m.end()),
+        Some(section) => match section
+            .group_index("subsection")
+            .and_then(|i| section.search(text).and_then(|c| c.span(i)))
+        {
+            Some(span) => span,
             None => {
                 return (
                     text.to_string(),
@@ -75,8 +79,10 @@ pub fn edit(text: &str, e: &Edit) -> (String, String) {
         },
     };
     let part = &text[start..end];
-    let count = e.regexp.find_iter(part).count();
-    let replaced = e.regexp.replace_all(part, e.replace.as_str());
+    let Ok(template) = &e.replace else {
+        return (text.to_string(), String::new());
+    };
+    let (replaced, count) = e.regexp.subn(part, template, 0);
     if count == 0 || replaced == part {
         return (text.to_string(), String::new());
     }
@@ -85,47 +91,64 @@ pub fn edit(text: &str, e: &Edit) -> (String, String) {
 }
 
 fn build(p: &Params) -> Result<Edit, ModuleError> {
-    let bad = |what: &str, pattern: &str, e: regex::Error| ModuleError::BadArgs {
+    let bad = |detail: String| ModuleError::BadArgs {
         module: "replace",
-        detail: format!("`{what}` `{pattern}` is not a regular expression kinit can run: {e}"),
+        detail,
     };
-    let py = |pattern: &str| pattern.replace(r"\Z", r"\z");
-    let regexp = RegexBuilder::new(&py(&p.regexp))
-        .multi_line(true)
-        .build()
-        .map_err(|e| bad("regexp", &p.regexp, e))?;
+    let compile = |what: &str, pattern: &str, flags: Flags| {
+        PyRegex::with(pattern, flags, Anchor::Search).map_err(|e| {
+            bad(format!(
+                "`{what}` `{pattern}` is not a valid regular expression: {e}"
+            ))
+        })
+    };
+    let regexp = compile(
+        "regexp",
+        &p.regexp,
+        Flags {
+            multiline: true,
+            ..Flags::default()
+        },
+    )?;
+    // Upstream pastes `after` and `before` around the subsection group and searches the
+    // whole file with `re.DOTALL`.
     let section_text = match (&p.after, &p.before) {
         (Some(a), Some(b)) => format!("{a}(?P<subsection>.*?){b}"),
         (Some(a), None) => format!("{a}(?P<subsection>.*)"),
         (None, Some(b)) => format!("(?P<subsection>.*){b}"),
         (None, None) => String::new(),
     };
-    let section = match (&p.after, &p.before) {
-        (None, None) => None,
-        (a, b) => {
-            let pattern = format!(
-                "{}(?P<subsection>.*{}){}",
-                a.as_deref().map(py).unwrap_or_default(),
-                if a.is_some() && b.is_some() { "?" } else { "" },
-                b.as_deref().map(py).unwrap_or_default()
-            );
-            Some(
-                RegexBuilder::new(&pattern)
-                    .dot_matches_new_line(true)
-                    .build()
-                    .map_err(|e| bad("after/before", &pattern, e))?,
-            )
-        }
+    let section = if section_text.is_empty() {
+        None
+    } else {
+        let what = match (&p.after, &p.before) {
+            (Some(_), Some(_)) => "after`/`before",
+            (Some(_), None) => "after",
+            _ => "before",
+        };
+        Some(compile(
+            what,
+            &section_text,
+            Flags {
+                dotall: true,
+                ..Flags::default()
+            },
+        )?)
     };
+    // Upstream's `re.subn` fails on a bad template once the file is read; so does `run`.
+    let replace = Template::new(&p.replace, &regexp)
+        .map_err(|e| format!("Unable to process replace due to error: {e}"));
     Ok(Edit {
         regexp,
-        replace: crate::template::python_replacement(&p.replace),
+        replace,
         section,
         section_text,
     })
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+    // A `path` parameter upstream: `~` is the remote user's home.
+    p.path = super::posix::expand_home(ctx, &p.path).await?;
     let _ = &p.encoding;
     let spec = build(&p)?;
     let attrs = Attrs {
@@ -143,6 +166,20 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         created_msg: None,
         content_header: false,
     };
+    if let Err(msg) = &spec.replace {
+        // Upstream reads the file (any kind but a folder) before `re.subn` finds the
+        // template bad: the folder and missing-file failures come first.
+        let before = super::filewrite::probe(ctx, &p.path, false).await?;
+        return Ok(match before.stat.kind {
+            Kind::Directory => {
+                ModuleResult::failed(format!("Path {} is a directory !", p.path)).with("rc", 256)
+            }
+            Kind::Absent => {
+                ModuleResult::failed(format!("Path {} does not exist !", p.path)).with("rc", 257)
+            }
+            _ => ModuleResult::failed(msg.clone()),
+        });
+    }
     let r = textedit::edit_file(ctx, &e, |old| edit(old, &spec)).await?;
     // Ansible's replace reports `rc: 0` on success (and 256/257 on its failures).
     Ok(if r.failed { r } else { r.with("rc", 0) })
@@ -199,5 +236,59 @@ mod tests {
         );
         // A replacement that changes nothing is no change.
         assert_eq!(edit(text, &spec("b=2", "b=2", None, None)).1, "");
+    }
+
+    #[test]
+    fn back_references_look_around_and_named_groups() {
+        // Expected values from CPython 3.11: `re.subn(regexp, replace, text, flags=re.M)`.
+        let text = "k=k\nk=v\nkey = key\n";
+        let (out, msg) = edit(
+            text,
+            &spec(
+                r"^(?P<name>\w+) ?= ?(?P=name)$",
+                r"\g<name>=same",
+                None,
+                None,
+            ),
+        );
+        assert_eq!(out, "k=same\nk=v\nkey=same\n");
+        assert_eq!(msg, "2 replacements made");
+        let (out, _) = edit("ab ac ad\n", &spec(r"a(?!c)(?<=a)", "X", None, None));
+        assert_eq!(out, "Xb ac Xd\n");
+    }
+
+    #[test]
+    fn bad_patterns_and_templates_name_the_parameter() {
+        let p = |regexp: &str, replace: &str, after: Option<&str>| Params {
+            path: "/f".into(),
+            regexp: regexp.into(),
+            replace: replace.into(),
+            after: after.map(str::to_string),
+            before: None,
+            backup: false,
+            encoding: None,
+            mode: None,
+            owner: None,
+            group: None,
+            validate: None,
+        };
+        let msg = |p: Params| match build(&p) {
+            Err(ModuleError::BadArgs { detail, .. }) => detail,
+            _ => panic!("expected an argument error"),
+        };
+        let m = msg(p("(a", "", None));
+        assert!(
+            m.starts_with("`regexp` `(a` is not a valid regular expression: "),
+            "{m}"
+        );
+        let m = msg(p("a", "", Some("[x")));
+        assert!(
+            m.starts_with("`after` `[x(?P<subsection>.*)` is not a valid"),
+            "{m}"
+        );
+        assert_eq!(
+            build(&p("(a)", r"\2", None)).unwrap().replace.unwrap_err(),
+            "Unable to process replace due to error: invalid group reference 2"
+        );
     }
 }

@@ -42,6 +42,12 @@ pub async fn edit_file(
                 .unwrap_or_else(|| format!("destination `{}` does not exist", e.path));
             return Ok(ModuleResult::failed(msg).with("rc", 257));
         }
+        // lineinfile, replace and blockinfile all fail so (rc 256) on a folder.
+        Kind::Directory => {
+            return Ok(
+                ModuleResult::failed(format!("Path {} is a directory !", e.path)).with("rc", 256),
+            );
+        }
         _ => {
             return Ok(ModuleResult::failed(format!(
                 "`{}` is not a regular file",

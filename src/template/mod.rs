@@ -38,7 +38,6 @@ use std::sync::Arc;
 use minijinja::{ErrorKind, UndefinedBehavior};
 use serde_json::Value;
 
-pub use filters::python_replacement;
 pub use lookup::NAMES as LOOKUPS;
 pub use lookup::{WITH_SUBDIR_VAR, is_lookup_failure, lookup_failed};
 pub use now::{datetime_str, local_now};

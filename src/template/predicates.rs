@@ -6,9 +6,9 @@ use std::cmp::Ordering;
 
 use minijinja::value::{Kwargs, ValueKind};
 use minijinja::{Error, ErrorKind, Value};
-use regex::RegexBuilder;
 
 use super::pyrepr;
+use crate::pyre::{Anchor, Flags, PyRegex};
 
 fn invalid(msg: String) -> Error {
     Error::new(ErrorKind::InvalidOperation, msg)
@@ -18,32 +18,27 @@ fn regex_test(
     value: &Value,
     pattern: &str,
     kwargs: &Kwargs,
-    anchored: bool,
+    anchor: Anchor,
 ) -> Result<bool, Error> {
-    let ic = kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false);
-    let ml = kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false);
-    let source = if anchored {
-        format!(r"\A(?:{pattern})")
-    } else {
-        pattern.to_string()
+    let flags = Flags {
+        ignorecase: kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false),
+        multiline: kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false),
+        dotall: false,
     };
-    let re = RegexBuilder::new(&source)
-        .case_insensitive(ic)
-        .multi_line(ml)
-        .build()
+    let re = PyRegex::with(pattern, flags, anchor)
         .map_err(|e| invalid(format!("invalid regular expression `{pattern}`: {e}")))?;
     Ok(re.is_match(&pyrepr::to_str(value)?))
 }
 
 /// `is match(pattern)`: Python's `re.match` (anchored at the start).
 pub fn is_match(value: Value, pattern: String, kwargs: Kwargs) -> Result<bool, Error> {
-    let r = regex_test(&value, &pattern, &kwargs, true);
+    let r = regex_test(&value, &pattern, &kwargs, Anchor::Match);
     kwargs.assert_all_used()?;
     r
 }
 
 pub fn is_search(value: Value, pattern: String, kwargs: Kwargs) -> Result<bool, Error> {
-    let r = regex_test(&value, &pattern, &kwargs, false);
+    let r = regex_test(&value, &pattern, &kwargs, Anchor::Search);
     kwargs.assert_all_used()?;
     r
 }
@@ -51,17 +46,13 @@ pub fn is_search(value: Value, pattern: String, kwargs: Kwargs) -> Result<bool, 
 /// `is regex(pattern, match_type='search')`.
 pub fn is_regex(value: Value, pattern: String, kwargs: Kwargs) -> Result<bool, Error> {
     let kind = kwargs.get::<Option<String>>("match_type")?;
-    let anchored = match kind.as_deref() {
-        None | Some("search") => false,
-        Some("match") => true,
-        Some("fullmatch") => {
-            let r = regex_test(&value, &format!("(?:{pattern})\\z"), &kwargs, true);
-            kwargs.assert_all_used()?;
-            return r;
-        }
+    let anchor = match kind.as_deref() {
+        None | Some("search") => Anchor::Search,
+        Some("match") => Anchor::Match,
+        Some("fullmatch") => Anchor::FullMatch,
         Some(other) => return Err(invalid(format!("regex: unknown match_type `{other}`"))),
     };
-    let r = regex_test(&value, &pattern, &kwargs, anchored);
+    let r = regex_test(&value, &pattern, &kwargs, anchor);
     kwargs.assert_all_used()?;
     r
 }

@@ -8,8 +8,6 @@ pub mod ipaddr;
 pub mod serial;
 pub mod text;
 
-pub use text::replacement as python_replacement;
-
 use minijinja::Environment;
 
 use super::predicates as p;

@@ -7,8 +7,8 @@
 use base64::Engine;
 use minijinja::value::{Kwargs, Rest};
 use minijinja::{Error, ErrorKind, Value};
-use regex::{Regex, RegexBuilder};
 
+use crate::pyre::{self, Anchor, Flags, PyRegex, Template};
 use crate::template::pyrepr;
 
 fn text(value: &Value) -> Result<String, Error> {
@@ -20,13 +20,13 @@ fn invalid(msg: String) -> Error {
 }
 
 /// Compile a Python `re` pattern with the filter's `ignorecase`/`multiline` flags.
-fn compile(pattern: &str, ignorecase: bool, multiline: bool) -> Result<Regex, Error> {
-    // Python's `\Z` is Rust's `\z`; the rest of the common syntax is shared.
-    let translated = pattern.replace(r"\Z", r"\z");
-    RegexBuilder::new(&translated)
-        .case_insensitive(ignorecase)
-        .multi_line(multiline)
-        .build()
+fn compile(pattern: &str, ignorecase: bool, multiline: bool) -> Result<PyRegex, Error> {
+    let flags = Flags {
+        ignorecase,
+        multiline,
+        dotall: false,
+    };
+    PyRegex::with(pattern, flags, Anchor::Search)
         .map_err(|e| invalid(format!("invalid regular expression `{pattern}`: {e}")))
 }
 
@@ -35,61 +35,6 @@ fn flags(kwargs: &Kwargs) -> Result<(bool, bool), Error> {
         kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false),
         kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false),
     ))
-}
-
-/// A Python `re.sub` replacement (`\1`, `\g<1>`, `\g<name>`, `\n`) in Rust's `${1}` syntax.
-pub fn replacement(py: &str) -> String {
-    let mut out = String::with_capacity(py.len());
-    let mut chars = py.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '$' => out.push_str("$$"),
-            '\\' => match chars.peek().copied() {
-                Some(d) if d.is_ascii_digit() => {
-                    let mut n = String::new();
-                    while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
-                        n.push(d);
-                        chars.next();
-                        if n.len() == 2 {
-                            break;
-                        }
-                    }
-                    out.push_str(&format!("${{{n}}}"));
-                }
-                Some('g') => {
-                    chars.next();
-                    let mut name = String::new();
-                    if chars.peek() == Some(&'<') {
-                        chars.next();
-                        for ch in chars.by_ref() {
-                            if ch == '>' {
-                                break;
-                            }
-                            name.push(ch);
-                        }
-                        out.push_str(&format!("${{{name}}}"));
-                    } else {
-                        out.push_str("\\g");
-                    }
-                }
-                Some('n') => {
-                    chars.next();
-                    out.push('\n');
-                }
-                Some('t') => {
-                    chars.next();
-                    out.push('\t');
-                }
-                Some('\\') => {
-                    chars.next();
-                    out.push('\\');
-                }
-                _ => out.push('\\'),
-            },
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// `regex_replace(pattern, replacement='', ignorecase, multiline, count, mandatory_count)`.
@@ -104,15 +49,19 @@ pub fn regex_replace(
     let mandatory = kwargs.get::<Option<usize>>("mandatory_count")?.unwrap_or(0);
     kwargs.assert_all_used()?;
     let s = text(&value)?;
-    let re = compile(pattern.as_deref().unwrap_or(""), ic, ml)?;
-    let found = re.find_iter(&s).count();
-    if mandatory > 0 && found < mandatory {
+    let pattern = pattern.unwrap_or_default();
+    let re = compile(&pattern, ic, ml)?;
+    let repl = repl.unwrap_or_default();
+    let template = Template::new(&repl, &re)
+        .map_err(|e| invalid(format!("regex_replace: replacement `{repl}`: {e}")))?;
+    let (out, subs) = re.subn(&s, &template, count);
+    // Upstream's check is `mandatory_count != subs` (after at most `count` replacements).
+    if mandatory > 0 && subs != mandatory {
         return Err(invalid(format!(
-            "regex_replace: expected at least {mandatory} match(es), found {found}"
+            "'{pattern}' should match {mandatory} times, but matches {subs} times in '{s}'"
         )));
     }
-    let rep = replacement(repl.as_deref().unwrap_or(""));
-    Ok(re.replacen(&s, count, rep.as_str()).into_owned())
+    Ok(out)
 }
 
 /// `regex_search(pattern, '\\1', '\\g<name>'...)`: the match (or the named groups as a
@@ -127,27 +76,31 @@ pub fn regex_search(
     kwargs.assert_all_used()?;
     let s = text(&value)?;
     let re = compile(&pattern, ic, ml)?;
-    let Some(caps) = re.captures(&s) else {
+    let Some(caps) = re.search(&s) else {
         return Ok(Value::from(()));
     };
     if groups.is_empty() {
-        return Ok(Value::from(caps.get(0).map_or("", |m| m.as_str())));
+        return Ok(Value::from(caps.as_str()));
     }
     let mut out = Vec::new();
     for g in groups.iter() {
-        let m = if let Some(n) = g.strip_prefix("\\g<").and_then(|r| r.strip_suffix('>')) {
+        let index = if let Some(n) = g.strip_prefix("\\g<").and_then(|r| r.strip_suffix('>')) {
             match n.parse::<usize>() {
-                Ok(i) => caps.get(i),
-                Err(_) => caps.name(n),
+                Ok(i) => Some(i),
+                Err(_) => re.group_index(n),
             }
         } else if let Some(n) = g.strip_prefix('\\').and_then(|n| n.parse::<usize>().ok()) {
-            caps.get(n)
+            Some(n)
         } else {
             return Err(invalid(format!(
                 "regex_search: unknown group argument `{g}`"
             )));
         };
-        out.push(m.map_or(Value::from(()), |m| Value::from(m.as_str())));
+        // Python's `Match.group` refuses a group the pattern does not have.
+        let Some(i) = index.filter(|i| *i <= re.groups()) else {
+            return Err(invalid(format!("regex_search: no such group `{g}`")));
+        };
+        out.push(caps.get(i).map_or(Value::from(()), Value::from));
     }
     Ok(Value::from(out))
 }
@@ -159,11 +112,12 @@ pub fn regex_findall(value: Value, pattern: String, kwargs: Kwargs) -> Result<Va
     kwargs.assert_all_used()?;
     let s = text(&value)?;
     let re = compile(&pattern, ic, ml)?;
-    let groups = re.captures_len() - 1;
+    let groups = re.groups();
     let out: Vec<Value> = re
-        .captures_iter(&s)
+        .matches(&s)
+        .iter()
         .map(|c| {
-            let get = |i: usize| Value::from(c.get(i).map_or("", |m| m.as_str()));
+            let get = |i: usize| Value::from(c.get(i).unwrap_or(""));
             match groups {
                 0 => get(0),
                 1 => get(1),
@@ -176,15 +130,7 @@ pub fn regex_findall(value: Value, pattern: String, kwargs: Kwargs) -> Result<Va
 
 /// `regex_escape`: Python's `re.escape`.
 pub fn regex_escape(value: Value) -> Result<String, Error> {
-    let s = text(&value)?;
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if "()[]{}?*+-|^$\\.&~# \t\n\r\x0b\x0c".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    Ok(out)
+    Ok(pyre::escape(&text(&value)?))
 }
 
 pub fn b64encode(value: Value) -> Result<String, Error> {
@@ -418,7 +364,6 @@ fn random_salt() -> Result<String, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::replacement;
     use minijinja::Value;
 
     #[test]
@@ -448,10 +393,32 @@ mod tests {
     }
 
     #[test]
-    fn python_replacements_translate() {
-        assert_eq!(replacement(r"<\1>"), "<${1}>");
-        assert_eq!(replacement(r"\g<name>-\g<2>"), "${name}-${2}");
-        assert_eq!(replacement("$1"), "$$1");
-        assert_eq!(replacement(r"a\\b"), r"a\b");
+    fn regex_filters_take_python_back_references_and_look_around() {
+        let mut env = minijinja::Environment::new();
+        env.add_filter("regex_replace", super::regex_replace);
+        env.add_filter("regex_search", super::regex_search);
+        env.add_filter("regex_findall", super::regex_findall);
+        let r = |t: &str| {
+            env.render_str(t, minijinja::context! {})
+                .map_err(|e| e.to_string())
+        };
+        // Expected values from CPython 3.11's `re`.
+        assert_eq!(
+            r(r#"{{ 'a=1 b=2' | regex_replace('(?P<k>\\w)=(\\d)', '\\g<2>:\\g<k>$') }}"#),
+            Ok("1:a$ 2:b$".into())
+        );
+        assert_eq!(
+            r(r#"{{ 'aa ab bb' | regex_findall('(\\w)\\1') }}"#),
+            Ok("['a', 'b']".replace('\'', "\""))
+        );
+        assert_eq!(
+            r(r#"{{ 'foobar foobaz' | regex_search('foo(?!bar)\\w+') }}"#),
+            Ok("foobaz".into())
+        );
+        assert!(
+            r(r#"{{ 'x' | regex_replace('x', 'y', mandatory_count=2) }}"#)
+                .unwrap_err()
+                .contains("'x' should match 2 times, but matches 1 times in 'x'")
+        );
     }
 }

@@ -273,6 +273,41 @@ pub async fn lineinfile(fx: &Fixture<'_>) {
     .await;
     assert_eq!(fx.sh(&probe).await, "Port 2222\nUseDNS no\n");
 
+    // Python patterns: a back-reference in `regexp`, look-ahead, groups in `line`.
+    fx.sh(&format!(
+        "printf 'REF a REX\\nREF b REF\\nport=22\\n' > {f}"
+    ))
+    .await;
+    fx.converges(
+        "lineinfile",
+        json!({"path": f, "regexp": r"^(REF) (\w+) \1$", "line": r"\2 by \g<1>", "backrefs": true}),
+        &probe,
+    )
+    .await;
+    fx.converges(
+        "lineinfile",
+        json!({"path": f, "regexp": r"^port=(?!8080)\d+$", "line": "port=8080"}),
+        &probe,
+    )
+    .await;
+    assert_eq!(fx.sh(&probe).await, "REF a REX\nb by REF\nport=8080\n");
+    // A pattern Python would refuse: the parameter, the pattern and why.
+    let err = fx
+        .try_run(
+            "lineinfile",
+            json!({"path": f, "regexp": "^(unclosed", "line": "x"}),
+            false,
+            false,
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "module `lineinfile`: `regexp` `^(unclosed` is not a valid regex: regex parse error:\n    \
+         ^(unclosed\n     ^\nerror: unclosed group"
+    );
+
     // A missing file: an error unless `create`.
     let n = fx.path("new.conf");
     let r = fx
