@@ -18,6 +18,7 @@ use super::local_tree::{LocalTree, remote_path};
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Algo, Attrs, Kind, StatReq, join, parent_of};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+use super::host_path;
 
 typed_module!(Copy, "copy", Params, run);
 
@@ -31,7 +32,7 @@ pub struct Params {
     content: Option<String>,
     /// Path on the host; a directory (or a path ending in `/`) receives `basename(src)`.
     /// Required; a task without it fails when it runs (as in Ansible), not at load.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "host_path::one")]
     dest: String,
     /// Permissions of the file(s) (`"0644"`, `u=rw,g=r`, `preserve`).
     #[serde(default, deserialize_with = "opt_mode")]
@@ -95,7 +96,10 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             .src
             .as_deref()
             .ok_or_else(|| bad("`remote_src` needs `src`"))?;
-        return super::copy_remote::copy_on_host(ctx, src, &p.dest, &attrs, p.force).await;
+        // `src` is upstream's `type='path'`: a host path with `remote_src`; without it the
+        // action plugin reads it on the controller.
+        let src = super::host_path::expand(ctx, src).await?;
+        return super::copy_remote::copy_on_host(ctx, &src, &p.dest, &attrs, p.force).await;
     }
     let (content, base, local) = match (&p.content, &p.src) {
         (Some(c), None) => (Content::bytes(c.clone().into_bytes()), None, None),

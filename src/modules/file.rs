@@ -16,6 +16,7 @@ use super::command::yes;
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Attrs, Kind, RemoteStat, StatReq};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
+use super::host_path;
 
 typed_module!(File, "file", Params, run);
 
@@ -34,11 +35,12 @@ pub enum State {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The path on the host.
-    #[serde(alias = "dest", alias = "name")]
+    #[serde(alias = "dest", alias = "name", deserialize_with = "host_path::one")]
     path: String,
     /// What the path should be (default: `file` if it exists as one, else as it is).
     state: Option<State>,
     /// Target of a `link`/`hard` link.
+    #[serde(default, deserialize_with = "host_path::opt")]
     src: Option<String>,
     /// Permissions (`"0755"`, `u=rwx,g=rx,o=rx`).
     #[serde(default, deserialize_with = "opt_mode")]

@@ -23,6 +23,7 @@ use super::args::{boolish, list, opt_stringish, opt_u64ish};
 use super::mode::Mode;
 use super::posix::Algo;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+use super::host_path;
 
 typed_module!(Find, "find", Params, run);
 
@@ -57,7 +58,7 @@ fn sha1() -> Algo {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Folders to search (list or comma-separated).
-    #[serde(alias = "name", alias = "path", deserialize_with = "list")]
+    #[serde(alias = "name", alias = "path", deserialize_with = "host_path::list")]
     paths: Vec<String>,
     /// Name patterns (globs, or Python regexes with `use_regex`) a match must fit; default all.
     #[serde(default, alias = "pattern", deserialize_with = "list")]

@@ -17,6 +17,7 @@ use super::mode::{Mode, opt_mode};
 use super::posix::join;
 use super::posix::{self, Algo, Attrs, Kind, StatReq};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+use super::host_path;
 
 typed_module!(GetUrl, "get_url", Params, run);
 
@@ -26,6 +27,7 @@ pub struct Params {
     /// What to download (http, https, ftp as the host's client supports).
     url: String,
     /// Where to put it on the host; a directory receives the URL's file name.
+    #[serde(deserialize_with = "host_path::one")]
     dest: String,
     /// `<algorithm>:<hex>` (`sha256:abc...`); verified after download, and an existing
     /// file with this checksum is not downloaded again.

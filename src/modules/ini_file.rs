@@ -25,6 +25,7 @@ use super::lineinfile::State;
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Attrs, Kind};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
+use super::host_path;
 
 typed_module!(IniFile, "ini_file", Params, run);
 
@@ -55,7 +56,7 @@ fn opt_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The INI file on the host (created when missing unless `create: false`).
-    #[serde(alias = "dest")]
+    #[serde(alias = "dest", deserialize_with = "host_path::one")]
     path: String,
     /// The section; empty or omitted means the options before the first section.
     #[serde(default, deserialize_with = "opt_stringish")]

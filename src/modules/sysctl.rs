@@ -15,6 +15,7 @@ use super::lineinfile::State;
 use super::posix::Kind;
 use super::textedit::{lines, unlines};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
+use super::host_path;
 
 typed_module!(Sysctl, "sysctl", Params, run);
 
@@ -31,7 +32,7 @@ pub struct Params {
     #[serde(default)]
     state: State,
     /// The file to keep it in (default `/etc/sysctl.conf`).
-    #[serde(default = "default_file")]
+    #[serde(default = "default_file", deserialize_with = "host_path::one")]
     sysctl_file: String,
     /// Load the file with `sysctl -p` after changing it (default yes).
     #[serde(default = "yes", deserialize_with = "boolish")]

@@ -9,6 +9,7 @@ use super::filewrite::{self, Content, Write};
 use super::mode::{Mode, opt_mode};
 use super::posix::{Attrs, Kind};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+use super::host_path;
 
 typed_module!(Template, "template", Params, run);
 
@@ -18,6 +19,7 @@ pub struct Params {
     /// Local template (looked up in the role's `templates/`, then beside the playbook).
     src: String,
     /// Path of the rendered file on the host.
+    #[serde(deserialize_with = "host_path::one")]
     dest: String,
     /// Permissions of the file (`"0644"`, `u=rw,g=r`).
     #[serde(default, deserialize_with = "opt_mode")]
