@@ -6,9 +6,9 @@ use serde::Deserialize;
 use crate::transport::quote::sh;
 
 use super::args::{boolish, list, opt_boolish, opt_u64ish};
+use super::host_path;
 use super::pkg::{self, Manager, PkgState};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(Apt, "apt", Params, run);
 

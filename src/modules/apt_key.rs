@@ -16,9 +16,9 @@ use crate::transport::quote::sh;
 use super::apt_keyring::Keyring;
 use super::args::boolish;
 use super::command::yes;
+use super::host_path;
 use super::lineinfile::State;
 use super::{ModuleCtx, ModuleError, ModuleResult, http, typed_module};
-use super::host_path;
 
 typed_module!(AptKey, "apt_key", Params, run);
 

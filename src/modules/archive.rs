@@ -19,10 +19,10 @@ use crate::transport::quote::sh;
 
 use super::archive_plan::{self as plan, Format, Source};
 use super::args::boolish;
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Attrs, Kind, StatReq};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(Archive, "archive", Params, run);
 

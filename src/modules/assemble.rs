@@ -21,10 +21,10 @@ use super::args::boolish;
 use super::command::yes;
 use super::filewrite::{self, Content, Write};
 use super::fragments::{assemble, select};
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::Attrs;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(Assemble, "assemble", Params, run);
 

@@ -17,12 +17,12 @@ use crate::transport::quote::sh;
 
 use super::args::boolish;
 use super::command::yes;
+use super::host_path;
 use super::http;
 use super::key_lines::{self, Entries, Want};
 use super::lineinfile::State;
 use super::posix::parent_of;
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(AuthorizedKey, "authorized_key", Params, run);
 

@@ -6,12 +6,12 @@ use regex::Regex;
 use serde::Deserialize;
 
 use super::args::boolish;
+use super::host_path;
 use super::lineinfile::State;
 use super::mode::{Mode, opt_mode};
 use super::posix::Attrs;
 use super::textedit::{self, TextEdit, lines, unlines};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(BlockInFile, "blockinfile", Params, run);
 
@@ -19,7 +19,12 @@ typed_module!(BlockInFile, "blockinfile", Params, run);
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The file on the host.
-    #[serde(alias = "dest", alias = "destfile", alias = "name", deserialize_with = "host_path::one")]
+    #[serde(
+        alias = "dest",
+        alias = "destfile",
+        alias = "name",
+        deserialize_with = "host_path::one"
+    )]
     path: String,
     /// The text between the markers (empty removes the block).
     #[serde(default, alias = "content")]

@@ -10,8 +10,8 @@ use serde_json::Value;
 use crate::transport::quote::{sh, sh_join};
 
 use super::args::boolish;
-use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 use super::host_path;
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Command, "command", Params, run);
 

@@ -14,11 +14,11 @@ use crate::transport::quote::sh;
 use super::args::boolish;
 use super::command::yes;
 use super::filewrite::{self, Before, Content, Write};
+use super::host_path;
 use super::local_tree::{LocalTree, remote_path};
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Algo, Attrs, Kind, StatReq, join, parent_of};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(Copy, "copy", Params, run);
 

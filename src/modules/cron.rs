@@ -12,9 +12,9 @@ use serde::Deserialize;
 
 use super::args::{boolish, opt_stringish};
 use super::cron_store::{self, Target};
+use super::host_path;
 use super::lineinfile::State;
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(Cron, "cron", Params, run);
 

@@ -11,12 +11,12 @@ use serde_json::Value;
 
 use crate::transport::quote::sh;
 
-use super::args::boolish;
+use super::args::{boolish, opt_boolish};
 use super::command::yes;
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Attrs, Kind, RemoteStat, StatReq};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(File, "file", Params, run);
 
@@ -67,6 +67,10 @@ pub struct Params {
     modification_time: Option<String>,
     /// The format of `modification_time`; only `%Y%m%d%H%M.%S` (the default).
     modification_time_format: Option<String>,
+    /// Internal (ansible-core's action plugins send it): only report whether the file looks
+    /// binary (`appears_binary`), changing nothing.
+    #[serde(rename = "_diff_peek", default, deserialize_with = "opt_boolish")]
+    diff_peek: Option<bool>,
 }
 
 /// `touch` flags that set the access (`-a`) or modification (`-m`) time as asked; `None`
@@ -99,6 +103,20 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             ModuleResult::failed("src option requires state to be 'link' or 'hard'")
                 .with("path", p.path.as_str()),
         );
+    }
+    // Upstream's short-circuit (`execute_diff_peek`): a NUL byte in the first 8 KiB means
+    // binary; a file that cannot be read counts as text.
+    if p.diff_peek.is_some() {
+        let out = ctx
+            .run(format!(
+                "head -c 8192 {} 2>/dev/null | tr -dc '\\000' | wc -c",
+                sh(&p.path)
+            ))
+            .await?;
+        let nuls: u64 = out.stdout_str().trim().parse().unwrap_or(0);
+        return Ok(ModuleResult::ok()
+            .with("path", p.path.as_str())
+            .with("appears_binary", nuls > 0));
     }
     let attrs = Attrs {
         mode: p.mode.clone(),

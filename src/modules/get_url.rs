@@ -12,12 +12,12 @@ use serde::Deserialize;
 use super::args::{boolish, opt_u64ish};
 use super::command::yes;
 use super::get_url_fetch::{self, Fetched};
+use super::host_path;
 use super::http::{self, Request, Tool};
 use super::mode::{Mode, opt_mode};
 use super::posix::join;
 use super::posix::{self, Algo, Attrs, Kind, StatReq};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(GetUrl, "get_url", Params, run);
 

@@ -21,8 +21,8 @@ use crate::transport::quote::sh;
 use super::args::{boolish, opt_u64ish};
 use super::git_ops::{Flow, Git, Stop, expand_user, url_changed_value};
 use super::git_sync::{self, Want};
-use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 use super::host_path;
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(GitModule, "git", Params, run);
 

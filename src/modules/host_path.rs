@@ -58,7 +58,10 @@ pub async fn parse<T: DeserializeOwned>(
     args: &Value,
     ctx: &ModuleCtx<'_>,
 ) -> Result<T, ModuleError> {
-    let user = ctx.become_.as_ref().map(|b| b.user.clone().unwrap_or_default());
+    let user = ctx
+        .become_
+        .as_ref()
+        .map(|b| b.user.clone().unwrap_or_default());
     let (p, missing) = parse_in_scope::<T>(module, args, ctx, &user)?;
     if missing.is_empty() || ctx.conn.shell() != ShellKind::Posix {
         return Ok(p);
@@ -209,10 +212,7 @@ fn is_shell_name(name: &str) -> bool {
 /// Python's `posixpath.expandvars`: `$name` (ASCII word characters) and `${anything}`; a
 /// variable that is not set stays as written. `var` answers `None` when it does not know yet,
 /// `Some(None)` for an unset variable.
-fn expand_vars(
-    text: &str,
-    var: &mut impl FnMut(&str) -> Option<Option<String>>,
-) -> Option<String> {
+fn expand_vars(text: &str, var: &mut impl FnMut(&str) -> Option<Option<String>>) -> Option<String> {
     if !text.contains('$') {
         return Some(text.to_string());
     }

@@ -21,11 +21,11 @@ use crate::transport::quote::sh;
 
 use super::args::{boolish, opt_boolish, opt_stringish};
 use super::filewrite::{self, Content, Write};
+use super::host_path;
 use super::lineinfile::State;
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Attrs, Kind};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(IniFile, "ini_file", Params, run);
 

@@ -13,14 +13,13 @@ use crate::transport::quote::sh;
 
 use super::args::boolish;
 use super::filewrite;
+use super::host_path;
 use super::known_hosts_file::{hash_host_key, new_text, search};
 use super::lineinfile::State;
 use super::posix::Kind;
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(KnownHosts, "known_hosts", Params, run);
-
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

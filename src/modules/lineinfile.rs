@@ -8,11 +8,11 @@ use regex::Regex;
 use serde::Deserialize;
 
 use super::args::boolish;
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::Attrs;
 use super::textedit::{self, TextEdit, lines, unlines};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(LineInFile, "lineinfile", Params, run);
 
@@ -28,7 +28,12 @@ pub enum State {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The file on the host.
-    #[serde(alias = "dest", alias = "destfile", alias = "name", deserialize_with = "host_path::one")]
+    #[serde(
+        alias = "dest",
+        alias = "destfile",
+        alias = "name",
+        deserialize_with = "host_path::one"
+    )]
     path: String,
     /// The line to have in the file (`state: present`).
     line: Option<String>,

@@ -21,9 +21,9 @@ use crate::transport::quote::sh;
 
 use super::args::{boolish, opt_stringish};
 use super::command::yes;
+use super::host_path;
 use super::mount_table::{self, Entry, Mounted};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(Mount, "mount", Params, run);
 

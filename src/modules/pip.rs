@@ -20,9 +20,9 @@ use serde_json::Value;
 use crate::transport::quote::{sh, sh_join};
 
 use super::args::{boolish, opt_stringish};
+use super::host_path;
 use super::pip_req::{Package, canonical, recover_names};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(Pip, "pip", Params, run);
 
@@ -75,7 +75,10 @@ pub struct Params {
     #[serde(default, deserialize_with = "boolish")]
     virtualenv_site_packages: bool,
     /// The command that creates the virtualenv (`virtualenv`, `python3 -m venv`, ...).
-    #[serde(default = "default_virtualenv_command", deserialize_with = "host_path::one")]
+    #[serde(
+        default = "default_virtualenv_command",
+        deserialize_with = "host_path::one"
+    )]
     virtualenv_command: String,
     /// The Python of a new virtualenv (`-p`; not for `venv`/`pyvenv`).
     virtualenv_python: Option<String>,

@@ -309,7 +309,6 @@ pub fn join(dir: &str, name: &str) -> String {
     format!("{}/{name}", dir.trim_end_matches('/'))
 }
 
-
 /// The folder a remote path lives in (`.` for a bare name).
 pub fn parent_of(path: &str) -> String {
     let t = path.trim_end_matches('/');

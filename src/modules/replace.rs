@@ -9,11 +9,11 @@ use regex::RegexBuilder;
 use serde::Deserialize;
 
 use super::args::boolish;
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::Attrs;
 use super::textedit::{self, TextEdit};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(Replace, "replace", Params, run);
 
@@ -21,7 +21,12 @@ typed_module!(Replace, "replace", Params, run);
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The file on the host.
-    #[serde(alias = "dest", alias = "destfile", alias = "name", deserialize_with = "host_path::one")]
+    #[serde(
+        alias = "dest",
+        alias = "destfile",
+        alias = "name",
+        deserialize_with = "host_path::one"
+    )]
     path: String,
     /// The regular expression (Python syntax, multi-line mode: `^`/`$` match at every line).
     regexp: String,

@@ -15,8 +15,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::args::list;
-use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 use super::host_path;
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Setup, "setup", Params, run);
 

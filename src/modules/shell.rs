@@ -7,8 +7,8 @@ use crate::transport::quote::sh;
 
 use super::args::boolish;
 use super::command::{Common, run_script, yes};
-use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 use super::host_path;
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Shell, "shell", Params, run);
 

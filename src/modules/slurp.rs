@@ -6,8 +6,8 @@ use serde::Deserialize;
 
 use crate::transport::quote::sh;
 
-use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 use super::host_path;
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Slurp, "slurp", Params, run);
 

@@ -10,9 +10,9 @@ use serde_json::{Map, Value, json};
 use crate::transport::quote::sh;
 
 use super::args::boolish;
+use super::host_path;
 use super::posix::Algo;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(Stat, "stat", Params, run);
 

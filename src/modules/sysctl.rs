@@ -11,11 +11,11 @@ use crate::transport::quote::sh;
 use super::args::{boolish, opt_stringish};
 use super::command::yes;
 use super::filewrite;
+use super::host_path;
 use super::lineinfile::State;
 use super::posix::Kind;
 use super::textedit::{lines, unlines};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(Sysctl, "sysctl", Params, run);
 

@@ -6,10 +6,10 @@ use serde::Deserialize;
 use super::args::boolish;
 use super::command::yes;
 use super::filewrite::{self, Content, Write};
-use super::mode::{Mode, opt_mode};
-use super::posix::{Attrs, Kind};
-use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 use super::host_path;
+use super::mode::{Mode, opt_mode};
+use super::posix::{self, Attrs, Kind};
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Template, "template", Params, run);
 
@@ -181,12 +181,26 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let local = ctx.find_local(&p.src)?;
     let source = tokio::fs::read_to_string(&local).await;
     let text = text(&p, &local, source, ctx.render, ctx.vars)?;
-    let before = filewrite::probe(ctx, &p.dest, ctx.diff).await?;
+    // As ansible-core's `copy` action (which `template` hands the rendered file to) picks the
+    // file: a `dest` ending in `/`, or an existing folder, receives the template's file name.
+    let base = local
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut dest = if p.dest.ends_with('/') {
+        posix::join(&p.dest, &base)
+    } else {
+        p.dest.clone()
+    };
+    let mut before = filewrite::probe(ctx, &dest, ctx.diff).await?;
     if before.stat.kind == Kind::Directory {
-        return Ok(ModuleResult::failed(format!(
-            "`dest` `{}` is a directory",
-            p.dest
-        )));
+        dest = posix::join(&dest, &base);
+        before = filewrite::probe(ctx, &dest, ctx.diff).await?;
+        if before.stat.kind == Kind::Directory {
+            return Ok(ModuleResult::failed(format!(
+                "`dest` `{dest}` is a directory"
+            )));
+        }
     }
     let attrs = Attrs {
         mode: p.mode,
@@ -194,7 +208,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         group: p.group,
     };
     let w = Write {
-        dest: &p.dest,
+        dest: &dest,
         attrs: &attrs,
         backup: p.backup,
         force: p.force,

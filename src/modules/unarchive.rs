@@ -13,10 +13,10 @@ use crate::transport::Source;
 use crate::transport::quote::sh;
 
 use super::args::{boolish, list};
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::script::unique_temp_path;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(Unarchive, "unarchive", Params, run);
 

@@ -7,9 +7,9 @@ use crate::transport::quote::{sh, sh_join};
 
 use super::args::{boolish, list, opt_boolish, opt_stringish};
 use super::command::yes;
+use super::host_path;
 use super::lineinfile::State;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(User, "user", Params, run);
 

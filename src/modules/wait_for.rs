@@ -9,8 +9,8 @@ use serde::Deserialize;
 use crate::transport::quote::sh;
 
 use super::args::opt_u64ish;
-use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 use super::host_path;
+use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(WaitFor, "wait_for", Params, run);
 

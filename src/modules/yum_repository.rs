@@ -18,11 +18,11 @@ use crate::transport::quote::sh;
 
 use super::args::{list, opt_boolish, opt_stringish};
 use super::filewrite::{self, Content, Write};
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::{Attrs, Kind};
 use super::repo_ini::{RepoFile, Section};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
-use super::host_path;
 
 typed_module!(YumRepository, "yum_repository", Params, run);
 
