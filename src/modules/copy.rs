@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::transport::quote::sh;
 
-use super::args::boolish;
+use super::args::{boolish, opt_boolish};
 use super::command::yes;
 use super::filewrite::{self, Before, Content, Write};
 use super::host_path;
@@ -59,6 +59,17 @@ pub struct Params {
     /// Copy a vault-encrypted `src` as its plaintext (default yes); `no` copies it as is.
     #[serde(default = "yes", deserialize_with = "boolish")]
     decrypt: bool,
+    /// When `dest` is a symbolic link, write the file it points to (default no: the link is
+    /// replaced by the file).
+    #[serde(default, deserialize_with = "boolish")]
+    follow: bool,
+    /// Follow symbolic links in the local `src` (default yes); `no` (links copied as links)
+    /// is refused when `src` holds a link.
+    #[serde(default, deserialize_with = "opt_boolish")]
+    local_follow: Option<bool>,
+    /// The SHA-1 the copied file must have; a different one fails the task, as upstream's
+    /// "Copied file does not match the expected checksum".
+    checksum: Option<String>,
 }
 
 /// The file the task would write, for `kinit plan --render`: `content`, or the local file
@@ -105,6 +116,15 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         (Some(c), None) => (Content::bytes(c.clone().into_bytes()), None, None),
         (None, Some(src)) => {
             let local = ctx.find_local(src)?;
+            if p.local_follow == Some(false)
+                && let Some(link) = LocalTree::first_link(&local)
+            {
+                return Err(bad(&format!(
+                    "`local_follow: false` (copying `{}` as a link) is not supported; \
+                     kinit copies what links point to",
+                    link.display()
+                )));
+            }
             if local.is_dir() {
                 return copy_tree(ctx, &p, &local, src.ends_with('/'), &attrs).await;
             }
@@ -121,6 +141,14 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         (Some(_), Some(_)) => return Err(bad("`src` and `content` are mutually exclusive")),
         (None, None) => return Ok(ModuleResult::failed("src (or content) is required")),
     };
+    // Upstream's `copy` module checks the SHA-1 of what arrived against `checksum`.
+    if let Some(want) = p.checksum.as_deref().filter(|c| *c != content.sha1) {
+        return Ok(ModuleResult::failed(
+            "Copied file does not match the expected checksum. Transfer failed.",
+        )
+        .with("checksum", content.sha1.as_str())
+        .with("expected_checksum", want));
+    }
     let attrs = match (&attrs.mode, &local) {
         (Some(Mode::Preserve), Some(l)) => Attrs {
             mode: Some(Mode::Octal(local_mode(l))),
@@ -129,6 +157,12 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         _ => attrs,
     };
 
+    // `follow`: a `dest` that is a link stands for the file it points to (upstream's copy
+    // module writes `os.path.realpath(dest)`); one command, only when asked.
+    let mut p = p;
+    if p.follow {
+        p.dest = filewrite::resolve_link(ctx, &p.dest).await?;
+    }
     let inner = base.as_ref().map(|b| join(&p.dest, b));
     let parent = parent_of(&p.dest);
     let mut reqs = vec![StatReq {

@@ -54,6 +54,10 @@ pub struct Params {
     /// Comment delimiters (default `{#` and `#}`).
     comment_start_string: Option<String>,
     comment_end_string: Option<String>,
+    /// When `dest` is a symbolic link, write the file it points to (default no: the link is
+    /// replaced by the file).
+    #[serde(default, deserialize_with = "boolish")]
+    follow: bool,
 }
 
 impl Params {
@@ -189,6 +193,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         .unwrap_or_default();
     let mut dest = if p.dest.ends_with('/') {
         posix::join(&p.dest, &base)
+    } else if p.follow {
+        filewrite::resolve_link(ctx, &p.dest).await?
     } else {
         p.dest.clone()
     };
