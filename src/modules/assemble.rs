@@ -34,7 +34,7 @@ pub struct Params {
     /// The folder of fragments (on the host, or on the controller with `remote_src: false`).
     src: String,
     /// The file to build on the host.
-    #[serde(deserialize_with = "host_path::one")]
+    #[serde(deserialize_with = "host_path::action_one")]
     dest: String,
     /// Text put between fragments (`\n`, `\t`... escapes are decoded).
     delimiter: Option<String>,

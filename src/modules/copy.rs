@@ -32,7 +32,7 @@ pub struct Params {
     content: Option<String>,
     /// Path on the host; a directory (or a path ending in `/`) receives `basename(src)`.
     /// Required; a task without it fails when it runs (as in Ansible), not at load.
-    #[serde(default, deserialize_with = "host_path::one")]
+    #[serde(default)]
     dest: String,
     /// Permissions of the file(s) (`"0644"`, `u=rw,g=r`, `preserve`).
     #[serde(default, deserialize_with = "opt_mode")]
@@ -89,10 +89,17 @@ pub fn render(
     )
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
     if p.dest.is_empty() {
         return Ok(ModuleResult::failed("dest is required"));
     }
+    // `dest` is upstream's `type='path'`; without `remote_src` the copy action has already
+    // expanded its leading `~` as the user's own home (`_remote_expand_user`).
+    p.dest = if p.remote_src {
+        host_path::expand(ctx, &p.dest).await?
+    } else {
+        host_path::expand_action(ctx, &p.dest).await?
+    };
     let attrs = Attrs {
         mode: p.mode.clone(),
         owner: p.owner.clone(),
@@ -159,7 +166,6 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
 
     // `follow`: a `dest` that is a link stands for the file it points to (upstream's copy
     // module writes `os.path.realpath(dest)`); one command, only when asked.
-    let mut p = p;
     if p.follow {
         p.dest = filewrite::resolve_link(ctx, &p.dest).await?;
     }
@@ -191,11 +197,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let into_dir = stats[0].kind == Kind::Directory || p.dest.ends_with('/');
     let (dest, stat) = match (into_dir, inner) {
         (true, Some(i)) => (i, stats.pop().expect("inner record")),
+        // As ansible-core's copy action words it.
         (true, None) => {
-            return Ok(ModuleResult::failed(format!(
-                "`dest` `{}` is a directory; `content` needs a file path",
-                p.dest
-            )));
+            return Ok(ModuleResult::failed(
+                "can not use content with a dir as dest",
+            ));
         }
         (false, _) => (p.dest.clone(), stats.swap_remove(0)),
     };

@@ -15,6 +15,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer};
@@ -39,6 +40,15 @@ enum Key {
 #[derive(Debug, Default)]
 pub struct HostEnv {
     known: Mutex<HashMap<Option<String>, HashMap<Key, Option<String>>>>,
+    /// Commands run to look things up (each answers every key one parse needs).
+    lookups: AtomicUsize,
+}
+
+impl HostEnv {
+    /// How many lookup commands this connection has run.
+    pub fn lookups(&self) -> usize {
+        self.lookups.load(Ordering::Relaxed)
+    }
 }
 
 /// What the deserializers see while one `parse` runs.
@@ -81,6 +91,14 @@ pub async fn parse<T: DeserializeOwned>(
 pub async fn expand(ctx: &ModuleCtx<'_>, path: &str) -> Result<String, ModuleError> {
     #[derive(Deserialize)]
     struct One(#[serde(deserialize_with = "one")] String);
+    let One(p) = parse("path", &Value::from(path), ctx).await?;
+    Ok(p)
+}
+
+/// `expand` with a leading `~` as an action plugin expands it (see `expand_in_scope`).
+pub async fn expand_action(ctx: &ModuleCtx<'_>, path: &str) -> Result<String, ModuleError> {
+    #[derive(Deserialize)]
+    struct One(#[serde(deserialize_with = "action_one")] String);
     let One(p) = parse("path", &Value::from(path), ctx).await?;
     Ok(p)
 }
@@ -141,6 +159,7 @@ async fn lookup(
         timeout: ctx.timeout,
         ..ExecRequest::default()
     };
+    ctx.host_env.lookups.fetch_add(1, Ordering::Relaxed);
     let out = ctx.conn.exec(&req).await?;
     let answers: Vec<&[u8]> = out.stdout.split(|b| *b == 0).collect();
     if out.rc != 0 || answers.len() != keys.len() + 1 {
@@ -165,7 +184,7 @@ async fn lookup(
 
 /// `text` expanded with what `scope` knows; `None` when something must be looked up first
 /// (noted in `scope.missing`).
-fn expand_known(text: &str, scope: &mut Scope) -> Option<String> {
+fn expand_known(text: &str, scope: &mut Scope, task_home: bool) -> Option<String> {
     let vars = expand_vars(text, &mut |name| {
         if let Some((_, v)) = scope.task_env.iter().rev().find(|(k, _)| k == name) {
             return Some(Some(v.clone()));
@@ -187,6 +206,7 @@ fn expand_known(text: &str, scope: &mut Scope) -> Option<String> {
     let vars = vars.unwrap_or_else(|| text.to_string());
     let expanded = expand_user(&vars, &mut |user| {
         if user.is_none()
+            && task_home
             && let Some((_, home)) = scope.task_env.iter().rev().find(|(k, _)| k == "HOME")
         {
             return Some(Some(home.clone()));
@@ -285,12 +305,16 @@ fn expand_user(
 }
 
 /// Expand `text` in the current `parse`, or keep it when no parse on a host is running.
-fn expand_in_scope(text: String) -> String {
+/// `task_home`: a leading `~` may be the task's `environment:` HOME (a module's expansion);
+/// without it `~` is the user's own home, as an action plugin's `_remote_expand_user` finds
+/// it with a command of its own before the module runs (`copy`, `template`, `assemble` and
+/// `unarchive` destinations, ansible-core `plugins/action/__init__.py`).
+fn expand_in_scope(text: String, task_home: bool) -> String {
     if !text.contains('$') && !text.starts_with('~') {
         return text;
     }
     SCOPE.with(|s| match s.borrow_mut().as_mut() {
-        Some(scope) => expand_known(&text, scope).unwrap_or(text),
+        Some(scope) => expand_known(&text, scope, task_home).unwrap_or(text),
         None => text,
     })
 }
@@ -298,19 +322,31 @@ fn expand_in_scope(text: String) -> String {
 /// A required path argument (a string; a number is taken as its text, as Ansible's `str`).
 pub fn one<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let s = super::args::opt_stringish(d)?.unwrap_or_default();
-    Ok(expand_in_scope(s))
+    Ok(expand_in_scope(s, true))
+}
+
+/// A required path argument whose leading `~` an action plugin expands (see
+/// `expand_in_scope`).
+pub fn action_one<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = super::args::opt_stringish(d)?.unwrap_or_default();
+    Ok(expand_in_scope(s, false))
 }
 
 /// An optional path argument.
 pub fn opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(super::args::opt_stringish(d)?.map(expand_in_scope))
+    Ok(super::args::opt_stringish(d)?.map(|s| expand_in_scope(s, true)))
+}
+
+/// An optional path argument whose leading `~` an action plugin expands.
+pub fn action_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(super::args::opt_stringish(d)?.map(|s| expand_in_scope(s, false)))
 }
 
 /// A list of paths (a YAML list or one comma-separated string).
 pub fn list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     Ok(super::args::list(d)?
         .into_iter()
-        .map(expand_in_scope)
+        .map(|s| expand_in_scope(s, true))
         .collect())
 }
 
@@ -375,11 +411,18 @@ mod tests {
             known: HashMap::new(),
             missing: BTreeSet::new(),
         };
-        assert_eq!(expand_known("~/$X", &mut scope).unwrap(), "/t/1");
-        assert_eq!(expand_known("$Y/~", &mut scope), None);
+        assert_eq!(expand_known("~/$X", &mut scope, true).unwrap(), "/t/1");
+        assert_eq!(expand_known("$Y/~", &mut scope, true), None);
+        // An action plugin's `~` is the user's own home, not the task's HOME.
+        assert_eq!(expand_known("~/$X", &mut scope, false), None);
+        scope.known.insert(Key::Home(None), Some("/home/u".into()));
+        assert_eq!(
+            expand_known("~/$X", &mut scope, false).unwrap(),
+            "/home/u/1"
+        );
         assert_eq!(
             scope.missing.iter().collect::<Vec<_>>(),
-            [&Key::Var("Y".into())]
+            [&Key::Var("Y".into()), &Key::Home(None)]
         );
     }
 }

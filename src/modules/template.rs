@@ -19,7 +19,7 @@ pub struct Params {
     /// Local template (looked up in the role's `templates/`, then beside the playbook).
     src: String,
     /// Path of the rendered file on the host.
-    #[serde(deserialize_with = "host_path::one")]
+    #[serde(deserialize_with = "host_path::action_one")]
     dest: String,
     /// Permissions of the file (`"0644"`, `u=rw,g=r`).
     #[serde(default, deserialize_with = "opt_mode")]
@@ -153,7 +153,19 @@ fn text(
     let trailing = |t: &str| t.len() - t.trim_end_matches('\n').len();
     let missing = trailing(&source).saturating_sub(trailing(&text));
     text.push_str(&"\n".repeat(missing));
-    if let Some(nl) = p.newline_sequence.as_deref().filter(|nl| *nl != "\n") {
+    // The template action takes the escaped spellings (`'\r\n'` in single quotes) for the
+    // characters and refuses anything else (ansible-core `plugins/action/template.py`).
+    let nl = match p.newline_sequence.as_deref() {
+        None | Some("\n" | "\\n") => None,
+        Some("\r" | "\\r") => Some("\r"),
+        Some("\r\n" | "\\r\\n") => Some("\r\n"),
+        Some(_) => {
+            return Err(ModuleError::Failed {
+                msg: "newline_sequence needs to be one of: \n, \r or \r\n".into(),
+            });
+        }
+    };
+    if let Some(nl) = nl {
         text = text.replace('\n', nl);
     }
     Ok(text)

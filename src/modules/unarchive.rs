@@ -27,13 +27,13 @@ pub struct Params {
     /// `remote_src`.
     src: String,
     /// Existing folder on the host to unpack into.
-    #[serde(deserialize_with = "host_path::one")]
+    #[serde(deserialize_with = "host_path::action_one")]
     dest: String,
     /// `src` is already on the host.
     #[serde(default, deserialize_with = "boolish")]
     remote_src: bool,
     /// Skip when this path exists on the host.
-    #[serde(default, deserialize_with = "host_path::opt")]
+    #[serde(default, deserialize_with = "host_path::action_opt")]
     creates: Option<String>,
     /// Owner of the unpacked files (name or uid).
     owner: Option<String>,

@@ -10,6 +10,7 @@ mod admin_files;
 mod apt_sources;
 mod commands;
 mod files;
+mod host_paths;
 mod net;
 mod repos;
 mod sources;
