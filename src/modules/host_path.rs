@@ -35,11 +35,14 @@ enum Key {
     Home(Option<String>),
 }
 
-/// What is known of one host's environment, per become user (`None`: the login user). A
-/// looked-up key maps to `None` when the host has no such variable or user.
+/// The answers for one user: a looked-up key maps to `None` when the host has no such variable
+/// or user.
+type Answers = HashMap<Key, Option<String>>;
+
+/// What is known of one host's environment, per become user (`None`: the login user).
 #[derive(Debug, Default)]
 pub struct HostEnv {
-    known: Mutex<HashMap<Option<String>, HashMap<Key, Option<String>>>>,
+    known: Mutex<HashMap<Option<String>, Answers>>,
     /// Commands run to look things up (each answers every key one parse needs).
     lookups: AtomicUsize,
 }
@@ -54,7 +57,7 @@ impl HostEnv {
 /// What the deserializers see while one `parse` runs.
 struct Scope {
     task_env: Vec<(String, String)>,
-    known: HashMap<Key, Option<String>>,
+    known: Answers,
     missing: BTreeSet<Key>,
 }
 
