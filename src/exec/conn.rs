@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::OnceCell;
 
+use crate::modules::host_path::HostEnv;
 use crate::transport::{Connection, HostTarget, TransportError};
 
 /// A connection, opened by the first task that needs it.
@@ -17,6 +18,9 @@ type Slot = Arc<OnceCell<Arc<Connection>>>;
 pub struct ConnPool {
     /// By host name, then by how it is reached (`way`).
     conns: Mutex<HashMap<String, HashMap<String, Slot>>>,
+    /// What each connection's commands have learnt of the host's environment (for path
+    /// arguments), kept as long as the connection.
+    envs: Mutex<HashMap<String, HashMap<String, Arc<HostEnv>>>>,
 }
 
 /// What tells two connections to one host apart: the kind, address, port and user.
@@ -45,9 +49,22 @@ impl ConnPool {
             .cloned()
     }
 
+    /// What is known of the environment of the host as `target` reaches it.
+    pub fn host_env(&self, target: &HostTarget) -> Arc<HostEnv> {
+        self.envs
+            .lock()
+            .unwrap()
+            .entry(target.name.clone())
+            .or_default()
+            .entry(way(target))
+            .or_default()
+            .clone()
+    }
+
     /// Forget a host's connection (after `wait_for_connection` sees it broken).
     pub fn reset(&self, host: &str) {
         self.conns.lock().unwrap().remove(host);
+        self.envs.lock().unwrap().remove(host);
     }
 
     /// Close every connection (SSH disconnects, WinRM shells deleted); returns the warnings

@@ -238,6 +238,7 @@ impl Executor {
         };
         let become_ = self.become_options(kw, &resolved, ctx);
         let search = self.search_paths(task, inh);
+        let host_env = self.conns.host_env(&resolved.target);
         let render = TaskRender {
             templar: &self.templar,
             vars: ctx,
@@ -260,6 +261,7 @@ impl Executor {
             render: &render,
             // A `no_log` task shows nothing of how it is getting on either.
             progress: (kw.no_log != Some(true)).then_some(&progress as &dyn ProgressSink),
+            host_env: &host_env,
         };
         let outcome = tokio::select! {
             r = module.run(&mctx, args) => r,

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use crate::transport::quote::sh;
 
 use super::args::{boolish, list, opt_boolish, opt_u64ish};
+use super::host_path;
 use super::pkg::{self, Manager, PkgState};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
@@ -27,6 +28,7 @@ pub struct Params {
     #[serde(default, deserialize_with = "opt_u64ish")]
     cache_valid_time: Option<u64>,
     /// A `.deb` file on the host to install when that version is not installed.
+    #[serde(default, deserialize_with = "host_path::opt")]
     deb: Option<String>,
     /// With `state: absent`, also remove configuration files.
     #[serde(default, deserialize_with = "boolish")]

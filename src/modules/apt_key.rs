@@ -16,6 +16,7 @@ use crate::transport::quote::sh;
 use super::apt_keyring::Keyring;
 use super::args::boolish;
 use super::command::yes;
+use super::host_path;
 use super::lineinfile::State;
 use super::{ModuleCtx, ModuleError, ModuleResult, http, typed_module};
 
@@ -30,11 +31,13 @@ pub struct Params {
     /// The key itself (armored or binary text) to add.
     data: Option<String>,
     /// A key file on the host to add.
+    #[serde(default, deserialize_with = "host_path::opt")]
     file: Option<String>,
     /// A URL the host fetches the key from.
     url: Option<String>,
     /// A keyring file (`/etc/apt/trusted.gpg.d/NAME.gpg`) instead of apt's default one; on a
     /// host without `apt-key` it is kept with `gpg` (armored when it ends in `.asc`).
+    #[serde(default, deserialize_with = "host_path::opt")]
     keyring: Option<String>,
     /// Check the TLS certificate of `url` (default yes).
     #[serde(default = "yes", deserialize_with = "boolish")]

@@ -18,7 +18,8 @@ use serde::Deserialize;
 use crate::transport::quote::sh;
 
 use super::archive_plan::{self as plan, Format, Source};
-use super::args::{boolish, list};
+use super::args::boolish;
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Attrs, Kind, StatReq};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
@@ -33,20 +34,21 @@ fn gz() -> Format {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Absolute paths or globs (`*`, `?`) of the files and folders to pack, on the host.
-    #[serde(deserialize_with = "list")]
+    #[serde(deserialize_with = "host_path::list")]
     path: Vec<String>,
     /// The archive to write (its folder must exist); required for more than one source.
+    #[serde(default, deserialize_with = "host_path::opt")]
     dest: Option<String>,
     /// `gz` (default), `bz2`, `xz` (tar compressed that way, or one file compressed), `tar`,
     /// `zip`.
     #[serde(default = "gz")]
     format: Format,
     /// Paths or globs taken out of the expanded `path` list.
-    #[serde(default, deserialize_with = "list")]
+    #[serde(default, deserialize_with = "host_path::list")]
     exclude_path: Vec<String>,
     /// Glob patterns (`fnmatch`) of members left out of the archive: matched against the name
     /// in the archive for tar, the full path for zip, as upstream.
-    #[serde(default, deserialize_with = "list")]
+    #[serde(default, deserialize_with = "host_path::list")]
     exclusion_patterns: Vec<String>,
     /// Archive even a single file (instead of only compressing it).
     #[serde(default, deserialize_with = "boolish")]
@@ -203,13 +205,7 @@ fi
     }
 }
 
-async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
-    for v in p.path.iter_mut().chain(p.exclude_path.iter_mut()) {
-        *v = posix::expand_home(ctx, v).await?;
-    }
-    if let Some(d) = &p.dest {
-        p.dest = Some(posix::expand_home(ctx, d).await?);
-    }
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let out = ctx.run(survey_script(&p.path, &p.exclude_path)).await?;
     let survey = plan::parse_survey(&out.stdout).ok_or_else(|| ModuleError::Failed {
         msg: format!(

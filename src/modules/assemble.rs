@@ -21,6 +21,7 @@ use super::args::boolish;
 use super::command::yes;
 use super::filewrite::{self, Content, Write};
 use super::fragments::{assemble, select};
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::Attrs;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
@@ -33,6 +34,7 @@ pub struct Params {
     /// The folder of fragments (on the host, or on the controller with `remote_src: false`).
     src: String,
     /// The file to build on the host.
+    #[serde(deserialize_with = "host_path::action_one")]
     dest: String,
     /// Text put between fragments (`\n`, `\t`... escapes are decoded).
     delimiter: Option<String>,
@@ -195,9 +197,9 @@ async fn validate(
 }
 
 async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
-    p.dest = super::posix::expand_home(ctx, &p.dest).await?;
+    // `src` is a host path only with `remote_src` (else the controller's, found locally).
     if p.remote_src {
-        p.src = super::posix::expand_home(ctx, &p.src).await?;
+        p.src = host_path::expand(ctx, &p.src).await?;
     }
     let _ = p.follow;
     let regexp = match p.regexp.as_deref().map(Regex::new).transpose() {

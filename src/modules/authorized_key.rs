@@ -17,6 +17,7 @@ use crate::transport::quote::sh;
 
 use super::args::boolish;
 use super::command::yes;
+use super::host_path;
 use super::http;
 use super::key_lines::{self, Entries, Want};
 use super::lineinfile::State;
@@ -34,6 +35,7 @@ pub struct Params {
     /// the host fetches them from.
     key: String,
     /// The keys file (default `~user/.ssh/authorized_keys`).
+    #[serde(default, deserialize_with = "host_path::opt")]
     path: Option<String>,
     /// Create the keys file's folder (0700, owned by the user) when missing (default yes).
     #[serde(default = "yes", deserialize_with = "boolish")]
@@ -104,10 +106,7 @@ fn parse_probe(out: &str) -> Option<Probe> {
     })
 }
 
-async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
-    if let Some(path) = &p.path {
-        p.path = Some(super::posix::expand_home(ctx, path).await?);
-    }
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let keys = if p.key.starts_with("http") {
         match fetch_keys(ctx, &p.key, p.validate_certs).await? {
             Some(text) => text,

@@ -6,6 +6,7 @@ use crate::pyre::PyRegex as Regex;
 use serde::Deserialize;
 
 use super::args::boolish;
+use super::host_path;
 use super::lineinfile::State;
 use super::mode::{Mode, opt_mode};
 use super::posix::Attrs;
@@ -18,7 +19,12 @@ typed_module!(BlockInFile, "blockinfile", Params, run);
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The file on the host.
-    #[serde(alias = "dest", alias = "destfile", alias = "name")]
+    #[serde(
+        alias = "dest",
+        alias = "destfile",
+        alias = "name",
+        deserialize_with = "host_path::one"
+    )]
     path: String,
     /// The text between the markers (empty removes the block).
     #[serde(default, alias = "content")]
@@ -83,7 +89,6 @@ pub enum Place {
 
 async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
     // A `path` parameter upstream: `~` is the remote user's home.
-    p.path = super::posix::expand_home(ctx, &p.path).await?;
     let re = |field: &str, r: &str| {
         Regex::new(r).map_err(|e| ModuleError::BadArgs {
             module: "blockinfile",

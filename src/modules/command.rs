@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::transport::quote::{sh, sh_join};
 
 use super::args::boolish;
+use super::host_path;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Command, "command", Params, run);
@@ -25,10 +26,13 @@ pub struct Params {
     /// The program and its arguments as a list, passed as they are.
     argv: Option<Vec<String>>,
     /// Change into this directory before running.
+    #[serde(default, deserialize_with = "host_path::opt")]
     chdir: Option<String>,
     /// Do not run when this path exists on the host.
+    #[serde(default, deserialize_with = "host_path::opt")]
     creates: Option<String>,
     /// Do not run when this path does not exist on the host.
+    #[serde(default, deserialize_with = "host_path::opt")]
     removes: Option<String>,
     /// Text written to the command's standard input.
     stdin: Option<String>,

@@ -11,9 +11,10 @@ use serde::Deserialize;
 
 use crate::transport::quote::sh;
 
-use super::args::boolish;
+use super::args::{boolish, opt_boolish};
 use super::command::yes;
 use super::filewrite::{self, Before, Content, Write};
+use super::host_path;
 use super::local_tree::{LocalTree, remote_path};
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Algo, Attrs, Kind, StatReq, join, parent_of};
@@ -58,6 +59,17 @@ pub struct Params {
     /// Copy a vault-encrypted `src` as its plaintext (default yes); `no` copies it as is.
     #[serde(default = "yes", deserialize_with = "boolish")]
     decrypt: bool,
+    /// When `dest` is a symbolic link, write the file it points to (default no: the link is
+    /// replaced by the file).
+    #[serde(default, deserialize_with = "boolish")]
+    follow: bool,
+    /// Follow symbolic links in the local `src` (default yes); `no` (links copied as links)
+    /// is refused when `src` holds a link.
+    #[serde(default, deserialize_with = "opt_boolish")]
+    local_follow: Option<bool>,
+    /// The SHA-1 the copied file must have; a different one fails the task, as upstream's
+    /// "Copied file does not match the expected checksum".
+    checksum: Option<String>,
 }
 
 /// The file the task would write, for `kinit plan --render`: `content`, or the local file
@@ -78,11 +90,16 @@ pub fn render(
 }
 
 async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
-    // `dest` is a `path` upstream: `~` is the remote user's home.
-    p.dest = super::posix::expand_home(ctx, &p.dest).await?;
     if p.dest.is_empty() {
         return Ok(ModuleResult::failed("dest is required"));
     }
+    // `dest` is upstream's `type='path'`; without `remote_src` the copy action has already
+    // expanded its leading `~` as the user's own home (`_remote_expand_user`).
+    p.dest = if p.remote_src {
+        host_path::expand(ctx, &p.dest).await?
+    } else {
+        host_path::expand_action(ctx, &p.dest).await?
+    };
     let attrs = Attrs {
         mode: p.mode.clone(),
         owner: p.owner.clone(),
@@ -97,12 +114,24 @@ async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleE
             .src
             .as_deref()
             .ok_or_else(|| bad("`remote_src` needs `src`"))?;
-        return super::copy_remote::copy_on_host(ctx, src, &p.dest, &attrs, p.force).await;
+        // `src` is upstream's `type='path'`: a host path with `remote_src`; without it the
+        // action plugin reads it on the controller.
+        let src = super::host_path::expand(ctx, src).await?;
+        return super::copy_remote::copy_on_host(ctx, &src, &p.dest, &attrs, p.force).await;
     }
     let (content, base, local) = match (&p.content, &p.src) {
         (Some(c), None) => (Content::bytes(c.clone().into_bytes()), None, None),
         (None, Some(src)) => {
             let local = ctx.find_local(src)?;
+            if p.local_follow == Some(false)
+                && let Some(link) = LocalTree::first_link(&local)
+            {
+                return Err(bad(&format!(
+                    "`local_follow: false` (copying `{}` as a link) is not supported; \
+                     kinit copies what links point to",
+                    link.display()
+                )));
+            }
             if local.is_dir() {
                 return copy_tree(ctx, &p, &local, src.ends_with('/'), &attrs).await;
             }
@@ -119,6 +148,14 @@ async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleE
         (Some(_), Some(_)) => return Err(bad("`src` and `content` are mutually exclusive")),
         (None, None) => return Ok(ModuleResult::failed("src (or content) is required")),
     };
+    // Upstream's `copy` module checks the SHA-1 of what arrived against `checksum`.
+    if let Some(want) = p.checksum.as_deref().filter(|c| *c != content.sha1) {
+        return Ok(ModuleResult::failed(
+            "Copied file does not match the expected checksum. Transfer failed.",
+        )
+        .with("checksum", content.sha1.as_str())
+        .with("expected_checksum", want));
+    }
     let attrs = match (&attrs.mode, &local) {
         (Some(Mode::Preserve), Some(l)) => Attrs {
             mode: Some(Mode::Octal(local_mode(l))),
@@ -127,6 +164,11 @@ async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleE
         _ => attrs,
     };
 
+    // `follow`: a `dest` that is a link stands for the file it points to (upstream's copy
+    // module writes `os.path.realpath(dest)`); one command, only when asked.
+    if p.follow {
+        p.dest = filewrite::resolve_link(ctx, &p.dest).await?;
+    }
     let inner = base.as_ref().map(|b| join(&p.dest, b));
     let parent = parent_of(&p.dest);
     let mut reqs = vec![StatReq {
@@ -155,11 +197,11 @@ async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleE
     let into_dir = stats[0].kind == Kind::Directory || p.dest.ends_with('/');
     let (dest, stat) = match (into_dir, inner) {
         (true, Some(i)) => (i, stats.pop().expect("inner record")),
+        // As ansible-core's copy action words it.
         (true, None) => {
-            return Ok(ModuleResult::failed(format!(
-                "`dest` `{}` is a directory; `content` needs a file path",
-                p.dest
-            )));
+            return Ok(ModuleResult::failed(
+                "can not use content with a dir as dest",
+            ));
         }
         (false, _) => (p.dest.clone(), stats.swap_remove(0)),
     };

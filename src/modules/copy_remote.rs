@@ -37,6 +37,10 @@ pub async fn copy_on_host(
         msg: format!("cannot inspect `{src}`: {}", out.stderr_str().trim()),
     })?;
     let [s, d, i, par] = [&stats[0], &stats[1], &stats[2], &stats[3]];
+    // As upstream's `copy` module words a missing source (modules/copy.py).
+    if s.kind == Kind::Absent {
+        return Ok(ModuleResult::failed(format!("Source {src} not found")));
+    }
     if s.kind != Kind::File {
         return Ok(ModuleResult::failed(format!(
             "`src` `{src}` is not a regular file on the host (remote_src copies files only)"

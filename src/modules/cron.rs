@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use super::args::{boolish, opt_stringish};
 use super::cron_store::{self, Target};
+use super::host_path;
 use super::lineinfile::State;
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
 
@@ -61,6 +62,7 @@ pub struct Params {
     #[serde(default, alias = "value", deserialize_with = "opt_stringish")]
     job: Option<String>,
     /// A file in `/etc/cron.d` (or an absolute path) instead of a user's crontab.
+    #[serde(default, deserialize_with = "host_path::opt")]
     cron_file: Option<String>,
     /// `present` (default) or `absent`.
     #[serde(default)]
@@ -101,10 +103,7 @@ fn req_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error
     opt_stringish(d)?.ok_or_else(|| serde::de::Error::custom("`name` must be a string"))
 }
 
-async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
-    if let Some(f) = &p.cron_file {
-        p.cron_file = Some(super::posix::expand_home(ctx, f).await?);
-    }
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     if p.insertafter.is_some() && p.insertbefore.is_some() {
         return Ok(ModuleResult::failed(
             "parameters are mutually exclusive: insertafter|insertbefore",

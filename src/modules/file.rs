@@ -11,8 +11,9 @@ use serde_json::Value;
 
 use crate::transport::quote::sh;
 
-use super::args::boolish;
+use super::args::{boolish, opt_boolish};
 use super::command::yes;
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Attrs, Kind, RemoteStat, StatReq};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
@@ -34,11 +35,12 @@ pub enum State {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The path on the host.
-    #[serde(alias = "dest", alias = "name")]
+    #[serde(alias = "dest", alias = "name", deserialize_with = "host_path::one")]
     path: String,
     /// What the path should be (default: `file` if it exists as one, else as it is).
     state: Option<State>,
     /// Target of a `link`/`hard` link.
+    #[serde(default, deserialize_with = "host_path::opt")]
     src: Option<String>,
     /// Permissions (`"0755"`, `u=rwx,g=rx,o=rx`).
     #[serde(default, deserialize_with = "opt_mode")]
@@ -65,6 +67,10 @@ pub struct Params {
     modification_time: Option<String>,
     /// The format of `modification_time`; only `%Y%m%d%H%M.%S` (the default).
     modification_time_format: Option<String>,
+    /// Internal (ansible-core's action plugins send it): only report whether the file looks
+    /// binary (`appears_binary`), changing nothing.
+    #[serde(rename = "_diff_peek", default, deserialize_with = "opt_boolish")]
+    diff_peek: Option<bool>,
 }
 
 /// `touch` flags that set the access (`-a`) or modification (`-m`) time as asked; `None`
@@ -92,13 +98,26 @@ fn time_flags(
 
 async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
     // `path` is a `path` upstream: `~` is the remote user's home.
-    p.path = super::posix::expand_home(ctx, &p.path).await?;
     // Upstream's first check (`modules/file.py` `check_state`-time validation).
     if p.src.is_some() && !matches!(p.state, Some(State::Link | State::Hard)) {
         return Ok(
             ModuleResult::failed("src option requires state to be 'link' or 'hard'")
                 .with("path", p.path.as_str()),
         );
+    }
+    // Upstream's short-circuit (`execute_diff_peek`): a NUL byte in the first 8 KiB means
+    // binary; a file that cannot be read counts as text.
+    if p.diff_peek.is_some() {
+        let out = ctx
+            .run(format!(
+                "head -c 8192 {} 2>/dev/null | tr -dc '\\000' | wc -c",
+                sh(&p.path)
+            ))
+            .await?;
+        let nuls: u64 = out.stdout_str().trim().parse().unwrap_or(0);
+        return Ok(ModuleResult::ok()
+            .with("path", p.path.as_str())
+            .with("appears_binary", nuls > 0));
     }
     let attrs = Attrs {
         mode: p.mode.clone(),

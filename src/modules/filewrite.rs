@@ -115,6 +115,21 @@ async fn starts_vaulted(path: &std::path::Path) -> bool {
     }
 }
 
+/// Where `dest` leads when it is a symbolic link (its final target, as Python's
+/// `os.path.realpath`); `dest` itself otherwise, or when the host cannot say.
+pub async fn resolve_link(ctx: &ModuleCtx<'_>, dest: &str) -> Result<String, ModuleError> {
+    let q = crate::transport::quote::sh(dest);
+    let out = ctx
+        .run(format!("if [ -L {q} ]; then readlink -f -- {q}; fi"))
+        .await?;
+    let target = out.stdout_str().trim_end_matches('\n').to_string();
+    Ok(if out.success() && !target.is_empty() {
+        target
+    } else {
+        dest.to_string()
+    })
+}
+
 /// What is at the destination now.
 pub struct Before {
     pub ids: Ids,

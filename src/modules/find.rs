@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 use crate::transport::quote::sh;
 
 use super::args::{boolish, list, opt_stringish, opt_u64ish};
+use super::host_path;
 use super::mode::Mode;
 use super::posix::Algo;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
@@ -57,7 +58,7 @@ fn sha1() -> Algo {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Folders to search (list or comma-separated).
-    #[serde(alias = "name", alias = "path", deserialize_with = "list")]
+    #[serde(alias = "name", alias = "path", deserialize_with = "host_path::list")]
     paths: Vec<String>,
     /// Name patterns (globs, or Python regexes with `use_regex`) a match must fit; default all.
     #[serde(default, alias = "pattern", deserialize_with = "list")]

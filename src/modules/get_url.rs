@@ -12,6 +12,7 @@ use serde::Deserialize;
 use super::args::{boolish, opt_u64ish};
 use super::command::yes;
 use super::get_url_fetch::{self, Fetched};
+use super::host_path;
 use super::http::{self, Request, Tool};
 use super::mode::{Mode, opt_mode};
 use super::posix::join;
@@ -26,6 +27,7 @@ pub struct Params {
     /// What to download (http, https, ftp as the host's client supports).
     url: String,
     /// Where to put it on the host; a directory receives the URL's file name.
+    #[serde(deserialize_with = "host_path::one")]
     dest: String,
     /// `<algorithm>:<hex>` (`sha256:abc...`); verified after download, and an existing
     /// file with this checksum is not downloaded again.

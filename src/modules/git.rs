@@ -21,6 +21,7 @@ use crate::transport::quote::sh;
 use super::args::{boolish, opt_u64ish};
 use super::git_ops::{Flow, Git, Stop, expand_user, url_changed_value};
 use super::git_sync::{self, Want};
+use super::host_path;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(GitModule, "git", Params, run);
@@ -44,6 +45,7 @@ pub struct Params {
     #[serde(alias = "name")]
     repo: String,
     /// Where the checkout goes (needed unless `clone: false`).
+    #[serde(default, deserialize_with = "host_path::opt")]
     dest: Option<String>,
     /// Branch, tag, sha or `HEAD` (the remote's default branch).
     #[serde(default = "default_version", deserialize_with = "stringish")]
@@ -81,10 +83,12 @@ pub struct Params {
     #[serde(default, deserialize_with = "boolish")]
     accept_newhostkey: bool,
     /// The ssh private key (`-i`, with `IdentitiesOnly=yes`).
+    #[serde(default, deserialize_with = "host_path::opt")]
     key_file: Option<String>,
     /// More ssh options (`GIT_SSH_COMMAND`).
     ssh_opts: Option<String>,
     /// The git to run (default `git` from PATH).
+    #[serde(default, deserialize_with = "host_path::opt")]
     executable: Option<String>,
     /// A bare repository (no working tree).
     #[serde(default, deserialize_with = "boolish")]
@@ -102,10 +106,12 @@ pub struct Params {
     #[serde(default)]
     umask: Option<Value>,
     /// Also write `version` as an archive (`.zip`, `.tar`, `.tar.gz`, `.tgz`).
+    #[serde(default, deserialize_with = "host_path::opt")]
     archive: Option<String>,
     /// Folder prefix inside the archive.
     archive_prefix: Option<String>,
     /// Keep the repository's git folder here, away from the working tree.
+    #[serde(default, deserialize_with = "host_path::opt")]
     separate_git_dir: Option<String>,
 }
 

@@ -21,6 +21,7 @@ use crate::transport::quote::sh;
 
 use super::args::{boolish, opt_boolish, opt_stringish};
 use super::filewrite::{self, Content, Write};
+use super::host_path;
 use super::lineinfile::State;
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Attrs, Kind};
@@ -55,7 +56,7 @@ fn opt_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The INI file on the host (created when missing unless `create: false`).
-    #[serde(alias = "dest")]
+    #[serde(alias = "dest", deserialize_with = "host_path::one")]
     path: String,
     /// The section; empty or omitted means the options before the first section.
     #[serde(default, deserialize_with = "opt_stringish")]

@@ -13,16 +13,13 @@ use crate::transport::quote::sh;
 
 use super::args::boolish;
 use super::filewrite;
+use super::host_path;
 use super::known_hosts_file::{hash_host_key, new_text, search};
 use super::lineinfile::State;
 use super::posix::Kind;
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(KnownHosts, "known_hosts", Params, run);
-
-fn default_path() -> String {
-    "~/.ssh/known_hosts".into()
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,8 +30,8 @@ pub struct Params {
     /// The host's key line as `ssh-keyscan` prints it; required for `present`.
     key: Option<String>,
     /// The `known_hosts` file on the host (default `~/.ssh/known_hosts`).
-    #[serde(default = "default_path")]
-    path: String,
+    #[serde(default, deserialize_with = "host_path::opt")]
+    path: Option<String>,
     /// Hash the host name in the entry written.
     #[serde(default, deserialize_with = "boolish")]
     hash_host: bool,
@@ -59,7 +56,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     if !check.success() {
         return Ok(ModuleResult::failed(check.stderr_str().trim().to_string()));
     }
-    let path = super::posix::expand_home(ctx, &p.path).await?;
+    // Upstream's default is a `type='path'` value too, so its `~` is expanded on the host.
+    let path = match &p.path {
+        Some(path) => path.clone(),
+        None => host_path::expand(ctx, "~/.ssh/known_hosts").await?,
+    };
     let key = key_given.map(|k| {
         let mut k = if p.hash_host {
             let mut salt = [0u8; 20];

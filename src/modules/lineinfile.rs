@@ -7,6 +7,7 @@ use serde::Deserialize;
 use crate::pyre::{PyRegex as Regex, Template};
 
 use super::args::boolish;
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::Attrs;
 use super::textedit::{self, TextEdit, lines, unlines};
@@ -26,7 +27,12 @@ pub enum State {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The file on the host.
-    #[serde(alias = "dest", alias = "destfile", alias = "name")]
+    #[serde(
+        alias = "dest",
+        alias = "destfile",
+        alias = "name",
+        deserialize_with = "host_path::one"
+    )]
     path: String,
     /// The line to have in the file (`state: present`).
     line: Option<String>,
@@ -112,7 +118,6 @@ fn regex(field: &str, r: &str) -> Result<Regex, ModuleError> {
 
 async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
     // A `path` parameter upstream: `~` is the remote user's home.
-    p.path = super::posix::expand_home(ctx, &p.path).await?;
     let bad = |d: &str| ModuleError::BadArgs {
         module: "lineinfile",
         detail: d.to_string(),

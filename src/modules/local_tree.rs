@@ -15,6 +15,23 @@ pub struct LocalTree {
 }
 
 impl LocalTree {
+    /// The first symbolic link at or below `path` (name order), if any.
+    pub fn first_link(path: &Path) -> Option<PathBuf> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        if meta.file_type().is_symlink() {
+            return Some(path.to_path_buf());
+        }
+        if !meta.is_dir() {
+            return None;
+        }
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        entries.iter().find_map(|e| Self::first_link(e))
+    }
+
     /// Everything below `dir`, each relative path prefixed with `base` (empty: none) and
     /// its parts joined with `sep`.
     pub fn read(dir: &Path, base: &str, sep: char) -> Result<Self, ModuleError> {

@@ -19,6 +19,7 @@
 
 pub mod args;
 pub mod filewrite;
+pub mod host_path;
 pub mod http;
 pub mod local_tree;
 pub mod mode;
@@ -179,6 +180,8 @@ pub struct ModuleCtx<'a> {
     pub render: &'a dyn Render,
     /// Progress reports of long waits; none where nobody renders them.
     pub progress: Option<&'a dyn ProgressSink>,
+    /// What is known of this connection's environment, for path arguments (`~`, `$VAR`).
+    pub host_env: &'a host_path::HostEnv,
 }
 
 impl<'a> ModuleCtx<'a> {
@@ -410,7 +413,11 @@ macro_rules! typed_module {
                 Result<$crate::modules::ModuleResult, $crate::modules::ModuleError>,
             > {
                 Box::pin(async move {
-                    let p: $params = $crate::modules::args::parse($name, &args)?;
+                    let p: $params = if $posix {
+                        $crate::modules::host_path::parse($name, &args, ctx).await?
+                    } else {
+                        $crate::modules::args::parse($name, &args)?
+                    };
                     if $posix {
                         if let Some(refusal) = $crate::modules::posix_only($name, ctx) {
                             return Ok(refusal);

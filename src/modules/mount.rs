@@ -21,6 +21,7 @@ use crate::transport::quote::sh;
 
 use super::args::{boolish, opt_stringish};
 use super::command::yes;
+use super::host_path;
 use super::mount_table::{self, Entry, Mounted};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
 
@@ -42,11 +43,11 @@ pub enum State {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The mount point (`/mnt/data`).
-    #[serde(alias = "name")]
+    #[serde(alias = "name", deserialize_with = "host_path::one")]
     path: String,
     /// What to mount (device, `UUID=...`, `server:/export`); required with `mounted`,
     /// `present` and `ephemeral`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "host_path::opt")]
     src: Option<String>,
     /// File system type; required with `mounted`, `present` and `ephemeral`.
     #[serde(default)]

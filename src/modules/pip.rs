@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::transport::quote::{sh, sh_join};
 
 use super::args::{boolish, opt_stringish};
+use super::host_path;
 use super::pip_req::{Package, canonical, recover_names};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
@@ -68,12 +69,16 @@ pub struct Params {
     requirements: Option<String>,
     /// A virtualenv to install into, created with `virtualenv_command` when its
     /// `bin/activate` is missing.
+    #[serde(default, deserialize_with = "host_path::opt")]
     virtualenv: Option<String>,
     /// Create the virtualenv with access to the system's packages.
     #[serde(default, deserialize_with = "boolish")]
     virtualenv_site_packages: bool,
     /// The command that creates the virtualenv (`virtualenv`, `python3 -m venv`, ...).
-    #[serde(default = "default_virtualenv_command")]
+    #[serde(
+        default = "default_virtualenv_command",
+        deserialize_with = "host_path::one"
+    )]
     virtualenv_command: String,
     /// The Python of a new virtualenv (`-p`; not for `venv`/`pyvenv`).
     virtualenv_python: Option<String>,
@@ -86,8 +91,10 @@ pub struct Params {
     #[serde(default, deserialize_with = "boolish")]
     editable: bool,
     /// Folder pip runs in (default the temp folder).
+    #[serde(default, deserialize_with = "host_path::opt")]
     chdir: Option<String>,
     /// The pip to run (a name looked up in PATH, or a path); not with `virtualenv`.
+    #[serde(default, deserialize_with = "host_path::opt")]
     executable: Option<String>,
     /// Umask (octal) for the commands the module runs.
     #[serde(default, deserialize_with = "opt_stringish")]

@@ -309,34 +309,6 @@ pub fn join(dir: &str, name: &str) -> String {
     format!("{}/{name}", dir.trim_end_matches('/'))
 }
 
-/// A path as Ansible's `type='path'` arguments arrive in the module: a leading `~` or
-/// `~user` expanded to that home on the host (one command, only for such paths), `~` of an
-/// unknown user left as it is (as Python's `os.path.expanduser`).
-pub async fn expand_home(
-    ctx: &super::ModuleCtx<'_>,
-    path: &str,
-) -> Result<String, super::ModuleError> {
-    let Some(rest) = path.strip_prefix('~') else {
-        return Ok(path.to_string());
-    };
-    let (user, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let script = if user.is_empty() {
-        "printf %s \"$HOME\"".to_string()
-    } else {
-        format!("getent passwd {} | cut -d: -f6 | tr -d '\\n'", sh(user))
-    };
-    let home = ctx.run(script).await?.stdout_str();
-    if home.is_empty() {
-        return Ok(path.to_string());
-    }
-    let home = home.trim_end_matches('/');
-    Ok(if home.is_empty() && tail.is_empty() {
-        "/".into()
-    } else {
-        format!("{home}{tail}")
-    })
-}
-
 /// The folder a remote path lives in (`.` for a bare name).
 pub fn parent_of(path: &str) -> String {
     let t = path.trim_end_matches('/');

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::pyre::{Anchor, Flags, PyRegex, Template};
 
 use super::args::boolish;
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::{Attrs, Kind};
 use super::textedit::{self, TextEdit};
@@ -20,7 +21,12 @@ typed_module!(Replace, "replace", Params, run);
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The file on the host.
-    #[serde(alias = "dest", alias = "destfile", alias = "name")]
+    #[serde(
+        alias = "dest",
+        alias = "destfile",
+        alias = "name",
+        deserialize_with = "host_path::one"
+    )]
     path: String,
     /// The regular expression (Python syntax, multi-line mode: `^`/`$` match at every line).
     regexp: String,
@@ -148,7 +154,6 @@ fn build(p: &Params) -> Result<Edit, ModuleError> {
 
 async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
     // A `path` parameter upstream: `~` is the remote user's home.
-    p.path = super::posix::expand_home(ctx, &p.path).await?;
     let _ = &p.encoding;
     let spec = build(&p)?;
     let attrs = Attrs {

@@ -133,7 +133,12 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     } else if is_pubkey(&p.key) {
         KeySource::File(upload(ctx, p.key.clone()).await?, true)
     } else {
-        KeySource::File(super::posix::expand_home(ctx, &p.key).await?, false)
+        let key = if p.key.starts_with('~') {
+            super::host_path::expand(ctx, &p.key).await?
+        } else {
+            p.key.clone()
+        };
+        KeySource::File(key, false)
     };
     let result = decide_and_apply(ctx, &p, &source).await;
     if let KeySource::File(f, true) = &source {

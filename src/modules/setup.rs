@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::args::list;
+use super::host_path;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Setup, "setup", Params, run);
@@ -32,6 +33,7 @@ pub struct Params {
     #[serde(default, deserialize_with = "super::args::opt_u64ish")]
     gather_timeout: Option<u64>,
     /// Accepted for compatibility; kinit has no local fact files.
+    #[serde(default, deserialize_with = "host_path::opt")]
     fact_path: Option<String>,
 }
 

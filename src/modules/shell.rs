@@ -7,6 +7,7 @@ use crate::transport::quote::sh;
 
 use super::args::boolish;
 use super::command::{Common, run_script, yes};
+use super::host_path;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Shell, "shell", Params, run);
@@ -26,10 +27,13 @@ pub struct Params {
     #[serde(default)]
     expand_argument_vars: Option<serde_json::Value>,
     /// Change into this directory before running.
+    #[serde(default, deserialize_with = "host_path::opt")]
     chdir: Option<String>,
     /// Do not run when this path exists on the host.
+    #[serde(default, deserialize_with = "host_path::opt")]
     creates: Option<String>,
     /// Do not run when this path does not exist on the host.
+    #[serde(default, deserialize_with = "host_path::opt")]
     removes: Option<String>,
     /// Text written to the command's standard input.
     stdin: Option<String>,

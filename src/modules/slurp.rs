@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use crate::transport::quote::sh;
 
+use super::host_path;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Slurp, "slurp", Params, run);
@@ -14,7 +15,7 @@ typed_module!(Slurp, "slurp", Params, run);
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The file on the host.
-    #[serde(alias = "path")]
+    #[serde(alias = "path", deserialize_with = "host_path::one")]
     src: String,
 }
 

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::transport::quote::sh;
 
 use super::args::boolish;
+use super::host_path;
 use super::posix::Algo;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
@@ -19,7 +20,7 @@ typed_module!(Stat, "stat", Params, run);
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The path on the host.
-    #[serde(alias = "dest", alias = "name")]
+    #[serde(alias = "dest", alias = "name", deserialize_with = "host_path::one")]
     path: String,
     /// Describe a link's target instead of the link.
     #[serde(default, deserialize_with = "boolish")]

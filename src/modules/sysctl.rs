@@ -11,6 +11,7 @@ use crate::transport::quote::sh;
 use super::args::{boolish, opt_stringish};
 use super::command::yes;
 use super::filewrite;
+use super::host_path;
 use super::lineinfile::State;
 use super::posix::Kind;
 use super::textedit::{lines, unlines};
@@ -31,7 +32,7 @@ pub struct Params {
     #[serde(default)]
     state: State,
     /// The file to keep it in (default `/etc/sysctl.conf`).
-    #[serde(default = "default_file")]
+    #[serde(default = "default_file", deserialize_with = "host_path::one")]
     sysctl_file: String,
     /// Load the file with `sysctl -p` after changing it (default yes).
     #[serde(default = "yes", deserialize_with = "boolish")]

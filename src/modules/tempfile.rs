@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::transport::quote::sh;
 
+use super::host_path;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Tempfile, "tempfile", Params, run);
@@ -21,6 +22,7 @@ pub struct Params {
     #[serde(default)]
     state: Kind,
     /// The folder to make it in; the host's temporary folder when unset.
+    #[serde(default, deserialize_with = "host_path::opt")]
     path: Option<String>,
     /// The start of the name (default `ansible.`).
     #[serde(default = "default_prefix")]

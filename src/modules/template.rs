@@ -6,8 +6,9 @@ use serde::Deserialize;
 use super::args::boolish;
 use super::command::yes;
 use super::filewrite::{self, Content, Write};
+use super::host_path;
 use super::mode::{Mode, opt_mode};
-use super::posix::{Attrs, Kind};
+use super::posix::{self, Attrs, Kind};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Template, "template", Params, run);
@@ -18,6 +19,7 @@ pub struct Params {
     /// Local template (looked up in the role's `templates/`, then beside the playbook).
     src: String,
     /// Path of the rendered file on the host.
+    #[serde(deserialize_with = "host_path::action_one")]
     dest: String,
     /// Permissions of the file (`"0644"`, `u=rw,g=r`).
     #[serde(default, deserialize_with = "opt_mode")]
@@ -52,6 +54,10 @@ pub struct Params {
     /// Comment delimiters (default `{#` and `#}`).
     comment_start_string: Option<String>,
     comment_end_string: Option<String>,
+    /// When `dest` is a symbolic link, write the file it points to (default no: the link is
+    /// replaced by the file).
+    #[serde(default, deserialize_with = "boolish")]
+    follow: bool,
 }
 
 impl Params {
@@ -147,7 +153,19 @@ fn text(
     let trailing = |t: &str| t.len() - t.trim_end_matches('\n').len();
     let missing = trailing(&source).saturating_sub(trailing(&text));
     text.push_str(&"\n".repeat(missing));
-    if let Some(nl) = p.newline_sequence.as_deref().filter(|nl| *nl != "\n") {
+    // The template action takes the escaped spellings (`'\r\n'` in single quotes) for the
+    // characters and refuses anything else (ansible-core `plugins/action/template.py`).
+    let nl = match p.newline_sequence.as_deref() {
+        None | Some("\n" | "\\n") => None,
+        Some("\r" | "\\r") => Some("\r"),
+        Some("\r\n" | "\\r\\n") => Some("\r\n"),
+        Some(_) => {
+            return Err(ModuleError::Failed {
+                msg: "newline_sequence needs to be one of: \n, \r or \r\n".into(),
+            });
+        }
+    };
+    if let Some(nl) = nl {
         text = text.replace('\n', nl);
     }
     Ok(text)
@@ -179,12 +197,28 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let local = ctx.find_local(&p.src)?;
     let source = tokio::fs::read_to_string(&local).await;
     let text = text(&p, &local, source, ctx.render, ctx.vars)?;
-    let before = filewrite::probe(ctx, &p.dest, ctx.diff).await?;
+    // As ansible-core's `copy` action (which `template` hands the rendered file to) picks the
+    // file: a `dest` ending in `/`, or an existing folder, receives the template's file name.
+    let base = local
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut dest = if p.dest.ends_with('/') {
+        posix::join(&p.dest, &base)
+    } else if p.follow {
+        filewrite::resolve_link(ctx, &p.dest).await?
+    } else {
+        p.dest.clone()
+    };
+    let mut before = filewrite::probe(ctx, &dest, ctx.diff).await?;
     if before.stat.kind == Kind::Directory {
-        return Ok(ModuleResult::failed(format!(
-            "`dest` `{}` is a directory",
-            p.dest
-        )));
+        dest = posix::join(&dest, &base);
+        before = filewrite::probe(ctx, &dest, ctx.diff).await?;
+        if before.stat.kind == Kind::Directory {
+            return Ok(ModuleResult::failed(format!(
+                "`dest` `{dest}` is a directory"
+            )));
+        }
     }
     let attrs = Attrs {
         mode: p.mode,
@@ -192,7 +226,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         group: p.group,
     };
     let w = Write {
-        dest: &p.dest,
+        dest: &dest,
         attrs: &attrs,
         backup: p.backup,
         force: p.force,

@@ -13,6 +13,7 @@ use crate::transport::Source;
 use crate::transport::quote::sh;
 
 use super::args::{boolish, list};
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::script::unique_temp_path;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
@@ -26,11 +27,13 @@ pub struct Params {
     /// `remote_src`.
     src: String,
     /// Existing folder on the host to unpack into.
+    #[serde(deserialize_with = "host_path::action_one")]
     dest: String,
     /// `src` is already on the host.
     #[serde(default, deserialize_with = "boolish")]
     remote_src: bool,
     /// Skip when this path exists on the host.
+    #[serde(default, deserialize_with = "host_path::action_opt")]
     creates: Option<String>,
     /// Owner of the unpacked files (name or uid).
     owner: Option<String>,
@@ -57,7 +60,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     }
     let zip = p.src.to_ascii_lowercase().ends_with(".zip");
     let (archive, uploaded) = if p.remote_src {
-        (p.src.clone(), false)
+        // A host path (upstream's `type='path'`) only when it is on the host.
+        (super::host_path::expand(ctx, &p.src).await?, false)
     } else {
         let local = ctx.find_local(&p.src)?;
         let remote = unique_temp_path("archive");

@@ -7,6 +7,7 @@ use crate::transport::quote::{sh, sh_join};
 
 use super::args::{boolish, list, opt_boolish, opt_stringish};
 use super::command::yes;
+use super::host_path;
 use super::lineinfile::State;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
@@ -43,8 +44,10 @@ pub struct Params {
     #[serde(default, deserialize_with = "boolish")]
     append: bool,
     /// Login shell.
+    #[serde(default, deserialize_with = "host_path::opt")]
     shell: Option<String>,
     /// Home directory.
+    #[serde(default, deserialize_with = "host_path::opt")]
     home: Option<String>,
     /// Create the home directory for a new account (default yes).
     #[serde(default = "yes", alias = "createhome", deserialize_with = "boolish")]

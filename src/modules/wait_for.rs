@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::transport::quote::sh;
 
 use super::args::opt_u64ish;
+use super::host_path;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(WaitFor, "wait_for", Params, run);
@@ -33,6 +34,7 @@ pub struct Params {
     #[serde(default, deserialize_with = "opt_u64ish")]
     port: Option<u64>,
     /// File to wait for.
+    #[serde(default, deserialize_with = "host_path::opt")]
     path: Option<String>,
     /// With `path`: wait until a line matches this (extended) regex.
     search_regex: Option<String>,

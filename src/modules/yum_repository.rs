@@ -18,6 +18,7 @@ use crate::transport::quote::sh;
 
 use super::args::{list, opt_boolish, opt_stringish};
 use super::filewrite::{self, Content, Write};
+use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::{Attrs, Kind};
 use super::repo_ini::{RepoFile, Section};
@@ -52,7 +53,7 @@ pub struct Params {
     /// File name without `.repo` (default: `name`).
     file: Option<String>,
     /// Folder of the `.repo` files (default `/etc/yum.repos.d`); it must exist.
-    #[serde(default = "repos_dir")]
+    #[serde(default = "repos_dir", deserialize_with = "host_path::one")]
     reposdir: String,
     /// URLs of the repository (one per line in the file).
     #[serde(default, deserialize_with = "opt_list")]
@@ -344,11 +345,10 @@ impl Params {
     }
 }
 
-async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     if let Err(msg) = p.check() {
         return Ok(ModuleResult::failed(msg));
     }
-    p.reposdir = super::posix::expand_home(ctx, &p.reposdir).await?;
     let file = p.file.clone().unwrap_or_else(|| p.name.clone());
     let dest = super::posix::join(&p.reposdir, &format!("{file}.repo"));
     let (before, pre) = filewrite::probe_with(

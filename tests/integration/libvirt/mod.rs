@@ -81,6 +81,7 @@ pub async fn run_module(
         vars: &vars,
         render: &Verbatim,
         progress: None,
+        host_env: &Default::default(),
     };
     let module = kinit::modules::lookup(name).expect("module is registered");
     module.validate(&args)?;

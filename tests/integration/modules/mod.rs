@@ -10,6 +10,7 @@ mod admin_files;
 mod apt_sources;
 mod commands;
 mod files;
+mod host_paths;
 mod net;
 mod repos;
 mod sources;
@@ -39,6 +40,8 @@ pub struct Fixture<'c> {
     /// SSH logins to the host made by a program a module starts itself (`synchronize`'s
     /// rsync runs its own ssh), not by kinit's connection.
     pub own_logins: std::sync::atomic::AtomicUsize,
+    /// What this fixture's module runs learnt of the host's environment (path arguments).
+    pub host_env: kinit::modules::host_path::HostEnv,
 }
 
 struct TemplarRender<'a> {
@@ -78,6 +81,7 @@ impl<'c> Fixture<'c> {
             templar: Templar::new(),
             search,
             own_logins: Default::default(),
+            host_env: Default::default(),
         }
     }
 
@@ -160,6 +164,7 @@ impl<'c> Fixture<'c> {
             vars: &self.vars,
             render: &render,
             progress: None,
+            host_env: &self.host_env,
         };
         m.run(&ctx, args).await
     }
