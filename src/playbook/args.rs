@@ -100,7 +100,7 @@ pub(crate) fn build_args(
                 let raw = if took_option {
                     rest.join(" ")
                 } else {
-                    s.clone()
+                    join_continued_lines(s)
                 };
                 out.insert("_raw_params".into(), Value::String(raw));
             } else if is_all_template(s) {
@@ -148,6 +148,60 @@ pub(crate) fn build_args(
         }
     }
     Ok(Value::Object(out))
+}
+
+/// Free-form text as ansible-core's `split_args`/`join_args` hand it to a module: a lone `\\`
+/// word outside quotes is dropped and, ending a line, joins the next line to it with a space
+/// (`echo a \\` + newline + `b` is `echo a b`); everything else (spacing, newlines, text in
+/// quotes) stays as written.
+pub(crate) fn join_continued_lines(s: &str) -> String {
+    if !s.contains('\\') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut quote: Option<char> = None;
+    // The separator owed before the next line's text: a newline, or a space after a
+    // continuation (only before text that does not start with a space).
+    let mut pending: Option<char> = None;
+    for line in s.split('\n') {
+        let mut kept: Vec<&str> = Vec::new();
+        let mut continued = false;
+        for word in line.split(' ') {
+            if word == "\\" && quote.is_none() {
+                continued = true;
+                continue;
+            }
+            quote = quote_state(word, quote);
+            kept.push(word);
+        }
+        let text = kept.join(" ");
+        match pending {
+            Some('\n') => out.push('\n'),
+            // A line's leading space stands in for the joining one.
+            Some(c) if !text.is_empty() && !text.starts_with(' ') => out.push(c),
+            _ => {}
+        }
+        out.push_str(&text);
+        pending = Some(if continued { ' ' } else { '\n' });
+    }
+    out
+}
+
+/// The open quote after `word`, given the one open before it: an unescaped quote character
+/// opens a quote, or closes the open one of its kind.
+fn quote_state(word: &str, mut quote: Option<char>) -> Option<char> {
+    let mut prev = None;
+    for c in word.chars() {
+        if (c == '"' || c == '\'') && prev != Some('\\') {
+            match quote {
+                Some(q) if q == c => quote = None,
+                Some(_) => {}
+                None => quote = Some(c),
+            }
+        }
+        prev = Some(c);
+    }
+    quote
 }
 
 /// Split free-form `k=v` text on whitespace outside quotes and `{{ }}` / `{% %}`.
@@ -256,6 +310,18 @@ mod tests {
     fn key_value_text_decodes_backslash_escapes_as_ansible_does() {
         assert_eq!(decode_escapes(r"a\nb\t\\x\x41\u00e9\q"), "a\nb\t\\xAé\\q");
         assert_eq!(decode_escapes("plain"), "plain");
+    }
+
+    #[test]
+    fn a_lone_backslash_continues_the_line_as_ansible_joins_free_form_text() {
+        assert_eq!(
+            join_continued_lines("echo a \\\n\"b c\" \\\n\"d\ne\" | x\necho 'f \\ g'\n"),
+            "echo a \"b c\" \"d\ne\" | x\necho 'f \\ g'\n"
+        );
+        assert_eq!(join_continued_lines("x \\\n"), "x");
+        assert_eq!(join_continued_lines("a  \\ b\n  c"), "a  b  c");
+        assert_eq!(join_continued_lines("a \\\n   "), "a   ");
+        assert_eq!(join_continued_lines("no continuation\n"), "no continuation\n");
     }
 
     #[test]
