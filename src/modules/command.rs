@@ -177,7 +177,9 @@ pub async fn run_script(
     }
     if ctx.check_mode {
         let mut r = ModuleResult::ok();
-        r.msg = Some("command would have run if not in check mode".into());
+        // ansible-core's command module's words, with `rc` 0.
+        r.msg = Some("Command would have run if not in check mode".into());
+        r.data.insert("rc".into(), Value::from(0));
         if c.creates.is_some() || c.removes.is_some() {
             r.changed = true;
         } else {
@@ -332,7 +334,8 @@ async fn guard(ctx: &ModuleCtx<'_>, c: &Common) -> Result<Option<ModuleResult>, 
             .with("stderr", "")
             .with("stderr_lines", Vec::<String>::new());
         // Ansible's wording, which playbooks match on.
-        r.msg = Some(format!("Did not run command since '{path}' {why}"));
+        let did = if ctx.check_mode { "Would" } else { "Did" };
+        r.msg = Some(format!("{did} not run command since '{path}' {why}"));
         Some(r)
     };
     Ok(if out.contains("creates") {
