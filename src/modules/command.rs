@@ -188,10 +188,12 @@ pub async fn run_script(
         return Ok(r);
     }
     let full = match &c.chdir {
-        // A folder that cannot be entered is reported as upstream's `os.chdir` failure; the
-        // marker line (and its errno) tells it apart from the command's own failure.
+        // Entered by its physical path (`$PWD` has symlinks resolved), as Python's `os.chdir`
+        // leaves it. A folder that cannot be entered is reported as upstream's `os.chdir`
+        // failure; the marker line (and its errno) tells it apart from the command's own
+        // failure.
         Some(dir) => format!(
-            "cd {d} 2>/dev/null || {{ if [ ! -e {d} ]; then e=2; elif [ ! -d {d} ]; then e=20; \
+            "cd -P {d} 2>/dev/null || {{ if [ ! -e {d} ]; then e=2; elif [ ! -d {d} ]; then e=20; \
              else e=13; fi; printf '{CHDIR_MARK}%s' \"$e\" >&2; exit 1; }}\n{script}",
             d = sh(dir)
         ),
