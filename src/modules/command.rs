@@ -263,8 +263,14 @@ pub fn finish(
     // clock as the host's for a local host, the controller's over a connection.
     let end = crate::template::local_now();
     let start = end - d;
-    let mut r = ModuleResult::changed()
-        .with_output(&out)
+    let mut r = ModuleResult::changed().with_output(&out);
+    if !strip {
+        // `strip_empty_ends: false`: the output exactly as printed, final newline included.
+        r = r
+            .with("stdout", out.stdout_str())
+            .with("stderr", out.stderr_str());
+    }
+    let mut r = r
         .with("cmd", cmd)
         .with("start", crate::template::datetime_str(&start))
         .with("end", crate::template::datetime_str(&end))
