@@ -82,10 +82,19 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             ));
         }
     };
-    let script = if p.expand_argument_vars {
+    let line = if p.expand_argument_vars {
         expanded_command(&argv)
     } else {
         sh_join(&argv)
+    };
+    // A program that cannot be found is ansible-core's failed exec (ENOENT), not a shell's
+    // "not found": told apart by a marker on stderr.
+    let script = match argv.first() {
+        Some(prog) => format!(
+            "command -v {} >/dev/null 2>&1 || {{ printf '{NOT_FOUND_MARK}' >&2; exit 2; }}\n{line}",
+            sh(prog)
+        ),
+        None => line.clone(),
     };
     let common = Common {
         chdir: p.chdir,
@@ -96,6 +105,24 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         strip_empty_ends: p.strip_empty_ends,
     };
     let r = run_script(ctx, &script, &common).await?;
+    if r.data.get("stderr").and_then(Value::as_str) == Some(NOT_FOUND_MARK) {
+        let mut failed = ModuleResult::ok()
+            .with("rc", 2)
+            .with("cmd", argv.join(" "))
+            .with("stdout", "")
+            .with("stderr", "")
+            .with("stdout_lines", Vec::<String>::new())
+            .with("stderr_lines", Vec::<String>::new());
+        failed.failed = true;
+        failed.msg = Some("Error executing command.".into());
+        return Ok(failed);
+    }
+    // `cmd` is the command line, without the lookup in front of it.
+    let r = if r.data.contains_key("cmd") {
+        r.with("cmd", line)
+    } else {
+        r
+    };
     Ok(match p.executable {
         Some(exe) => r.with(
             "warnings",
@@ -213,6 +240,9 @@ pub async fn run_script(
     }
     Ok(finish(out, started, script, c.strip_empty_ends))
 }
+
+/// The stderr a program that cannot be found leaves.
+const NOT_FOUND_MARK: &str = "\x1fkinit-command-not-found";
 
 /// The stderr line a `chdir` that failed leaves, before its errno.
 const CHDIR_MARK: &str = "\x1fkinit-chdir-failed:";
