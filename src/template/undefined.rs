@@ -94,7 +94,7 @@ fn no_attribute(env: &Environment<'_>, ctx: &Value, e: Error) -> Error {
 /// A path's base and its last key as Python shows it: `d.zz` is (`d`, `'zz'`), `l[3]` is
 /// (`l`, `3`), `d['k']` is (`d`, `'k'`).
 fn split_last(expr: &str) -> Option<(&str, String)> {
-    if !is_path(expr) {
+    if !is_path(expr) || !expr.starts_with(|c: char| c.is_alphabetic() || c == '_') {
         return None;
     }
     if let Some(inner) = expr.strip_suffix(']') {

@@ -345,3 +345,85 @@ pub fn zip_longest(value: Value, others: Rest<Value>, kwargs: Kwargs) -> Result<
         .collect();
     Ok(Value::from_serialize(out))
 }
+
+/// Python's `repr` of a JSON value (`'a'`, `{'k': 1}`).
+fn py_repr(j: &Json) -> String {
+    match j {
+        Json::String(s) => crate::template::pyrepr::quote_str(s),
+        other => crate::template::pyrepr::to_str(&Value::from_serialize(other))
+            .unwrap_or_else(|_| other.to_string()),
+    }
+}
+
+/// `subelements(path, skip_missing=false)`: each element of a list (or a dict's values)
+/// paired with each item of the list at `path` inside it (a dotted string or a list of
+/// keys), as ansible-core's filter pairs them, with its error texts.
+pub fn subelements(
+    value: Value,
+    path: Value,
+    skip_missing: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let skip_missing = match skip_missing {
+        Some(s) => s,
+        None => kwargs.get::<Option<bool>>("skip_missing")?.unwrap_or(false),
+    };
+    kwargs.assert_all_used()?;
+    let elements = match json(&value)? {
+        Json::Object(m) => m.into_iter().map(|(_, v)| v).collect(),
+        Json::Array(a) => a,
+        _ => return Err(invalid("obj must be a list of dicts or a nested dict".into())),
+    };
+    let keys: Vec<Json> = match json(&path)? {
+        Json::Array(a) => a,
+        Json::String(s) => s.split('.').map(|k| Json::String(k.to_string())).collect(),
+        _ => return Err(invalid("subelements must be a list or a string".into())),
+    };
+    let mut out = Vec::new();
+    for element in elements {
+        let mut values = element.clone();
+        for key in &keys {
+            let next = match (&values, key) {
+                (Json::Object(m), Json::String(k)) => m.get(k).cloned(),
+                (Json::Array(a), Json::Number(n)) => {
+                    n.as_u64().and_then(|i| a.get(i as usize)).cloned()
+                }
+                (Json::Object(_), _) => None,
+                _ => {
+                    return Err(invalid(format!(
+                        "the key {} should point to a dictionary, got '{}'",
+                        crate::template::pyrepr::to_str(&Value::from_serialize(key))
+                            .unwrap_or_default(),
+                        crate::template::pyrepr::to_str(&Value::from_serialize(&values))
+                            .unwrap_or_default()
+                    )));
+                }
+            };
+            match next {
+                Some(v) => values = v,
+                None if skip_missing => {
+                    values = Json::Array(Vec::new());
+                    break;
+                }
+                None => {
+                    return Err(invalid(format!(
+                        "could not find {} key in iterated item {}",
+                        py_repr(key),
+                        py_repr(&values)
+                    )));
+                }
+            }
+        }
+        let Json::Array(items) = values else {
+            return Err(invalid(format!(
+                "the key {} should point to a list, got {}",
+                keys.last().map(py_repr).unwrap_or_default(),
+                py_repr(&values)
+            )));
+        };
+        for item in items {
+            out.push(Json::Array(vec![element.clone(), item]));
+        }
+    }
+    Ok(Value::from_serialize(out))
+}

@@ -2,6 +2,7 @@
 //! short name and its fully qualified collection name (`ansible.builtin.to_json`,
 //! `ansible.utils.ipaddr`, ...), as playbooks use both.
 
+pub mod chance;
 pub mod core;
 pub mod data;
 pub mod group;
@@ -113,6 +114,12 @@ pub fn register(env: &mut Environment<'static>) {
         "zip" => data::zip,
         "zip_longest" => data::zip_longest,
         "groupby" => group::groupby,
+        "subelements" => data::subelements,
+        "path_join" => text::path_join,
+        "commonpath" => text::commonpath,
+        "random" => chance::random,
+        "shuffle" => chance::shuffle,
+        "strftime" => super::now::strftime_filter,
         "tojson" => serial::tojson,
         "to_json" => serial::to_json,
         "to_nice_json" => serial::to_nice_json,

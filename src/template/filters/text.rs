@@ -5,7 +5,7 @@
 //! pattern translation.
 
 use base64::Engine;
-use minijinja::value::{Kwargs, Rest};
+use minijinja::value::{Kwargs, Rest, ValueKind};
 use minijinja::{Error, ErrorKind, Value};
 
 use crate::pyre::{self, Anchor, Flags, PyRegex, Template};
@@ -421,4 +421,81 @@ mod tests {
                 .contains("'x' should match 2 times, but matches 1 times in 'x'")
         );
     }
+}
+
+/// Python's `type(x)` as printed: `<class 'bool'>`.
+fn py_class(v: &Value) -> String {
+    format!("<class '{}'>", super::core::type_debug(v.clone()))
+}
+
+/// `path_join`: Python's `os.path.join` of a list of parts (a later absolute part starts
+/// over); a string is returned as it is.
+pub fn path_join(value: Value) -> Result<String, Error> {
+    if let Some(s) = value.as_str() {
+        return Ok(s.to_string());
+    }
+    if !matches!(value.kind(), ValueKind::Seq | ValueKind::Iterable) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "|path_join expects string or sequence, got {} instead.",
+                py_class(&value)
+            ),
+        ));
+    }
+    let mut out = String::new();
+    for (i, part) in value.try_iter()?.enumerate() {
+        let part = text(&part)?;
+        if i == 0 || part.starts_with('/') {
+            out = part;
+        } else {
+            if !out.is_empty() && !out.ends_with('/') {
+                out.push('/');
+            }
+            out.push_str(&part);
+        }
+    }
+    Ok(out)
+}
+
+/// `commonpath`: Python's `os.path.commonpath`, the longest common sub-path of the paths in a
+/// list (all absolute or all relative).
+pub fn commonpath(value: Value) -> Result<String, Error> {
+    if !matches!(value.kind(), ValueKind::Seq | ValueKind::Iterable) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "|commonpath expects sequence, got {} instead.",
+                py_class(&value)
+            ),
+        ));
+    }
+    let paths: Vec<String> = value.try_iter()?.map(|p| text(&p)).collect::<Result<_, _>>()?;
+    let Some(first) = paths.first() else {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "commonpath() arg is an empty sequence",
+        ));
+    };
+    let absolute = first.starts_with('/');
+    if paths.iter().any(|p| p.starts_with('/') != absolute) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "Can't mix absolute and relative paths",
+        ));
+    }
+    let parts = |p: &str| -> Vec<String> {
+        p.split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .map(str::to_string)
+            .collect()
+    };
+    let mut common = parts(first);
+    for p in &paths[1..] {
+        let other = parts(p);
+        let same = common.iter().zip(&other).take_while(|(a, b)| a == b).count();
+        common.truncate(same);
+    }
+    let joined = common.join("/");
+    Ok(if absolute { format!("/{joined}") } else { joined })
 }
