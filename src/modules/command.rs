@@ -241,6 +241,26 @@ pub async fn run_script(
     Ok(finish(out, started, script, c.strip_empty_ends))
 }
 
+/// Python's `str.splitlines` for the line breaks a command prints (`\n`, `\r\n`, `\r`).
+fn splitlines(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        match rest.find(['\n', '\r']) {
+            Some(i) => {
+                lines.push(rest[..i].to_string());
+                let skip = if rest[i..].starts_with("\r\n") { 2 } else { 1 };
+                rest = &rest[i + skip..];
+            }
+            None => {
+                lines.push(rest.to_string());
+                break;
+            }
+        }
+    }
+    lines
+}
+
 /// The stderr a program that cannot be found leaves.
 const NOT_FOUND_MARK: &str = "\x1fkinit-command-not-found";
 
@@ -296,9 +316,12 @@ pub fn finish(
     let mut r = ModuleResult::changed().with_output(&out);
     if !strip {
         // `strip_empty_ends: false`: the output exactly as printed, final newline included.
+        let (so, se) = (out.stdout_str(), out.stderr_str());
         r = r
-            .with("stdout", out.stdout_str())
-            .with("stderr", out.stderr_str());
+            .with("stdout_lines", splitlines(&so))
+            .with("stderr_lines", splitlines(&se))
+            .with("stdout", so)
+            .with("stderr", se);
     }
     let mut r = r
         .with("cmd", cmd)
@@ -388,6 +411,13 @@ async fn guard(ctx: &ModuleCtx<'_>, c: &Common) -> Result<Option<ModuleResult>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_lines_break_as_pythons_splitlines() {
+        assert_eq!(splitlines("hello \n \r\n"), ["hello ", " "]);
+        assert_eq!(splitlines("a\rb\n\nc"), ["a", "b", "", "c"]);
+        assert!(splitlines("").is_empty());
+    }
 
     #[test]
     fn creates_and_removes_are_globs_with_the_rest_quoted() {

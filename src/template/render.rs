@@ -84,10 +84,11 @@ pub(crate) fn eval_as(
     };
     let v = with_fallback(env, &src, ctx, once)?;
     if v.is_undefined() {
-        return Err(Error::new(
+        let e = Error::new(
             ErrorKind::UndefinedError,
             format!("`{}` is undefined", expr.trim()),
-        ));
+        );
+        return Err(super::undefined::no_attribute(env, ctx, e));
     }
     Ok(v)
 }

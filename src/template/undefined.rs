@@ -62,7 +62,7 @@ pub(super) fn with_fallback<T>(
 /// `` `d.zz` is undefined `` over a base that is defined gets Ansible's reason appended:
 /// `object of type 'dict' has no attribute 'zz'` (the text ansible-core 2.19 reports for a
 /// missing attribute or key; playbooks test for it, e.g. a loop label reading `r.stdout`).
-fn no_attribute(env: &Environment<'_>, ctx: &Value, e: Error) -> Error {
+pub(super) fn no_attribute(env: &Environment<'_>, ctx: &Value, e: Error) -> Error {
     let Some(detail) = e.detail() else {
         return e;
     };

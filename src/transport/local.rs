@@ -35,11 +35,17 @@ async fn wait_output(child: &mut tokio::process::Child) -> std::io::Result<std::
         })
     };
     let out_task = pipe(
-        child.stdout.take().map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
         false,
     );
     let err_task = pipe(
-        child.stderr.take().map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
         true,
     );
     drop(tx);

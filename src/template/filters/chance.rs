@@ -55,8 +55,16 @@ pub fn random(end: Value, kwargs: Kwargs) -> Result<Value, Error> {
     let given = |v: &Option<Value>| v.as_ref().is_some_and(Value::is_true);
     if end.kind() == ValueKind::Number && end.is_integer() {
         let end = i64::try_from(end)?;
-        let start = start.filter(Value::is_true).map(i64::try_from).transpose()?.unwrap_or(0);
-        let step = step.filter(Value::is_true).map(i64::try_from).transpose()?.unwrap_or(1);
+        let start = start
+            .filter(Value::is_true)
+            .map(i64::try_from)
+            .transpose()?
+            .unwrap_or(0);
+        let step = step
+            .filter(Value::is_true)
+            .map(i64::try_from)
+            .transpose()?
+            .unwrap_or(1);
         if step == 0 {
             return Err(filter_error("zero step for randrange()"));
         }

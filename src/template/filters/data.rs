@@ -372,7 +372,11 @@ pub fn subelements(
     let elements = match json(&value)? {
         Json::Object(m) => m.into_iter().map(|(_, v)| v).collect(),
         Json::Array(a) => a,
-        _ => return Err(invalid("obj must be a list of dicts or a nested dict".into())),
+        _ => {
+            return Err(invalid(
+                "obj must be a list of dicts or a nested dict".into(),
+            ));
+        }
     };
     let keys: Vec<Json> = match json(&path)? {
         Json::Array(a) => a,

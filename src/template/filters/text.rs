@@ -470,7 +470,10 @@ pub fn commonpath(value: Value) -> Result<String, Error> {
             ),
         ));
     }
-    let paths: Vec<String> = value.try_iter()?.map(|p| text(&p)).collect::<Result<_, _>>()?;
+    let paths: Vec<String> = value
+        .try_iter()?
+        .map(|p| text(&p))
+        .collect::<Result<_, _>>()?;
     let Some(first) = paths.first() else {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
@@ -493,9 +496,17 @@ pub fn commonpath(value: Value) -> Result<String, Error> {
     let mut common = parts(first);
     for p in &paths[1..] {
         let other = parts(p);
-        let same = common.iter().zip(&other).take_while(|(a, b)| a == b).count();
+        let same = common
+            .iter()
+            .zip(&other)
+            .take_while(|(a, b)| a == b)
+            .count();
         common.truncate(same);
     }
     let joined = common.join("/");
-    Ok(if absolute { format!("/{joined}") } else { joined })
+    Ok(if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    })
 }
