@@ -170,22 +170,35 @@ pub fn items2dict(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
         .get::<Option<String>>("value_name")?
         .unwrap_or("value".into());
     kwargs.assert_all_used()?;
+    // ansible-core's checks and texts (`list_of_dict_key_value_elements_to_dict`).
+    let given = json(&value)?;
+    let Json::Array(items) = &given else {
+        return Err(invalid(format!(
+            "items2dict requires a list, got <class '{}'> instead.",
+            type_name(&given)
+        )));
+    };
+    let shown = || py_repr(&given);
     let mut out = Map::new();
-    for item in list("items2dict", &value)? {
-        let Json::Object(o) = &item else {
+    for item in items {
+        let Json::Object(o) = item else {
             return Err(invalid(format!(
-                "items2dict requires a list of dictionaries, found {}",
-                type_name(&item)
+                "items2dict requires a list of dictionaries, got {} instead.",
+                shown()
             )));
         };
-        let k = o
-            .get(&key)
-            .ok_or_else(|| invalid(format!("items2dict: an item has no `{key}` key: {item}")))?;
+        let (Some(k), Some(v)) = (o.get(&key), o.get(&val)) else {
+            return Err(invalid(format!(
+                "items2dict requires each dictionary in the list to contain the keys '{key}' \
+                 and '{val}', got {} instead.",
+                shown()
+            )));
+        };
         let k = match k {
             Json::String(s) => s.clone(),
             other => other.to_string(),
         };
-        out.insert(k, o.get(&val).cloned().unwrap_or(Json::Null));
+        out.insert(k, v.clone());
     }
     Ok(Value::from_serialize(Json::Object(out)))
 }

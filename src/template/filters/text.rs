@@ -159,7 +159,12 @@ pub fn basename(value: Value) -> Result<String, Error> {
 /// `prefix_count`, `postfix_count` and `newline` override a style's parts.
 pub fn comment(value: Value, style: Option<String>, kwargs: Kwargs) -> Result<String, Error> {
     let text = text(&value)?;
-    let style = style.unwrap_or_else(|| "plain".into());
+    let style = match style {
+        Some(s) => s,
+        None => kwargs
+            .get::<Option<String>>("style")?
+            .unwrap_or_else(|| "plain".into()),
+    };
     let (beginning, decoration, end) = match style.as_str() {
         "plain" => ("", "# ", ""),
         "erlang" => ("", "% ", ""),
