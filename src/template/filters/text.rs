@@ -367,67 +367,6 @@ fn random_salt() -> Result<String, Error> {
         .collect())
 }
 
-#[cfg(test)]
-mod tests {
-    use minijinja::Value;
-
-    #[test]
-    fn password_hashes_match_crypt() {
-        // Expected values from `openssl passwd -6 -salt saltsalt x` (and `-5`).
-        let h = |t: &str| {
-            let env = minijinja::Environment::new();
-            let mut env = env;
-            env.add_filter("password_hash", super::password_hash);
-            env.render_str(t, minijinja::context! { pw => Value::from("x") })
-                .unwrap()
-        };
-        assert_eq!(
-            h("{{ pw | password_hash('sha512', 'saltsalt') }}"),
-            "$6$saltsalt$8RWsOfwR6M6PpnoeQiEiWzNTPo1f0HjVYjDnLZhGx16aBFRkeqiHAzfXP/LgrOWMBMXqiU2pLrXsSOHNUyUm91"
-        );
-        assert_eq!(
-            h("{{ pw | password_hash('sha256', salt='saltsalt') }}"),
-            "$5$saltsalt$hcyDOxdIg0p3xyqtpHh/v8Ph.am06tQaovp1KpEklb7"
-        );
-        let random = h("{{ pw | password_hash }}");
-        assert!(
-            random.starts_with("$6$") && random.len() == 3 + 16 + 1 + 86,
-            "{random}"
-        );
-        assert_ne!(random, h("{{ pw | password_hash }}"));
-    }
-
-    #[test]
-    fn regex_filters_take_python_back_references_and_look_around() {
-        let mut env = minijinja::Environment::new();
-        env.add_filter("regex_replace", super::regex_replace);
-        env.add_filter("regex_search", super::regex_search);
-        env.add_filter("regex_findall", super::regex_findall);
-        let r = |t: &str| {
-            env.render_str(t, minijinja::context! {})
-                .map_err(|e| e.to_string())
-        };
-        // Expected values from CPython 3.11's `re`.
-        assert_eq!(
-            r(r#"{{ 'a=1 b=2' | regex_replace('(?P<k>\\w)=(\\d)', '\\g<2>:\\g<k>$') }}"#),
-            Ok("1:a$ 2:b$".into())
-        );
-        assert_eq!(
-            r(r#"{{ 'aa ab bb' | regex_findall('(\\w)\\1') }}"#),
-            Ok("['a', 'b']".replace('\'', "\""))
-        );
-        assert_eq!(
-            r(r#"{{ 'foobar foobaz' | regex_search('foo(?!bar)\\w+') }}"#),
-            Ok("foobaz".into())
-        );
-        assert!(
-            r(r#"{{ 'x' | regex_replace('x', 'y', mandatory_count=2) }}"#)
-                .unwrap_err()
-                .contains("'x' should match 2 times, but matches 1 times in 'x'")
-        );
-    }
-}
-
 /// Python's `type(x)` as printed: `<class 'bool'>`.
 fn py_class(v: &Value) -> String {
     format!("<class '{}'>", super::core::type_debug(v.clone()))
@@ -514,4 +453,65 @@ pub fn commonpath(value: Value) -> Result<String, Error> {
     } else {
         joined
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use minijinja::Value;
+
+    #[test]
+    fn password_hashes_match_crypt() {
+        // Expected values from `openssl passwd -6 -salt saltsalt x` (and `-5`).
+        let h = |t: &str| {
+            let env = minijinja::Environment::new();
+            let mut env = env;
+            env.add_filter("password_hash", super::password_hash);
+            env.render_str(t, minijinja::context! { pw => Value::from("x") })
+                .unwrap()
+        };
+        assert_eq!(
+            h("{{ pw | password_hash('sha512', 'saltsalt') }}"),
+            "$6$saltsalt$8RWsOfwR6M6PpnoeQiEiWzNTPo1f0HjVYjDnLZhGx16aBFRkeqiHAzfXP/LgrOWMBMXqiU2pLrXsSOHNUyUm91"
+        );
+        assert_eq!(
+            h("{{ pw | password_hash('sha256', salt='saltsalt') }}"),
+            "$5$saltsalt$hcyDOxdIg0p3xyqtpHh/v8Ph.am06tQaovp1KpEklb7"
+        );
+        let random = h("{{ pw | password_hash }}");
+        assert!(
+            random.starts_with("$6$") && random.len() == 3 + 16 + 1 + 86,
+            "{random}"
+        );
+        assert_ne!(random, h("{{ pw | password_hash }}"));
+    }
+
+    #[test]
+    fn regex_filters_take_python_back_references_and_look_around() {
+        let mut env = minijinja::Environment::new();
+        env.add_filter("regex_replace", super::regex_replace);
+        env.add_filter("regex_search", super::regex_search);
+        env.add_filter("regex_findall", super::regex_findall);
+        let r = |t: &str| {
+            env.render_str(t, minijinja::context! {})
+                .map_err(|e| e.to_string())
+        };
+        // Expected values from CPython 3.11's `re`.
+        assert_eq!(
+            r(r#"{{ 'a=1 b=2' | regex_replace('(?P<k>\\w)=(\\d)', '\\g<2>:\\g<k>$') }}"#),
+            Ok("1:a$ 2:b$".into())
+        );
+        assert_eq!(
+            r(r#"{{ 'aa ab bb' | regex_findall('(\\w)\\1') }}"#),
+            Ok("['a', 'b']".replace('\'', "\""))
+        );
+        assert_eq!(
+            r(r#"{{ 'foobar foobaz' | regex_search('foo(?!bar)\\w+') }}"#),
+            Ok("foobaz".into())
+        );
+        assert!(
+            r(r#"{{ 'x' | regex_replace('x', 'y', mandatory_count=2) }}"#)
+                .unwrap_err()
+                .contains("'x' should match 2 times, but matches 1 times in 'x'")
+        );
+    }
 }
