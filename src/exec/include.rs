@@ -269,8 +269,11 @@ impl Executor {
             return p.to_path_buf();
         }
         let mut cands = Vec::new();
+        // As the loader's `path_dwim_relative_stack`: in each role, `<role>/<sub>/<file>`
+        // then `<role>/<file>`.
         for r in inh.roles.iter().rev() {
             cands.push(r.path.join(sub).join(p));
+            cands.push(r.path.join(p));
         }
         if let Some(dir) = task.loc.file.parent() {
             cands.push(dir.join(sub).join(p));

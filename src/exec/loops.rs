@@ -287,8 +287,24 @@ impl Executor {
                 r.set(iv, json!(i));
                 r.set("ansible_index_var", json!(iv));
             }
+            // As ansible-core's `TaskExecutor._run_loop`: the item's result is registered
+            // before its label is rendered (a label may read it) and stays registered for the
+            // items after it; a label reading something undefined fails the item.
+            if let Some(reg) = &kw.register {
+                let so_far = r.to_value();
+                c.insert(reg.clone(), so_far.clone());
+                base.insert(reg.clone(), so_far);
+            }
             let label = match &lc.label {
-                Some(l) => self.templar.render_str(l, &c).unwrap_or_else(|_| l.clone()),
+                Some(l) => match self.templar.render_str(l, &c) {
+                    Ok(s) => s,
+                    Err(e @ crate::template::TemplateError::Undefined { .. }) => {
+                        r.failed = Some(true);
+                        r.msg = Some(json!(format!("Failed to template loop_control.label: {e}")));
+                        l.clone()
+                    }
+                    Err(_) => l.clone(),
+                },
                 None => match item {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),

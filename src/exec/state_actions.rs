@@ -150,14 +150,29 @@ impl Executor {
                 }
             }
         } else {
-            let Some(file) = args
-                .raw_params
-                .as_ref()
-                .or(args.file.as_ref())
-                .and_then(Value::as_str)
-            else {
-                return Attempt::failed("`include_vars` needs a file or `dir`");
+            // `file` first, else the free-form name without its trailing newlines (a folded
+            // `include_vars: >` block ends in one), as ansible-core's include_vars action.
+            let file = match (&args.file, &args.raw_params) {
+                (Some(Value::String(f)), _) if !f.is_empty() => f.as_str(),
+                (_, Some(Value::String(raw))) => raw.trim_end_matches('\n'),
+                _ => "",
             };
+            if file.is_empty() {
+                // ansible-core's `AnsibleFileNotFound` without a name, in `message`.
+                return Attempt::of(
+                    TaskResult {
+                        failed: Some(true),
+                        msg: Some(json!("`include_vars` needs a file or `dir`")),
+                        ..TaskResult::default()
+                    }
+                    .with(
+                        "message",
+                        "Could not find file on the Ansible Controller.\nIf you are using a \
+                         module and expect the file to exist on the remote, see the remote_src \
+                         option",
+                    ),
+                );
+            }
             let path = self.find_file(file, task, inh, "vars");
             match self.loader.vars_file(&path) {
                 // Reported by its absolute path, as Ansible reports it.

@@ -86,10 +86,19 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             ));
         }
     };
-    let script = if p.expand_argument_vars {
+    let line = if p.expand_argument_vars {
         expanded_command(&argv)
     } else {
         sh_join(&argv)
+    };
+    // A program that cannot be found is ansible-core's failed exec (ENOENT), not a shell's
+    // "not found": told apart by a marker on stderr.
+    let script = match argv.first() {
+        Some(prog) => format!(
+            "command -v {} >/dev/null 2>&1 || {{ printf '{NOT_FOUND_MARK}' >&2; exit 2; }}\n{line}",
+            sh(prog)
+        ),
+        None => line.clone(),
     };
     let common = Common {
         chdir: p.chdir,
@@ -100,6 +109,24 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         strip_empty_ends: p.strip_empty_ends,
     };
     let r = run_script(ctx, &script, &common).await?;
+    if r.data.get("stderr").and_then(Value::as_str) == Some(NOT_FOUND_MARK) {
+        let mut failed = ModuleResult::ok()
+            .with("rc", 2)
+            .with("cmd", argv.join(" "))
+            .with("stdout", "")
+            .with("stderr", "")
+            .with("stdout_lines", Vec::<String>::new())
+            .with("stderr_lines", Vec::<String>::new());
+        failed.failed = true;
+        failed.msg = Some("Error executing command.".into());
+        return Ok(failed);
+    }
+    // `cmd` is the command line, without the lookup in front of it.
+    let r = if r.data.contains_key("cmd") {
+        r.with("cmd", line)
+    } else {
+        r
+    };
     Ok(match p.executable {
         Some(exe) => r.with(
             "warnings",
@@ -181,7 +208,9 @@ pub async fn run_script(
     }
     if ctx.check_mode {
         let mut r = ModuleResult::ok();
-        r.msg = Some("command would have run if not in check mode".into());
+        // ansible-core's command module's words, with `rc` 0.
+        r.msg = Some("Command would have run if not in check mode".into());
+        r.data.insert("rc".into(), Value::from(0));
         if c.creates.is_some() || c.removes.is_some() {
             r.changed = true;
         } else {
@@ -190,10 +219,12 @@ pub async fn run_script(
         return Ok(r);
     }
     let full = match &c.chdir {
-        // A folder that cannot be entered is reported as upstream's `os.chdir` failure; the
-        // marker line (and its errno) tells it apart from the command's own failure.
+        // Entered by its physical path (`$PWD` has symlinks resolved), as Python's `os.chdir`
+        // leaves it. A folder that cannot be entered is reported as upstream's `os.chdir`
+        // failure; the marker line (and its errno) tells it apart from the command's own
+        // failure.
         Some(dir) => format!(
-            "cd {d} 2>/dev/null || {{ if [ ! -e {d} ]; then e=2; elif [ ! -d {d} ]; then e=20; \
+            "cd -P {d} 2>/dev/null || {{ if [ ! -e {d} ]; then e=2; elif [ ! -d {d} ]; then e=20; \
              else e=13; fi; printf '{CHDIR_MARK}%s' \"$e\" >&2; exit 1; }}\n{script}",
             d = sh(dir)
         ),
@@ -213,6 +244,29 @@ pub async fn run_script(
     }
     Ok(finish(out, started, script, c.strip_empty_ends))
 }
+
+/// Python's `str.splitlines` for the line breaks a command prints (`\n`, `\r\n`, `\r`).
+fn splitlines(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        match rest.find(['\n', '\r']) {
+            Some(i) => {
+                lines.push(rest[..i].to_string());
+                let skip = if rest[i..].starts_with("\r\n") { 2 } else { 1 };
+                rest = &rest[i + skip..];
+            }
+            None => {
+                lines.push(rest.to_string());
+                break;
+            }
+        }
+    }
+    lines
+}
+
+/// The stderr a program that cannot be found leaves.
+const NOT_FOUND_MARK: &str = "\x1fkinit-command-not-found";
 
 /// The stderr line a `chdir` that failed leaves, before its errno.
 const CHDIR_MARK: &str = "\x1fkinit-chdir-failed:";
@@ -263,8 +317,17 @@ pub fn finish(
     // clock as the host's for a local host, the controller's over a connection.
     let end = crate::template::local_now();
     let start = end - d;
-    let mut r = ModuleResult::changed()
-        .with_output(&out)
+    let mut r = ModuleResult::changed().with_output(&out);
+    if !strip {
+        // `strip_empty_ends: false`: the output exactly as printed, final newline included.
+        let (so, se) = (out.stdout_str(), out.stderr_str());
+        r = r
+            .with("stdout_lines", splitlines(&so))
+            .with("stderr_lines", splitlines(&se))
+            .with("stdout", so)
+            .with("stderr", se);
+    }
+    let mut r = r
         .with("cmd", cmd)
         .with("start", crate::template::datetime_str(&start))
         .with("end", crate::template::datetime_str(&end))
@@ -336,7 +399,8 @@ async fn guard(ctx: &ModuleCtx<'_>, c: &Common) -> Result<Option<ModuleResult>, 
             .with("stderr", "")
             .with("stderr_lines", Vec::<String>::new());
         // Ansible's wording, which playbooks match on.
-        r.msg = Some(format!("Did not run command since '{path}' {why}"));
+        let did = if ctx.check_mode { "Would" } else { "Did" };
+        r.msg = Some(format!("{did} not run command since '{path}' {why}"));
         Some(r)
     };
     Ok(if out.contains("creates") {
@@ -351,6 +415,13 @@ async fn guard(ctx: &ModuleCtx<'_>, c: &Common) -> Result<Option<ModuleResult>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_lines_break_as_pythons_splitlines() {
+        assert_eq!(splitlines("hello \n \r\n"), ["hello ", " "]);
+        assert_eq!(splitlines("a\rb\n\nc"), ["a", "b", "", "c"]);
+        assert!(splitlines("").is_empty());
+    }
 
     #[test]
     fn creates_and_removes_are_globs_with_the_rest_quoted() {

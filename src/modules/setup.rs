@@ -63,9 +63,40 @@ echo '[ipv6]'; ip -o -6 addr show 2>/dev/null
 echo '[mac]'; for i in /sys/class/net/*; do echo "${i##*/} $(cat $i/address 2>/dev/null) $(cat $i/operstate 2>/dev/null)"; done
 "#;
 
+/// The `python` fact as ansible-core's setup module reports it
+/// (module_utils/facts/system/python.py: the running interpreter's version, version_info,
+/// executable, has_sslcontext and implementation name), printed as one JSON line by the
+/// interpreter the host's Python modules would use. Part of the one gathering command.
+const PYTHON: &str = r#"echo '[python]'
+for p in $KINIT_PY; do command -v "$p" >/dev/null 2>&1 && { "$p" -c '
+import json, sys
+try:
+    import ssl; ctx = hasattr(ssl, "SSLContext")
+except ImportError:
+    ctx = False
+v = sys.version_info
+print(json.dumps({"version": {"major": v[0], "minor": v[1], "micro": v[2], "releaselevel": v[3], "serial": v[4]},
+  "version_info": list(v), "executable": sys.executable, "has_sslcontext": ctx,
+  "type": getattr(getattr(sys, "implementation", None), "name", None)}))' 2>/dev/null; break; }
+done
+"#;
+
+/// The interpreters tried for the `python` fact, in order: `ansible_python_interpreter`
+/// when set (and not `auto*`), else the usual names as interpreter discovery finds them.
+fn python_candidates(vars: &crate::vars::VarMap) -> String {
+    match vars.get("ansible_python_interpreter") {
+        Some(Value::String(s)) if !s.starts_with("auto") => s.clone(),
+        _ => "python3 /usr/bin/python3 /usr/libexec/platform-python python".into(),
+    }
+}
+
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let _ = (&p.gather_subset, p.gather_timeout, &p.fact_path);
-    let out = ctx.run(SCRIPT).await?;
+    let script = format!(
+        "KINIT_PY={}\n{SCRIPT}{PYTHON}",
+        crate::transport::quote::sh(&python_candidates(ctx.vars))
+    );
+    let out = ctx.run(&script).await?;
     if !out.success() {
         return Ok(ModuleResult::failed(format!(
             "fact gathering failed: {}",
@@ -114,6 +145,7 @@ pub fn parse(text: &str) -> Map<String, Value> {
     let mut kv = BTreeMap::<String, String>::new();
     let mut os = BTreeMap::<String, String>::new();
     let (mut route, mut v4, mut v6, mut mac) = (vec![], vec![], vec![], vec![]);
+    let mut python: Option<Value> = None;
     for line in text.lines() {
         if line.starts_with('[') && line.ends_with(']') {
             section = &line[1..line.len() - 1];
@@ -133,6 +165,7 @@ pub fn parse(text: &str) -> Map<String, Value> {
             "route" => route.push(line),
             "ipv4" => v4.push(line),
             "ipv6" => v6.push(line),
+            "python" => python = serde_json::from_str(line).ok(),
             _ => mac.push(line),
         }
     }
@@ -182,7 +215,7 @@ pub fn parse(text: &str) -> Map<String, Value> {
         "service_mgr",
         json!(kv.get("service_mgr").map_or("service", |s| s.as_str())),
     );
-    put("python", Value::Null);
+    put("python", python.unwrap_or(Value::Null));
 
     let id = os.get("ID").cloned().unwrap_or_default();
     let like = os.get("ID_LIKE").cloned().unwrap_or_default();

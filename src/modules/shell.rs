@@ -57,7 +57,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     })?;
     let script = match &p.executable {
         Some(exe) => format!("{} -c {}", sh(exe), sh(&text)),
-        None => text,
+        None => text.clone(),
     };
     let common = Common {
         chdir: p.chdir,
@@ -67,5 +67,12 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         stdin_add_newline: p.stdin_add_newline,
         strip_empty_ends: p.strip_empty_ends,
     };
-    run_script(ctx, &script, &common).await
+    let r = run_script(ctx, &script, &common).await?;
+    // `cmd` is the text as given, also with `executable` (which ansible-core passes to
+    // `run_command` beside it, not inside it).
+    Ok(if p.executable.is_some() && r.data.contains_key("cmd") {
+        r.with("cmd", text)
+    } else {
+        r
+    })
 }

@@ -74,7 +74,7 @@ pub async fn run(
     }
     if ctx.check_mode {
         let mut r = ModuleResult::ok();
-        r.msg = Some("command would have run if not in check mode".into());
+        r.msg = Some("Command would have run if not in check mode".into());
         r.changed = c.creates.is_some() || c.removes.is_some();
         r.skipped = !r.changed;
         return Ok(r);

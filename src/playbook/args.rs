@@ -79,26 +79,30 @@ pub(crate) fn build_args(
         Value::Object(m) => out = m.clone(),
         Value::String(s) => {
             if RAW_MODULES.contains(&module) {
+                // As ansible-core's parse_kv over split_args: `k=v` words naming an option
+                // are options, every other word (newlines attached) is the command.
                 let mut rest = Vec::new();
                 let mut took_option = false;
-                for tok in split_kv(s) {
-                    match tok.split_once('=') {
+                for word in split_args(s) {
+                    match word.split_once('=') {
                         Some((k, v))
                             if matches!(
                                 module,
                                 "command" | "shell" | "win_shell" | "win_command"
-                            ) && COMMAND_OPTIONS.contains(&k) =>
+                            ) && COMMAND_OPTIONS.contains(&k.trim()) =>
                         {
-                            out.insert(k.to_string(), Value::String(unquote(&decode_escapes(v))));
+                            out.insert(
+                                k.trim().to_string(),
+                                Value::String(unquote(&decode_escapes(v.trim()))),
+                            );
                             took_option = true;
                         }
-                        _ => rest.push(tok),
+                        _ => rest.push(word),
                     }
                 }
-                // Without options the text is the command as written, newlines and spacing
-                // kept (a `win_shell: |` script), as Ansible's parse_kv/join_args keep them.
-                let raw = if took_option {
-                    rest.join(" ")
+                // Without options or continuation lines the text is the command as written.
+                let raw = if took_option || s.contains('\\') {
+                    join_args(&rest)
                 } else {
                     s.clone()
                 };
@@ -148,6 +152,103 @@ pub(crate) fn build_args(
         }
     }
     Ok(Value::Object(out))
+}
+
+/// Free-form text cut into words as ansible-core's `split_args` cuts it: on spaces, but a
+/// quoted string or a `{{ }}`/`{% %}`/`{# #}` block is one word, extra spaces stay with the
+/// word before them, and each line's newline stays with its last word; a lone `\\` outside
+/// quotes is dropped, and a line holding one is joined to the next (`echo a \\` + newline +
+/// `b` is `echo a b` after `join_args`).
+pub(crate) fn split_args(s: &str) -> Vec<String> {
+    let mut params: Vec<String> = Vec::new();
+    let mut quote: Option<char> = None;
+    // Open `{{`, `{%` and `{#` blocks.
+    let mut depth = [0i64; 3];
+    const BLOCKS: [(&str, &str); 3] = [("{{", "}}"), ("{%", "%}"), ("{#", "#}")];
+    let lines: Vec<&str> = s.split('\n').collect();
+    for (li, line) in lines.iter().enumerate() {
+        let mut continued = false;
+        for (idx, word) in line.split(' ').enumerate() {
+            if word.is_empty() && idx != 0 {
+                match params.last_mut() {
+                    Some(last) => last.push(' '),
+                    None => params.push(" ".into()),
+                }
+                continue;
+            }
+            if word == "\\" && quote.is_none() {
+                continued = true;
+                continue;
+            }
+            let was_quoted = quote.is_some();
+            quote = quote_state(word, quote);
+            let quoted = quote.is_some();
+            let in_block = depth.iter().any(|d| *d > 0);
+            let mut appended = false;
+            if quoted && !was_quoted && !in_block {
+                params.push(word.to_string());
+                appended = true;
+            } else if in_block || quoted || was_quoted {
+                if let Some(last) = params.last_mut() {
+                    if idx > 0 {
+                        last.push(' ');
+                    }
+                    last.push_str(word);
+                } else {
+                    params.push(word.to_string());
+                }
+                appended = true;
+            }
+            for (d, (open, close)) in depth.iter_mut().zip(BLOCKS) {
+                let before = *d;
+                *d += word.matches(open).count() as i64 - word.matches(close).count() as i64;
+                if *d != before && !appended {
+                    params.push(word.to_string());
+                    appended = true;
+                }
+            }
+            if !depth.iter().any(|d| *d > 0) && !quoted && !appended && !word.is_empty() {
+                params.push(word.to_string());
+            }
+        }
+        if lines.len() > 1 && li != lines.len() - 1 && !continued {
+            match params.last_mut() {
+                Some(last) => last.push('\n'),
+                None => params.push("\n".into()),
+            }
+        }
+    }
+    params
+}
+
+/// Words back into text as ansible-core's `join_args` joins them: with a space, except after
+/// a newline.
+pub(crate) fn join_args(words: &[String]) -> String {
+    let mut out = String::new();
+    for w in words {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+/// The open quote after `word`, given the one open before it: an unescaped quote character
+/// opens a quote, or closes the open one of its kind.
+fn quote_state(word: &str, mut quote: Option<char>) -> Option<char> {
+    let mut prev = None;
+    for c in word.chars() {
+        if (c == '"' || c == '\'') && prev != Some('\\') {
+            match quote {
+                Some(q) if q == c => quote = None,
+                Some(_) => {}
+                None => quote = Some(c),
+            }
+        }
+        prev = Some(c);
+    }
+    quote
 }
 
 /// Split free-form `k=v` text on whitespace outside quotes and `{{ }}` / `{% %}`.
@@ -256,6 +357,26 @@ mod tests {
     fn key_value_text_decodes_backslash_escapes_as_ansible_does() {
         assert_eq!(decode_escapes(r"a\nb\t\\x\x41\u00e9\q"), "a\nb\t\\xAé\\q");
         assert_eq!(decode_escapes("plain"), "plain");
+    }
+
+    fn join_args_of(s: &str) -> String {
+        join_args(&split_args(s))
+    }
+
+    #[test]
+    fn a_lone_backslash_continues_the_line_as_ansible_joins_free_form_text() {
+        assert_eq!(
+            join_args_of("echo a \\\n\"b c\" \\\n\"d\ne\" | x\necho 'f \\ g'\n"),
+            "echo a \"b c\" \"d\ne\" | x\necho 'f \\ g'\n"
+        );
+        assert_eq!(join_args_of("x \\\n"), "x");
+        assert_eq!(join_args_of("a  \\ b\n  c"), "a  b  c");
+        assert_eq!(join_args_of("a \\\n   "), "a   ");
+        assert_eq!(join_args_of("no continuation\n"), "no continuation\n");
+        assert_eq!(
+            split_args("x=\"/a b\"\ny={{ v | d('p q') }}\necho  \"t\"\n"),
+            ["x=\"/a b\"\n", "y={{ v | d('p q') }}\n", "echo ", "\"t\"\n"]
+        );
     }
 
     #[test]

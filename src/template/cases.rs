@@ -22,6 +22,7 @@ fn fixture(name: &str) -> String {
 const KINIT_ERRORS: &[(&str, &str)] = &[
     ("{{ u }}", "`u` is undefined"),
     ("{{ d.zz }}", "`d.zz` is undefined"),
+    ("{{ d.zz }}", "object of type 'dict' has no attribute 'zz'"),
     ("{{ u.v }}", "`u.v` is undefined"),
     ("{{ u | mandatory }}", "mandatory"),
     ("{{ x + }}", "syntax error"),

@@ -176,7 +176,8 @@ impl Templar {
         self.scope_for(&[], &[expr], vars).eval(expr)
     }
 
-    /// Evaluate a condition to a boolean (Jinja truthiness).
+    /// Evaluate a condition to a boolean (Jinja truthiness); its string literals are taken as
+    /// written (no backslash doubling), as ansible-core evaluates conditionals.
     pub fn eval_bool(&self, expr: &str, vars: &VarMap) -> Result<bool, TemplateError> {
         self.scope_for(&[], &[expr], vars).eval_bool(expr)
     }
@@ -306,7 +307,8 @@ impl Scope {
 
     /// A condition: an undefined variable is an error, `None` is false.
     pub fn eval_bool(&self, expr: &str) -> Result<bool, TemplateError> {
-        let v = render::eval(&self.env, expr, &self.ctx).map_err(TemplateError::from_jinja)?;
+        let v = render::eval_as(&self.env, expr, &self.ctx, false)
+            .map_err(TemplateError::from_jinja)?;
         Ok(v.is_true())
     }
 

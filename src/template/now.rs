@@ -32,6 +32,51 @@ pub fn now(kwargs: Kwargs) -> Result<String, Error> {
     }
 }
 
+/// The `strftime(second=None, utc=false)` filter, as ansible-core's: the format applied to
+/// the time `second` seconds after the epoch (a number or numeric text; now when none),
+/// local time unless `utc`.
+pub fn strftime_filter(
+    fmt: String,
+    second: Option<minijinja::Value>,
+    utc: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<String, Error> {
+    let utc = match utc {
+        Some(u) => u,
+        None => kwargs.get::<Option<bool>>("utc")?.unwrap_or(false),
+    };
+    let second = match kwargs.get::<Option<minijinja::Value>>("second")? {
+        Some(s) => Some(s),
+        None => second,
+    };
+    kwargs.assert_all_used()?;
+    let invalid = |v: &minijinja::Value| {
+        Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!("Invalid value for epoch value ({v})"),
+        )
+    };
+    let t = match second.filter(|s| !s.is_none()) {
+        None => OffsetDateTime::now_utc(),
+        Some(v) => {
+            let secs = match v.as_str() {
+                Some(text) => text.trim().parse::<f64>().map_err(|_| invalid(&v))?,
+                None => f64::try_from(v.clone()).map_err(|_| invalid(&v))?,
+            };
+            let nanos = (secs * 1e9).round() as i128;
+            OffsetDateTime::from_unix_timestamp_nanos(nanos).map_err(|_| invalid(&v))?
+        }
+    };
+    let t = if utc {
+        t
+    } else {
+        time::UtcOffset::local_offset_at(t)
+            .map(|o| t.to_offset(o))
+            .unwrap_or(t)
+    };
+    Ok(strftime(&t, &fmt))
+}
+
 const DAYS: [&str; 7] = [
     "Monday",
     "Tuesday",

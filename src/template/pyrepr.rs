@@ -5,6 +5,8 @@
 use minijinja::value::ValueKind;
 use minijinja::{Error, ErrorKind, Value};
 
+use super::filters::group::GroupTuple;
+
 /// `str(value)`: strings unchanged, everything else as `repr`. An undefined value, also
 /// one inside a list or dict (`[u, 1]`), is an error, as Ansible's undefined refuses to
 /// become text.
@@ -45,6 +47,17 @@ fn repr_into(value: &Value, out: &mut String) -> Result<(), Error> {
                 repr_into(&value.get_item(&key)?, out)?;
             }
             out.push('}');
+        }
+        ValueKind::Seq if value.downcast_object_ref::<GroupTuple>().is_some() => {
+            // A named tuple prints as a tuple.
+            out.push('(');
+            for (i, item) in value.try_iter()?.enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                repr_into(&item, out)?;
+            }
+            out.push(')');
         }
         ValueKind::Seq | ValueKind::Iterable => {
             out.push('[');

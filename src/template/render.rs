@@ -42,7 +42,23 @@ pub(crate) fn render(env: &Environment<'_>, source: &str, ctx: &Value) -> Result
 /// Evaluate an expression against `ctx`; an undefined result, or one holding an undefined
 /// item, is an error.
 pub(crate) fn eval(env: &Environment<'_>, expr: &str, ctx: &Value) -> Result<Value, Error> {
-    let src = escape_literals(expr);
+    eval_as(env, expr, ctx, true)
+}
+
+/// `eval`, with the backslashes of string literals doubled (as in a template) or not (as in a
+/// conditional: ansible-core's `evaluate_conditional` turns `escape_backslashes` off, so
+/// `that: x == '\\z'` compares with `\z`).
+pub(crate) fn eval_as(
+    env: &Environment<'_>,
+    expr: &str,
+    ctx: &Value,
+    escape: bool,
+) -> Result<Value, Error> {
+    let src = if escape {
+        escape_literals(expr)
+    } else {
+        expr.to_string()
+    };
     let once = |env: &Environment<'_>| {
         let instructions = pyops::compile_expression(&src)?;
         let mut nothing = String::new();
@@ -68,10 +84,11 @@ pub(crate) fn eval(env: &Environment<'_>, expr: &str, ctx: &Value) -> Result<Val
     };
     let v = with_fallback(env, &src, ctx, once)?;
     if v.is_undefined() {
-        return Err(Error::new(
+        let e = Error::new(
             ErrorKind::UndefinedError,
             format!("`{}` is undefined", expr.trim()),
-        ));
+        );
+        return Err(super::undefined::no_attribute(env, ctx, e));
     }
     Ok(v)
 }

@@ -368,3 +368,115 @@ fn python_operator_type_rules_hold_in_conditions_and_template_text() {
     assert!(err.contains("`nope` is undefined"), "{err}");
     assert!(t.eval_bool("nope is not defined or nope > 1", &v).unwrap());
 }
+
+#[test]
+fn conditionals_take_backslashes_as_written_and_templates_double_them() {
+    let t = Templar::new();
+    let v = vars(json!({"s": "\\z"}));
+    assert!(t.eval_bool(r"s == '\\z'", &v).unwrap());
+    assert_eq!(
+        render(json!({}), r"{{ '\\z' }}").unwrap(),
+        json!("\\\\z"),
+        "inside a template, Ansible doubles the backslash first"
+    );
+}
+
+#[test]
+fn a_missing_attribute_of_a_defined_value_says_its_type() {
+    let err = render(json!({"d": {"k": 1}, "l": [1]}), "{{ d.zz }}")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "`d.zz` is undefined: object of type 'dict' has no attribute 'zz'"
+    );
+    let err = render(json!({"l": [1]}), "{{ l[3] }}")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with("object of type 'list' has no attribute 3"),
+        "{err}"
+    );
+    let err = render(json!({}), "{{ u.v }}").unwrap_err().to_string();
+    assert_eq!(err, "`u.v` is undefined");
+}
+
+#[test]
+fn groupby_gives_named_tuples() {
+    let v = json!({"xs": [{"a": 2, "n": "y"}, {"a": 1, "n": "x"}, {"a": 2, "n": "z"}]});
+    assert_eq!(
+        render(v.clone(), "{{ xs | groupby('a') }}").unwrap(),
+        json!([[1, [{"a": 1, "n": "x"}]], [2, [{"a": 2, "n": "y"}, {"a": 2, "n": "z"}]]])
+    );
+    assert_eq!(
+        render(
+            v.clone(),
+            "{{ (xs | groupby('a'))[1].list | map(attribute='n') | list }}"
+        )
+        .unwrap(),
+        json!(["y", "z"])
+    );
+    assert_eq!(
+        render(v, "{{ (xs | groupby('a'))[0] | string }}").unwrap(),
+        json!("(1, [{'a': 1, 'n': 'x'}])")
+    );
+}
+
+#[test]
+fn path_and_list_filters_follow_python() {
+    let r = |t: &str| render(json!({}), t);
+    assert_eq!(
+        r("{{ ['a', 'b/', 'c'] | path_join }}").unwrap(),
+        json!("a/b/c")
+    );
+    assert_eq!(
+        r("{{ ['a', '/b', 'c'] | path_join }}").unwrap(),
+        json!("/b/c")
+    );
+    assert_eq!(r("{{ 'a' | path_join }}").unwrap(), json!("a"));
+    assert_eq!(
+        r("{{ ['/a/b/c', '/a/b', '/a/bc'] | commonpath }}").unwrap(),
+        json!("/a")
+    );
+    assert!(
+        r("{{ ['/a', 'b'] | commonpath }}")
+            .unwrap_err()
+            .to_string()
+            .contains("Can't mix absolute and relative paths")
+    );
+    assert_eq!(
+        r("{{ {'x': {'n': 1, 'l': [1, 2]}} | subelements('l') }}").unwrap(),
+        json!([[{"n": 1, "l": [1, 2]}, 1], [{"n": 1, "l": [1, 2]}, 2]])
+    );
+    assert!(
+        r("{{ [{'n': 1}] | subelements('l') }}")
+            .unwrap_err()
+            .to_string()
+            .contains("could not find 'l' key in iterated item {'n': 1}")
+    );
+}
+
+#[test]
+fn random_stays_in_range_and_a_seed_repeats() {
+    let r = |t: &str| render(json!({}), t).unwrap();
+    for _ in 0..20 {
+        let n = r("{{ 20 | random(start=10, step=3) }}").as_i64().unwrap();
+        assert!([10, 13, 16, 19].contains(&n), "{n}");
+    }
+    assert_eq!(
+        r("{{ 1000 | random(seed='s') }}"),
+        r("{{ 1000 | random(seed='s') }}")
+    );
+    assert_eq!(
+        r("{{ [1, 2, 3, 4] | shuffle(seed=7) }}"),
+        r("{{ [1, 2, 3, 4] | shuffle(seed=7) }}")
+    );
+    assert_eq!(
+        r("{{ [1, 2, 3, 4] | shuffle | sort }}"),
+        json!([1, 2, 3, 4])
+    );
+    assert_eq!(
+        r("{{ '%Y-%m-%d %H:%M' | strftime(1585247522, utc=True) }}"),
+        json!("2020-03-26 18:32")
+    );
+}

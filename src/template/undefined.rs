@@ -55,7 +55,68 @@ pub(super) fn with_fallback<T>(
     } else {
         failed
     };
-    Err(explain(failed.e, src, missing(env, failed.names, ctx)))
+    let e = explain(failed.e, src, missing(env, failed.names, ctx));
+    Err(no_attribute(env, ctx, e))
+}
+
+/// `` `d.zz` is undefined `` over a base that is defined gets Ansible's reason appended:
+/// `object of type 'dict' has no attribute 'zz'` (the text ansible-core 2.19 reports for a
+/// missing attribute or key; playbooks test for it, e.g. a loop label reading `r.stdout`).
+pub(super) fn no_attribute(env: &Environment<'_>, ctx: &Value, e: Error) -> Error {
+    let Some(detail) = e.detail() else {
+        return e;
+    };
+    let Some(expr) = detail
+        .strip_prefix('`')
+        .and_then(|d| d.strip_suffix("` is undefined"))
+        .filter(|x| !x.contains('`'))
+    else {
+        return e;
+    };
+    let Some((base, key)) = split_last(expr) else {
+        return e;
+    };
+    let Ok(v) = env.compile_expression(base).and_then(|c| c.eval(ctx)) else {
+        return e;
+    };
+    if v.is_undefined() {
+        return e;
+    }
+    Error::new(
+        ErrorKind::UndefinedError,
+        format!(
+            "{detail}: object of type '{}' has no attribute {key}",
+            super::filters::core::type_debug(v.clone())
+        ),
+    )
+}
+
+/// A path's base and its last key as Python shows it: `d.zz` is (`d`, `'zz'`), `l[3]` is
+/// (`l`, `3`), `d['k']` is (`d`, `'k'`).
+fn split_last(expr: &str) -> Option<(&str, String)> {
+    if !is_path(expr) || !expr.starts_with(|c: char| c.is_alphabetic() || c == '_') {
+        return None;
+    }
+    if let Some(inner) = expr.strip_suffix(']') {
+        let open = inner.rfind('[')?;
+        let key = &inner[open + 1..];
+        let shown = if let Some(k) = key
+            .strip_prefix('\'')
+            .and_then(|k| k.strip_suffix('\''))
+            .or_else(|| key.strip_prefix('"').and_then(|k| k.strip_suffix('"')))
+        {
+            format!("'{k}'")
+        } else if key.parse::<i64>().is_ok() {
+            key.to_string()
+        } else {
+            return None;
+        };
+        return Some((&expr[..open], shown)).filter(|(b, _)| !b.is_empty());
+    }
+    let dot = expr.rfind('.')?;
+    let (base, key) = (&expr[..dot], &expr[dot + 1..]);
+    (!base.is_empty() && !key.is_empty() && !key.contains(['[', ']']))
+        .then(|| (base, format!("'{key}'")))
 }
 
 /// An error if a list or dict in `value` holds an undefined item, at any depth: Ansible

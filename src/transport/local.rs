@@ -12,6 +12,79 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{ExecOutput, ExecRequest, HostTarget, Source, TransportError, quote};
 
+/// How long output may stay silent after the command exited before its pipes are given up
+/// on: a process the command left in the background (`sleep 10 &`) holds them open. As
+/// ansible-core's `run_command`, which stops reading once the command has exited and a
+/// one-second wait brings nothing.
+pub(crate) const AFTER_EXIT_IDLE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The child's exit status and output: read until both pipes close, or until the child has
+/// exited and its pipes stay silent for `AFTER_EXIT_IDLE`.
+async fn wait_output(child: &mut tokio::process::Child) -> std::io::Result<std::process::Output> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(bool, Vec<u8>)>();
+    let pipe = |r: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>, is_err: bool| {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let Some(mut r) = r else { return };
+            let mut buf = vec![0u8; 16 * 1024];
+            while let Ok(n) = r.read(&mut buf).await {
+                if n == 0 || tx.send((is_err, buf[..n].to_vec())).is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let out_task = pipe(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+        false,
+    );
+    let err_task = pipe(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+        true,
+    );
+    drop(tx);
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let mut keep = |(is_err, data): (bool, Vec<u8>)| {
+        if is_err {
+            stderr.extend_from_slice(&data);
+        } else {
+            stdout.extend_from_slice(&data);
+        }
+    };
+    let mut status = None;
+    let mut open = true;
+    // Until the child exits: everything it prints.
+    while status.is_none() {
+        tokio::select! {
+            s = child.wait() => status = Some(s?),
+            msg = rx.recv(), if open => match msg {
+                Some(m) => keep(m),
+                None => open = false,
+            },
+        }
+    }
+    // After: what is left in the pipes, while it keeps coming.
+    while open {
+        match tokio::time::timeout(AFTER_EXIT_IDLE, rx.recv()).await {
+            Ok(Some(m)) => keep(m),
+            Ok(None) | Err(_) => open = false,
+        }
+    }
+    out_task.abort();
+    err_task.abort();
+    Ok(std::process::Output {
+        status: status.expect("the loop ends with a status"),
+        stdout,
+        stderr,
+    })
+}
+
 pub struct LocalConnection {
     name: String,
 }
@@ -58,7 +131,7 @@ impl LocalConnection {
             }
         };
         let run = async {
-            let (_, out) = tokio::join!(feed, child.wait_with_output());
+            let (_, out) = tokio::join!(feed, wait_output(&mut child));
             out
         };
         let out = match req.timeout {

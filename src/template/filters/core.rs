@@ -233,6 +233,10 @@ pub fn to_uuid(value: Value, namespace: Option<String>) -> Result<String, Error>
 
 /// `quote`: Python's `shlex.quote`.
 pub fn quote(value: Value) -> Result<String, Error> {
+    // `None` quotes as the empty string (ansible-core's filter), not as `None`.
+    if value.is_none() {
+        return Ok("''".into());
+    }
     let s = pyrepr::to_str(&value)?;
     if s.is_empty() {
         return Ok("''".into());

@@ -170,22 +170,35 @@ pub fn items2dict(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
         .get::<Option<String>>("value_name")?
         .unwrap_or("value".into());
     kwargs.assert_all_used()?;
+    // ansible-core's checks and texts (`list_of_dict_key_value_elements_to_dict`).
+    let given = json(&value)?;
+    let Json::Array(items) = &given else {
+        return Err(invalid(format!(
+            "items2dict requires a list, got <class '{}'> instead.",
+            type_name(&given)
+        )));
+    };
+    let shown = || py_repr(&given);
     let mut out = Map::new();
-    for item in list("items2dict", &value)? {
-        let Json::Object(o) = &item else {
+    for item in items {
+        let Json::Object(o) = item else {
             return Err(invalid(format!(
-                "items2dict requires a list of dictionaries, found {}",
-                type_name(&item)
+                "items2dict requires a list of dictionaries, got {} instead.",
+                shown()
             )));
         };
-        let k = o
-            .get(&key)
-            .ok_or_else(|| invalid(format!("items2dict: an item has no `{key}` key: {item}")))?;
+        let (Some(k), Some(v)) = (o.get(&key), o.get(&val)) else {
+            return Err(invalid(format!(
+                "items2dict requires each dictionary in the list to contain the keys '{key}' \
+                 and '{val}', got {} instead.",
+                shown()
+            )));
+        };
         let k = match k {
             Json::String(s) => s.clone(),
             other => other.to_string(),
         };
-        out.insert(k, o.get(&val).cloned().unwrap_or(Json::Null));
+        out.insert(k, v.clone());
     }
     Ok(Value::from_serialize(Json::Object(out)))
 }
@@ -343,5 +356,91 @@ pub fn zip_longest(value: Value, others: Rest<Value>, kwargs: Kwargs) -> Result<
                 .collect()
         })
         .collect();
+    Ok(Value::from_serialize(out))
+}
+
+/// Python's `repr` of a JSON value (`'a'`, `{'k': 1}`).
+fn py_repr(j: &Json) -> String {
+    match j {
+        Json::String(s) => crate::template::pyrepr::quote_str(s),
+        other => crate::template::pyrepr::to_str(&Value::from_serialize(other))
+            .unwrap_or_else(|_| other.to_string()),
+    }
+}
+
+/// `subelements(path, skip_missing=false)`: each element of a list (or a dict's values)
+/// paired with each item of the list at `path` inside it (a dotted string or a list of
+/// keys), as ansible-core's filter pairs them, with its error texts.
+pub fn subelements(
+    value: Value,
+    path: Value,
+    skip_missing: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let skip_missing = match skip_missing {
+        Some(s) => s,
+        None => kwargs.get::<Option<bool>>("skip_missing")?.unwrap_or(false),
+    };
+    kwargs.assert_all_used()?;
+    let elements = match json(&value)? {
+        Json::Object(m) => m.into_iter().map(|(_, v)| v).collect(),
+        Json::Array(a) => a,
+        _ => {
+            return Err(invalid(
+                "obj must be a list of dicts or a nested dict".into(),
+            ));
+        }
+    };
+    let keys: Vec<Json> = match json(&path)? {
+        Json::Array(a) => a,
+        Json::String(s) => s.split('.').map(|k| Json::String(k.to_string())).collect(),
+        _ => return Err(invalid("subelements must be a list or a string".into())),
+    };
+    let mut out = Vec::new();
+    for element in elements {
+        let mut values = element.clone();
+        for key in &keys {
+            let next = match (&values, key) {
+                (Json::Object(m), Json::String(k)) => m.get(k).cloned(),
+                (Json::Array(a), Json::Number(n)) => {
+                    n.as_u64().and_then(|i| a.get(i as usize)).cloned()
+                }
+                (Json::Object(_), _) => None,
+                _ => {
+                    return Err(invalid(format!(
+                        "the key {} should point to a dictionary, got '{}'",
+                        crate::template::pyrepr::to_str(&Value::from_serialize(key))
+                            .unwrap_or_default(),
+                        crate::template::pyrepr::to_str(&Value::from_serialize(&values))
+                            .unwrap_or_default()
+                    )));
+                }
+            };
+            match next {
+                Some(v) => values = v,
+                None if skip_missing => {
+                    values = Json::Array(Vec::new());
+                    break;
+                }
+                None => {
+                    return Err(invalid(format!(
+                        "could not find {} key in iterated item {}",
+                        py_repr(key),
+                        py_repr(&values)
+                    )));
+                }
+            }
+        }
+        let Json::Array(items) = values else {
+            return Err(invalid(format!(
+                "the key {} should point to a list, got {}",
+                keys.last().map(py_repr).unwrap_or_default(),
+                py_repr(&values)
+            )));
+        };
+        for item in items {
+            out.push(Json::Array(vec![element.clone(), item]));
+        }
+    }
     Ok(Value::from_serialize(out))
 }

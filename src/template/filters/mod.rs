@@ -2,8 +2,10 @@
 //! short name and its fully qualified collection name (`ansible.builtin.to_json`,
 //! `ansible.utils.ipaddr`, ...), as playbooks use both.
 
+pub mod chance;
 pub mod core;
 pub mod data;
+pub mod group;
 pub mod ipaddr;
 pub mod serial;
 pub mod text;
@@ -111,6 +113,13 @@ pub fn register(env: &mut Environment<'static>) {
         "product" => data::product,
         "zip" => data::zip,
         "zip_longest" => data::zip_longest,
+        "groupby" => group::groupby,
+        "subelements" => data::subelements,
+        "path_join" => text::path_join,
+        "commonpath" => text::commonpath,
+        "random" => chance::random,
+        "shuffle" => chance::shuffle,
+        "strftime" => super::now::strftime_filter,
         "tojson" => serial::tojson,
         "to_json" => serial::to_json,
         "to_nice_json" => serial::to_nice_json,
@@ -161,7 +170,6 @@ pub fn register(env: &mut Environment<'static>) {
         "urlencode",
         "wordcount",
         "center",
-        "groupby",
     ] {
         let full = format!("ansible.builtin.{name}");
         let short = name.to_string();
@@ -177,6 +185,9 @@ pub fn register(env: &mut Environment<'static>) {
         );
     }
     env.add_filter("d", minijinja::filters::default);
+    // ansible-core's internal test filter: a template result made plain data; kinit's values
+    // always are.
+    env.add_filter("ansible._protomatter.finalize", |v: minijinja::Value| v);
     filters!(env, "ansible.utils", {
         "ipaddr" => ipaddr::ipaddr,
         "ipv4" => ipaddr::ipv4,

@@ -158,6 +158,10 @@ pub fn to_nice_yaml(value: Value, kwargs: Kwargs) -> Result<String, Error> {
 }
 
 pub fn from_yaml(value: Value) -> Result<Value, Error> {
+    // As ansible-core: `None` stays `None`, a value that is not text comes back unchanged.
+    if value.is_none() || (!value.is_undefined() && value.as_str().is_none()) {
+        return Ok(value);
+    }
     let s = pyrepr::to_str(&value)?;
     let j: Json =
         serde_yaml::from_str(&s).map_err(|e| invalid(format!("from_yaml: invalid YAML: {e}")))?;
@@ -166,6 +170,13 @@ pub fn from_yaml(value: Value) -> Result<Value, Error> {
 
 pub fn from_yaml_all(value: Value) -> Result<Value, Error> {
     use serde::Deserialize;
+    // As ansible-core: `None` is no documents, a value that is not text comes back unchanged.
+    if value.is_none() {
+        return Ok(Value::from(Vec::<Value>::new()));
+    }
+    if !value.is_undefined() && value.as_str().is_none() {
+        return Ok(value);
+    }
     let s = pyrepr::to_str(&value)?;
     let mut docs = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(&s) {

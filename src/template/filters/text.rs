@@ -5,7 +5,7 @@
 //! pattern translation.
 
 use base64::Engine;
-use minijinja::value::{Kwargs, Rest};
+use minijinja::value::{Kwargs, Rest, ValueKind};
 use minijinja::{Error, ErrorKind, Value};
 
 use crate::pyre::{self, Anchor, Flags, PyRegex, Template};
@@ -159,7 +159,12 @@ pub fn basename(value: Value) -> Result<String, Error> {
 /// `prefix_count`, `postfix_count` and `newline` override a style's parts.
 pub fn comment(value: Value, style: Option<String>, kwargs: Kwargs) -> Result<String, Error> {
     let text = text(&value)?;
-    let style = style.unwrap_or_else(|| "plain".into());
+    let style = match style {
+        Some(s) => s,
+        None => kwargs
+            .get::<Option<String>>("style")?
+            .unwrap_or_else(|| "plain".into()),
+    };
     let (beginning, decoration, end) = match style.as_str() {
         "plain" => ("", "# ", ""),
         "erlang" => ("", "% ", ""),
@@ -360,6 +365,94 @@ fn random_salt() -> Result<String, Error> {
         .iter()
         .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
         .collect())
+}
+
+/// Python's `type(x)` as printed: `<class 'bool'>`.
+fn py_class(v: &Value) -> String {
+    format!("<class '{}'>", super::core::type_debug(v.clone()))
+}
+
+/// `path_join`: Python's `os.path.join` of a list of parts (a later absolute part starts
+/// over); a string is returned as it is.
+pub fn path_join(value: Value) -> Result<String, Error> {
+    if let Some(s) = value.as_str() {
+        return Ok(s.to_string());
+    }
+    if !matches!(value.kind(), ValueKind::Seq | ValueKind::Iterable) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "|path_join expects string or sequence, got {} instead.",
+                py_class(&value)
+            ),
+        ));
+    }
+    let mut out = String::new();
+    for (i, part) in value.try_iter()?.enumerate() {
+        let part = text(&part)?;
+        if i == 0 || part.starts_with('/') {
+            out = part;
+        } else {
+            if !out.is_empty() && !out.ends_with('/') {
+                out.push('/');
+            }
+            out.push_str(&part);
+        }
+    }
+    Ok(out)
+}
+
+/// `commonpath`: Python's `os.path.commonpath`, the longest common sub-path of the paths in a
+/// list (all absolute or all relative).
+pub fn commonpath(value: Value) -> Result<String, Error> {
+    if !matches!(value.kind(), ValueKind::Seq | ValueKind::Iterable) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "|commonpath expects sequence, got {} instead.",
+                py_class(&value)
+            ),
+        ));
+    }
+    let paths: Vec<String> = value
+        .try_iter()?
+        .map(|p| text(&p))
+        .collect::<Result<_, _>>()?;
+    let Some(first) = paths.first() else {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "commonpath() arg is an empty sequence",
+        ));
+    };
+    let absolute = first.starts_with('/');
+    if paths.iter().any(|p| p.starts_with('/') != absolute) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "Can't mix absolute and relative paths",
+        ));
+    }
+    let parts = |p: &str| -> Vec<String> {
+        p.split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .map(str::to_string)
+            .collect()
+    };
+    let mut common = parts(first);
+    for p in &paths[1..] {
+        let other = parts(p);
+        let same = common
+            .iter()
+            .zip(&other)
+            .take_while(|(a, b)| a == b)
+            .count();
+        common.truncate(same);
+    }
+    let joined = common.join("/");
+    Ok(if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    })
 }
 
 #[cfg(test)]

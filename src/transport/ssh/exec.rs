@@ -132,7 +132,22 @@ async fn collect(
 ) -> Result<ExecOutput, TransportError> {
     let mut out = ExecOutput::default();
     let mut status = None;
-    while let Some(msg) = ch.wait().await {
+    loop {
+        // Once the exit status is in, output that stays silent for a second is given up on:
+        // a process the command left in the background holds the channel open (as
+        // ansible-core's `run_command` stops reading then).
+        let msg = match status {
+            None => ch.wait().await,
+            Some(_) => {
+                match tokio::time::timeout(crate::transport::local::AFTER_EXIT_IDLE, ch.wait())
+                    .await
+                {
+                    Ok(m) => m,
+                    Err(_) => break,
+                }
+            }
+        };
+        let Some(msg) = msg else { break };
         match msg {
             ChannelMsg::Data { data } => out.stdout.extend_from_slice(&data),
             ChannelMsg::ExtendedData { data, ext: 1 } => out.stderr.extend_from_slice(&data),
