@@ -70,6 +70,12 @@ impl Executor {
         for (k, v) in magic {
             m.insert(k.to_string(), v);
         }
+        // Ansible's task variables always have `ansible_host`: the inventory name when the
+        // inventory sets none (`lookup('vars', 'ansible_host')` on the implicit localhost
+        // gives `localhost`).
+        if !m.contains_key("ansible_host") {
+            m.insert("ansible_host".into(), json!(host));
+        }
         // The play's role names as `VariableManager._get_magic_variables` lists them: the
         // roles it names, the roles pulled in as dependencies (a set there; sorted here), both.
         let names = &pr.play.role_names;
