@@ -153,7 +153,12 @@ impl Executor {
             let v = match self.templar.eval(var, ctx) {
                 Ok(Value::Null) if !ctx.contains_key(var) => json!("VARIABLE IS NOT DEFINED!"),
                 Ok(v) => v,
-                Err(_) => json!("VARIABLE IS NOT DEFINED!"),
+                Err(crate::template::TemplateError::Undefined { .. }) => {
+                    json!("VARIABLE IS NOT DEFINED!")
+                }
+                // Any other failure (a filter's or a lookup's) fails the task, as
+                // ansible-core 2.19's debug does.
+                Err(e) => return Attempt::failed(e.to_string()),
             };
             return ok(json!({ var: v }));
         }

@@ -120,6 +120,12 @@ pub fn run(
         if opts.delimiter == "TAB" {
             opts.delimiter = "\t".into();
         }
+        // kinit keeps backslashes in Jinja string literals as written, where Ansible decodes
+        // them in a conditional (`delimiter='\t'` in an `assert` is a tab there): an escape
+        // that is otherwise a too-long delimiter is decoded.
+        if opts.delimiter.chars().count() > 1 {
+            opts.delimiter = kv::decode_escapes(&opts.delimiter);
+        }
         let mut delim = opts.delimiter.chars();
         let (Some(delim), None) = (delim.next(), delim.next()) else {
             return Err(invalid("\"delimiter\" must be a 1-character string".into()));

@@ -72,7 +72,7 @@ pub fn register(env: &mut Environment<'static>) {
         "selectattr" => b::selectattr, "rejectattr" => b::rejectattr, "map" => b::map,
         "items" => b::items, "dictsort" => b::dictsort, "batch" => b::batch,
         "slice" => b::slice, "round" => core::round, "abs" => b::abs, "format" => b::format,
-        "urlencode" => b::urlencode,
+        "urlencode" => url::urlencode,
     });
     filters!(env, "ansible.builtin", {
         "bool" => core::bool_filter,

@@ -1,7 +1,9 @@
 //! URL filters: `urldecode` (Python's `urllib.parse.unquote_plus`) and `urlsplit` (the
 //! parts of Python's `urllib.parse.urlsplit`, as ansible-core's plugins/filter/urlsplit.py
-//! hands them out). `urlencode` is Jinja's own.
+//! hands them out), and Jinja's `urlencode`, which also takes a dictionary or a sequence of
+//! pairs (`a=1&b=2`).
 
+use minijinja::value::ValueKind;
 use minijinja::{Error, ErrorKind, Value};
 
 use crate::template::pyrepr;
@@ -36,6 +38,44 @@ pub fn urldecode(value: Value) -> Result<String, Error> {
         i += 1;
     }
     Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Jinja's `url_quote`: Python's `quote` of the UTF-8 bytes of `str(value)`, keeping
+/// letters, digits and `_.-~` (and `/` outside a query string, where a space is `+`).
+fn quote(value: &Value, for_qs: bool) -> Result<String, Error> {
+    let text = pyrepr::to_str(value)?;
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"_.-~".contains(&b) || (!for_qs && b == b'/') {
+            out.push(char::from(b));
+        } else if for_qs && b == b' ' {
+            out.push('+');
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    Ok(out)
+}
+
+/// `urlencode`: a string (or any non-sequence) quoted; a dictionary's items, or a sequence
+/// of pairs, as `k=v` joined with `&`.
+pub fn urlencode(value: Value) -> Result<String, Error> {
+    let pairs: Vec<(Value, Value)> = match value.kind() {
+        ValueKind::Map => value
+            .try_iter()?
+            .map(|k| value.get_item(&k).map(|v| (k, v)))
+            .collect::<Result<_, _>>()?,
+        ValueKind::Seq | ValueKind::Iterable => value
+            .try_iter()?
+            .map(|pair| Ok((pair.get_item_by_index(0)?, pair.get_item_by_index(1)?)))
+            .collect::<Result<_, Error>>()?,
+        _ => return quote(&value, false),
+    };
+    let parts: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| Ok(format!("{}={}", quote(k, true)?, quote(v, true)?)))
+        .collect::<Result<_, Error>>()?;
+    Ok(parts.join("&"))
 }
 
 /// Python's `urlsplit` result: scheme, netloc, path, query, fragment and the netloc's
@@ -137,6 +177,21 @@ mod tests {
         assert_eq!(d("100%"), "100%");
         assert_eq!(d("%zz%4"), "%zz%4");
         assert_eq!(d("%ff"), "\u{fffd}");
+    }
+
+    #[test]
+    fn urlencode_as_jinja() {
+        let e = |v: Value| urlencode(v).unwrap();
+        assert_eq!(e(Value::from("a b/é&")), "a%20b/%C3%A9%26");
+        let m = Value::from_iter([("foo", "b r"), ("x/y", "1")]);
+        assert_eq!(e(m), "foo=b+r&x%2Fy=1");
+        assert_eq!(e(Value::from(Vec::<Value>::new())), "");
+        let pairs = Value::from(vec![
+            Value::from(vec!["a", "1"]),
+            Value::from(vec!["b", "2"]),
+        ]);
+        assert_eq!(e(pairs), "a=1&b=2");
+        assert_eq!(e(Value::from(42)), "42");
     }
 
     #[test]
