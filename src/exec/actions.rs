@@ -150,7 +150,14 @@ impl Executor {
             return ok(json!({"skipped": true, "skipped_reason": "Verbosity threshold not met."}));
         }
         if let Some(var) = args.var.as_deref() {
-            let v = match self.templar.eval(var, ctx) {
+            // `var: "{{ expr }}"` names the same value as `var: expr`.
+            let expr = var
+                .trim()
+                .strip_prefix("{{")
+                .and_then(|e| e.strip_suffix("}}"))
+                .filter(|e| !e.contains("{{"))
+                .unwrap_or(var);
+            let v = match self.templar.eval(expr, ctx) {
                 Ok(Value::Null) if !ctx.contains_key(var) => json!("VARIABLE IS NOT DEFINED!"),
                 Ok(v) => v,
                 Err(crate::template::TemplateError::Undefined { .. }) => {

@@ -265,12 +265,11 @@ fn finish_module(
     let mut args = args;
     if matches!(short.as_str(), "import_role" | "include_role") {
         // ansible-core's role include reads `name`, else `role` (playbook/role_include.py).
-        if let Some(m) = args.as_object_mut() {
-            if !m.contains_key("name") {
-                if let Some(role) = m.remove("role") {
-                    m.insert("name".into(), role);
-                }
-            }
+        if let Some(m) = args.as_object_mut()
+            && !m.contains_key("name")
+            && let Some(role) = m.remove("role")
+        {
+            m.insert("name".into(), role);
         }
     }
     match short.as_str() {

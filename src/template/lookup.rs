@@ -42,18 +42,25 @@ pub fn lookup(
 ) -> Result<Value, Error> {
     let wantlist = kwargs.get::<Option<bool>>("wantlist")?.unwrap_or(false);
     let ran = run_guarded(state, &name, &terms, &kwargs)?;
+    // ansible-core's `_invoke_lookup`: a swallowed error is `None` (`[]` with wantlist);
+    // without wantlist no result is `[]`, one is itself, several strings are joined with
+    // commas and anything else stays a list.
     let Some(ran) = ran else {
-        return Ok(Value::from(()));
+        return Ok(if wantlist {
+            Value::from(Vec::<Value>::new())
+        } else {
+            Value::from(())
+        });
     };
-    if wantlist {
+    if wantlist || ran.is_empty() {
         return Ok(Value::from(ran));
+    }
+    if ran.len() == 1 {
+        return Ok(ran.into_iter().next().unwrap_or_default());
     }
     if ran.iter().all(|v| v.kind() == ValueKind::String) {
         let joined: Vec<&str> = ran.iter().filter_map(Value::as_str).collect();
         return Ok(Value::from(joined.join(",")));
-    }
-    if ran.len() == 1 {
-        return Ok(ran.into_iter().next().unwrap_or_default());
     }
     Ok(Value::from(ran))
 }
@@ -66,7 +73,9 @@ pub fn query(
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
     let _ = kwargs.get::<Option<bool>>("wantlist")?;
-    Ok(run_guarded(state, &name, &terms, &kwargs)?.map_or(Value::from(()), Value::from))
+    Ok(Value::from(
+        run_guarded(state, &name, &terms, &kwargs)?.unwrap_or_default(),
+    ))
 }
 
 /// Run a lookup honouring `errors=strict|warn|ignore` (`None` for a swallowed error).
