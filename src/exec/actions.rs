@@ -150,10 +150,22 @@ impl Executor {
             return ok(json!({"skipped": true, "skipped_reason": "Verbosity threshold not met."}));
         }
         if let Some(var) = args.var.as_deref() {
-            let v = match self.templar.eval(var, ctx) {
+            // `var: "{{ expr }}"` names the same value as `var: expr`.
+            let expr = var
+                .trim()
+                .strip_prefix("{{")
+                .and_then(|e| e.strip_suffix("}}"))
+                .filter(|e| !e.contains("{{"))
+                .unwrap_or(var);
+            let v = match self.templar.eval(expr, ctx) {
                 Ok(Value::Null) if !ctx.contains_key(var) => json!("VARIABLE IS NOT DEFINED!"),
                 Ok(v) => v,
-                Err(_) => json!("VARIABLE IS NOT DEFINED!"),
+                Err(crate::template::TemplateError::Undefined { .. }) => {
+                    json!("VARIABLE IS NOT DEFINED!")
+                }
+                // Any other failure (a filter's or a lookup's) fails the task, as
+                // ansible-core 2.19's debug does.
+                Err(e) => return Attempt::failed(e.to_string()),
             };
             return ok(json!({ var: v }));
         }

@@ -150,18 +150,23 @@ impl Executor {
                 }
                 items
             }
-            LoopKind::IndexedItems => match v {
-                Value::Array(a) => a
+            // Upstream flattens the terms one level and numbers them
+            // (plugins/lookup/indexed_items.py): anything but a list is one term.
+            LoopKind::IndexedItems => {
+                let terms = match v {
+                    Value::Array(a) => a,
+                    other => vec![other],
+                };
+                terms
                     .into_iter()
+                    .flat_map(|x| match x {
+                        Value::Array(inner) => inner,
+                        other => vec![other],
+                    })
                     .enumerate()
                     .map(|(i, x)| json!([i, x]))
-                    .collect(),
-                other => {
-                    return Err(format!(
-                        "`with_indexed_items` expects a list, got `{other}`"
-                    ));
-                }
-            },
+                    .collect()
+            }
             LoopKind::Sequence => {
                 let term = match &v {
                     Value::String(t) => t.clone(),

@@ -23,9 +23,14 @@ impl Executor {
         for r in &inh.roles {
             overlay(&mut m, &r.defaults);
         }
-        let (inv_vars, groups, magic) = {
+        let (inv_vars, groups, magic, address) = {
             let inv = self.inventory.read().unwrap();
-            (inv.host_vars(host), inv.groups_map(), inv.magic_vars(host))
+            (
+                inv.host_vars(host),
+                inv.groups_map(),
+                inv.magic_vars(host),
+                inv.default_address(host).to_string(),
+            )
         };
         overlay(&mut m, &inv_vars);
         self.with_state(host, |s| s.inject_facts(&mut m));
@@ -69,6 +74,12 @@ impl Executor {
         ];
         for (k, v) in magic {
             m.insert(k.to_string(), v);
+        }
+        // Ansible's task variables always have `ansible_host`: the host's address when the
+        // inventory sets none (`localhost` in an inventory gives `localhost`, the implicit
+        // one `127.0.0.1`).
+        if !m.contains_key("ansible_host") {
+            m.insert("ansible_host".into(), json!(address));
         }
         // The play's role names as `VariableManager._get_magic_variables` lists them: the
         // roles it names, the roles pulled in as dependencies (a set there; sorted here), both.

@@ -181,6 +181,16 @@ impl Inventory {
     }
 
     /// Whether `name` is a host of this inventory or the implicit `localhost`.
+    /// The address Ansible gives a host's `ansible_host` when no variable sets it: its
+    /// name, or `127.0.0.1` for the implicit localhost (`_create_implicit_localhost`).
+    pub fn default_address<'a>(&self, host: &'a str) -> &'a str {
+        if !self.hosts.contains_key(host) && IMPLICIT_LOCAL.contains(&host) {
+            "127.0.0.1"
+        } else {
+            host
+        }
+    }
+
     pub fn has_host(&self, name: &str) -> bool {
         self.hosts.contains_key(name) || IMPLICIT_LOCAL.contains(&name)
     }

@@ -42,18 +42,25 @@ pub fn lookup(
 ) -> Result<Value, Error> {
     let wantlist = kwargs.get::<Option<bool>>("wantlist")?.unwrap_or(false);
     let ran = run_guarded(state, &name, &terms, &kwargs)?;
+    // ansible-core's `_invoke_lookup`: a swallowed error is `None` (`[]` with wantlist);
+    // without wantlist no result is `[]`, one is itself, several strings are joined with
+    // commas and anything else stays a list.
     let Some(ran) = ran else {
-        return Ok(Value::from(()));
+        return Ok(if wantlist {
+            Value::from(Vec::<Value>::new())
+        } else {
+            Value::from(())
+        });
     };
-    if wantlist {
+    if wantlist || ran.is_empty() {
         return Ok(Value::from(ran));
+    }
+    if ran.len() == 1 {
+        return Ok(ran.into_iter().next().unwrap_or_default());
     }
     if ran.iter().all(|v| v.kind() == ValueKind::String) {
         let joined: Vec<&str> = ran.iter().filter_map(Value::as_str).collect();
         return Ok(Value::from(joined.join(",")));
-    }
-    if ran.len() == 1 {
-        return Ok(ran.into_iter().next().unwrap_or_default());
     }
     Ok(Value::from(ran))
 }
@@ -66,7 +73,9 @@ pub fn query(
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
     let _ = kwargs.get::<Option<bool>>("wantlist")?;
-    Ok(run_guarded(state, &name, &terms, &kwargs)?.map_or(Value::from(()), Value::from))
+    Ok(Value::from(
+        run_guarded(state, &name, &terms, &kwargs)?.unwrap_or_default(),
+    ))
 }
 
 /// Run a lookup honouring `errors=strict|warn|ignore` (`None` for a swallowed error).
@@ -142,14 +151,18 @@ fn run(
                 .collect()
         }
         "template" => {
-            let extra = kwargs.get::<Option<Value>>("template_vars")?;
-            let _ = kwargs.get::<Option<bool>>("convert_data")?;
+            let opts = TemplateOptions::read(kwargs)?;
             term_strings(terms)?
                 .into_iter()
                 .map(|t| {
-                    let path = find(state, &t, "templates")?;
+                    // Upstream's words (plugins/lookup/template.py).
+                    let path = find(state, &t, "templates").map_err(|_| {
+                        invalid(format!(
+                            "the template file {t} could not be found for the lookup"
+                        ))
+                    })?;
                     let source = read(&path)?;
-                    render_template(state, &source, extra.as_ref()).map(Value::from)
+                    render_template(state, &t, &path, &source, &opts)
                 })
                 .collect()
         }
@@ -169,15 +182,40 @@ fn run(
         }
         "vars" => {
             let default = kwargs.get::<Option<Value>>("default")?;
-            term_strings(terms)?
-                .into_iter()
-                .map(|t| match state.lookup(&t).filter(|v| !v.is_undefined()) {
-                    Some(v) => Ok(v),
-                    None => default.clone().ok_or_else(|| {
-                        Error::new(ErrorKind::UndefinedError, format!("`{t}` is undefined"))
-                    }),
+            terms
+                .iter()
+                .map(|t| {
+                    // Upstream's words (plugins/lookup/vars.py).
+                    let Some(t) = t.as_str() else {
+                        return Err(invalid(format!(
+                            "Variable name must be 'str' not '{}'.",
+                            super::filters::core::type_debug(t.clone())
+                        )));
+                    };
+                    match state.lookup(t).filter(|v| !v.is_undefined()) {
+                        Some(v) => Ok(v),
+                        None => default.clone().filter(|d| !d.is_none()).ok_or_else(|| {
+                            Error::new(
+                                ErrorKind::UndefinedError,
+                                format!("No variable named '{t}' was found."),
+                            )
+                        }),
+                    }
                 })
                 .collect()
+        }
+        "varnames" => varnames(state, terms),
+        "csvfile" => super::csvfile::run(terms, kwargs, |f| find(state, f, "files").ok()),
+        // One term picked at random (plugins/lookup/random_choice.py); no terms give none.
+        "random_choice" => {
+            if terms.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut b = [0u8; 8];
+            getrandom::fill(&mut b)
+                .map_err(|e| invalid(format!("Unable to choose random term: {e}")))?;
+            let i = (u64::from_le_bytes(b) % terms.len() as u64) as usize;
+            Ok(vec![terms[i].clone()])
         }
         // As Ansible's `inventory_hostnames` lookup: an inventory made of the `groups`
         // variable (so `--limit` does not apply), matched against the terms as one pattern.
@@ -309,6 +347,49 @@ fn run(
             NAMES.join(", ")
         ))),
     }
+}
+
+/// `varnames`: the names of the variables a Python regular expression finds (searched, not
+/// anchored), term after term, as plugins/lookup/varnames.py.
+fn varnames(state: &State<'_, '_>, terms: &[Value]) -> Result<Vec<Value>, Error> {
+    let scope = state.lookup(SELF_KEY).unwrap_or_default();
+    let names: Vec<String> = scope
+        .try_iter()?
+        .filter_map(|k| k.as_str().map(str::to_string))
+        .collect();
+    let mut out = Vec::new();
+    for t in terms {
+        // Upstream's words.
+        let Some(pattern) = t.as_str() else {
+            return Err(invalid(format!(
+                "Invalid setting identifier, \"{}\" is not a string, it is a <class '{}'>",
+                pyrepr::to_str(t)?,
+                super::filters::core::type_debug(t.clone())
+            )));
+        };
+        let re = regex::Regex::new(pattern).map_err(|e| {
+            invalid(format!(
+                "Unable to use \"{pattern}\" as a search parameter: {}",
+                python_regex_error(pattern, &e)
+            ))
+        })?;
+        out.extend(names.iter().filter(|n| re.is_match(n)).map(Value::from));
+    }
+    Ok(out)
+}
+
+/// Python's `re` words for the common mistake of a repetition with nothing to repeat
+/// (`*`, `+x`), the regex crate's own text otherwise.
+fn python_regex_error(pattern: &str, e: &regex::Error) -> String {
+    let text = e.to_string();
+    if text.contains("repetition operator missing expression") {
+        let b = pattern.as_bytes();
+        let at = (0..b.len())
+            .find(|&i| b"*+?{".contains(&b[i]) && (i == 0 || b"(|".contains(&b[i - 1])))
+            .unwrap_or(0);
+        return format!("nothing to repeat at position {at}");
+    }
+    text.lines().last().unwrap_or(&text).trim().to_string()
 }
 
 /// `subelements`: `[list_of_dicts, 'key']` (optionally `{'skip_missing': true}`) gives
@@ -449,6 +530,9 @@ pub const NAMES: &[&str] = &[
     "inventory_hostnames",
     "unvault",
     "sequence",
+    "varnames",
+    "random_choice",
+    "csvfile",
 ];
 
 /// The folders relative paths are searched in.
@@ -669,20 +753,102 @@ fn run_command(cmd: &str) -> Result<String, Error> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Render a template file's text with the current variables (plus `template_vars`).
+/// The `template` lookup's options: `template_vars`, the variable and comment delimiters
+/// and `trim_blocks` (on by default); `convert_data` and `jinja2_native` are accepted and
+/// change nothing, as in ansible-core 2.19.
+struct TemplateOptions {
+    extra: Option<Value>,
+    file: super::FileOptions,
+}
+
+impl TemplateOptions {
+    fn read(kwargs: &Kwargs) -> Result<Self, Error> {
+        let extra = kwargs.get::<Option<Value>>("template_vars")?;
+        let _ = kwargs.get::<Option<Value>>("convert_data")?;
+        let _ = kwargs.get::<Option<Value>>("jinja2_native")?;
+        let mut file = super::FileOptions {
+            trim_blocks: kwargs.get::<Option<bool>>("trim_blocks")?.unwrap_or(true),
+            ..super::FileOptions::default()
+        };
+        let get = |name: &str, default: &str| -> Result<(String, bool), Error> {
+            Ok(match kwargs.get::<Option<String>>(name)? {
+                Some(v) => (v, true),
+                None => (default.to_string(), false),
+            })
+        };
+        let (vs, a) = get("variable_start_string", "{{")?;
+        let (ve, b) = get("variable_end_string", "}}")?;
+        let (cs, c) = get("comment_start_string", "{#")?;
+        let (ce, d) = get("comment_end_string", "#}")?;
+        if a || b || c || d {
+            file.delimiters = Some(super::Delimiters {
+                block: ("{%".into(), "%}".into()),
+                variable: (vs, ve),
+                comment: (cs, ce),
+            });
+        }
+        Ok(Self { extra, file })
+    }
+}
+
+/// Render a template file's text with the current variables, the variables Ansible adds
+/// for a template (`ansible_managed` unless set, `template_path`, `template_fullpath`,
+/// `template_host`, `template_destpath`) and `template_vars` over them. Its
+/// `{% include %}`s are searched in the file's folder, then in each `ansible_search_path`
+/// entry's `templates/` and the entry itself; a template that writes nothing and has no
+/// `{{ }}` gives `None`, as ansible-core's engine returns for a template without output.
 fn render_template(
     state: &State<'_, '_>,
+    term: &str,
+    path: &Path,
     source: &str,
-    extra: Option<&Value>,
-) -> Result<String, Error> {
+    opts: &TemplateOptions,
+) -> Result<Value, Error> {
     let scope = state.lookup(SELF_KEY).unwrap_or_default();
-    let ctx = match extra {
+    let full = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    let mut added = vec![
+        ("template_path", Value::from(term)),
+        ("template_fullpath", Value::from(full.display().to_string())),
+        ("template_host", Value::from(host)),
+        ("template_destpath", Value::from(())),
+    ];
+    if state
+        .lookup("ansible_managed")
+        .is_none_or(|v| v.is_undefined())
+    {
+        added.push(("ansible_managed", Value::from("Ansible managed")));
+    }
+    let added = Value::from_iter(added);
+    let ctx = match &opts.extra {
         Some(extra) if extra.kind() == ValueKind::Map => {
-            minijinja::context! { ..extra.clone(), ..scope }
+            minijinja::context! { ..extra.clone(), ..added, ..scope }
         }
-        _ => scope,
+        _ => minijinja::context! { ..added, ..scope },
     };
-    super::render::render(state.env(), source, &ctx)
+    let text = if super::loads_templates(source) || opts.file != super::FileOptions::default() {
+        let mut search = vec![full.parent().map(Path::to_path_buf).unwrap_or_default()];
+        search.extend(
+            search_path(state)
+                .into_iter()
+                .flat_map(|p| [p.join("templates"), p]),
+        );
+        let env = super::file_env(state.env(), search, &opts.file)?;
+        super::render::render(&env, source, &ctx)?
+    } else {
+        super::render::render(state.env(), source, &ctx)?
+    };
+    let var_start = opts
+        .file
+        .delimiters
+        .as_ref()
+        .map_or("{{", |d| d.variable.0.as_str());
+    if text.is_empty() && !source.contains(var_start) {
+        return Ok(Value::from(()));
+    }
+    Ok(Value::from(text))
 }
 
 fn fileglob(state: &State<'_, '_>, pattern: &str) -> Result<Vec<String>, Error> {

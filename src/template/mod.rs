@@ -13,7 +13,9 @@
 //! (`a.b.c | default(1)`, `a.b is defined`) but printing, concatenating, computing with,
 //! comparing or testing one is an error naming the variable (see `render`).
 
+mod csvfile;
 mod filters;
+pub mod kv;
 mod lookup;
 mod now;
 mod predicates;
@@ -194,50 +196,10 @@ impl Templar {
         search: &[std::path::PathBuf],
         opts: &FileOptions,
     ) -> Result<String, TemplateError> {
-        let loads = ["include", "import", "from", "extends"].iter().any(|tag| {
-            source.contains(&format!("{{% {tag} ")) || source.contains(&format!("{{%- {tag} "))
-        });
-        if !loads && *opts == FileOptions::default() {
+        if !loads_templates(source) && *opts == FileOptions::default() {
             return self.render_str(source, vars);
         }
-        let mut env = (*self.env).clone();
-        env.set_trim_blocks(opts.trim_blocks);
-        env.set_lstrip_blocks(opts.lstrip_blocks);
-        if let Some(d) = &opts.delimiters {
-            let syntax = minijinja::syntax::SyntaxConfig::builder()
-                .block_delimiters(d.block.0.clone(), d.block.1.clone())
-                .variable_delimiters(d.variable.0.clone(), d.variable.1.clone())
-                .comment_delimiters(d.comment.0.clone(), d.comment.1.clone())
-                .build()
-                .map_err(TemplateError::from_jinja)?;
-            env.set_syntax(syntax);
-        }
-        let search = search.to_vec();
-        env.set_loader(move |name: &str| {
-            for dir in &search {
-                let path = dir.join(name);
-                if path.is_file() {
-                    // Jinja drops one trailing newline of a loaded template (only the file
-                    // the `template` module renders keeps its own).
-                    let strip = |mut t: String| {
-                        if t.ends_with('\n') {
-                            t.pop();
-                        }
-                        t
-                    };
-                    return std::fs::read_to_string(&path)
-                        .map(strip)
-                        .map(Some)
-                        .map_err(|e| {
-                            minijinja::Error::new(
-                                minijinja::ErrorKind::InvalidOperation,
-                                format!("cannot read template `{}`: {e}", path.display()),
-                            )
-                        });
-                }
-            }
-            Ok(None)
-        });
+        let env = file_env(&self.env, search.to_vec(), opts).map_err(TemplateError::from_jinja)?;
         let env = Arc::new(env);
         // Included templates may read any variable: the whole set, not a subset.
         let lazy = scope::LazyVars::new(env.clone(), Arc::new(vars.clone()), self.hostvars.clone());
@@ -254,6 +216,61 @@ impl Templar {
         }
         self.scope_for(&templates, &[], vars).render_value(value)
     }
+}
+
+/// An environment for a template file: `opts`' whitespace control and delimiters, and
+/// `{% include %}` and friends loading from `search`, in order (the `template` module and
+/// the `template` lookup).
+pub(crate) fn file_env<'a>(
+    base: &minijinja::Environment<'a>,
+    search: Vec<std::path::PathBuf>,
+    opts: &FileOptions,
+) -> Result<minijinja::Environment<'a>, minijinja::Error> {
+    let mut env = base.clone();
+    env.set_trim_blocks(opts.trim_blocks);
+    env.set_lstrip_blocks(opts.lstrip_blocks);
+    if let Some(d) = &opts.delimiters {
+        let syntax = minijinja::syntax::SyntaxConfig::builder()
+            .block_delimiters(d.block.0.clone(), d.block.1.clone())
+            .variable_delimiters(d.variable.0.clone(), d.variable.1.clone())
+            .comment_delimiters(d.comment.0.clone(), d.comment.1.clone())
+            .build()?;
+        env.set_syntax(syntax);
+    }
+    env.set_loader(move |name: &str| {
+        for dir in &search {
+            let path = dir.join(name);
+            if path.is_file() {
+                // Jinja drops one trailing newline of a loaded template (only the file
+                // the `template` module renders keeps its own).
+                let strip = |mut t: String| {
+                    if t.ends_with('\n') {
+                        t.pop();
+                    }
+                    t
+                };
+                return std::fs::read_to_string(&path)
+                    .map(strip)
+                    .map(Some)
+                    .map_err(|e| {
+                        minijinja::Error::new(
+                            minijinja::ErrorKind::InvalidOperation,
+                            format!("cannot read template `{}`: {e}", path.display()),
+                        )
+                    });
+            }
+        }
+        Ok(None)
+    });
+    Ok(env)
+}
+
+/// Whether template text loads other templates (`{% include %}`, `import`, `from`,
+/// `extends`), so that it needs an environment with a loader.
+pub(crate) fn loads_templates(source: &str) -> bool {
+    ["include", "import", "from", "extends"].iter().any(|tag| {
+        source.contains(&format!("{{% {tag} ")) || source.contains(&format!("{{%- {tag} "))
+    })
 }
 
 /// How a template file is read, as the `template` module's options set it (ansible-core's

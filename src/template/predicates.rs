@@ -287,3 +287,56 @@ pub fn path_link(v: Value) -> Result<bool, Error> {
 pub fn path_abs(v: Value) -> Result<bool, Error> {
     Ok(pyrepr::to_str(&v)?.starts_with('/'))
 }
+
+/// `is link_exists`: Python's `os.path.lexists` (a broken symlink exists).
+pub fn path_lexists(v: Value) -> Result<bool, Error> {
+    Ok(std::fs::symlink_metadata(pyrepr::to_str(&v)?).is_ok())
+}
+
+/// `is same_file(other)`: Python's `os.path.samefile`, which fails when either path is
+/// missing.
+pub fn path_same_file(a: Value, b: Value) -> Result<bool, Error> {
+    use std::os::unix::fs::MetadataExt;
+    let stat = |v: &Value| -> Result<std::fs::Metadata, Error> {
+        let p = pyrepr::to_str(v)?;
+        std::fs::metadata(&p).map_err(|e| {
+            invalid(format!(
+                "[Errno {}] {}: '{p}'",
+                e.raw_os_error().unwrap_or(0),
+                python_strerror(&e)
+            ))
+        })
+    };
+    let (x, y) = (stat(&a)?, stat(&b)?);
+    Ok(x.dev() == y.dev() && x.ino() == y.ino())
+}
+
+fn python_strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}
+
+/// `is mount`: Python's `os.path.ismount` — not a symlink, and on another device than its
+/// parent or the same inode as its parent (`/`).
+pub fn path_mount(v: Value) -> Result<bool, Error> {
+    use std::os::unix::fs::MetadataExt;
+    let p = pyrepr::to_str(&v)?;
+    let Ok(me) = std::fs::symlink_metadata(&p) else {
+        return Ok(false);
+    };
+    if me.file_type().is_symlink() {
+        return Ok(false);
+    }
+    let Ok(parent) = std::fs::symlink_metadata(format!("{}/..", p.trim_end_matches('/'))) else {
+        return Ok(false);
+    };
+    Ok(me.dev() != parent.dev() || me.ino() == parent.ino())
+}
+
+/// `is nan`: Python's `math.isnan`, false for anything that is not a number.
+pub fn is_nan(v: Value) -> bool {
+    match v.kind() {
+        ValueKind::Number => f64::try_from(v).is_ok_and(f64::is_nan),
+        _ => false,
+    }
+}

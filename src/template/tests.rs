@@ -478,5 +478,201 @@ fn random_stays_in_range_and_a_seed_repeats() {
     assert_eq!(
         r("{{ '%Y-%m-%d %H:%M' | strftime(1585247522, utc=True) }}"),
         json!("2020-03-26 18:32")
+fn path_tests_follow_os_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    std::os::unix::fs::symlink("missing", dir.path().join("dangling")).unwrap();
+    let v = vars(json!({"d": d}));
+    let t = Templar::new();
+    for (expr, want) in [
+        ("d is is_dir and d is directory and d is not file", true),
+        (
+            "(d ~ '/dangling') is link and (d ~ '/dangling') is is_link",
+            true,
+        ),
+        (
+            "(d ~ '/dangling') is not exists and (d ~ '/dangling') is link_exists",
+            true,
+        ),
+        ("'/' is is_abs and 'a/b' is not abs", true),
+        (
+            "d is same_file(d ~ '/.') and d is not is_same_file('/')",
+            true,
+        ),
+        (
+            "'/' is mount and d is not is_mount and '/nothing/here' is not mount",
+            true,
+        ),
+        (
+            "'nan' | float is nan and 'nan' | float is isnan and 'x' is not nan and 1 is not nan",
+            true,
+        ),
+    ] {
+        assert_eq!(t.eval_bool(expr, &v).unwrap(), want, "{expr}");
+    }
+    let e = t.eval_bool("'/nothing' is same_file('/')", &v).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("[Errno 2] No such file or directory: '/nothing'"),
+        "{e}"
+    );
+}
+
+#[test]
+fn varnames_and_vars_lookups() {
+    let v = json!({"qz_1": 1, "qz_2": 2, "qa_1": 3, "other": 4});
+    assert_eq!(
+        render(v.clone(), "{{ query('varnames', '^qz_.+', '^qa') | sort }}").unwrap(),
+        json!(["qa_1", "qz_1", "qz_2"])
+    );
+    assert_eq!(
+        render(v.clone(), "{{ query('varnames', '^none') }}").unwrap(),
+        json!([])
+    );
+    let e = render(v.clone(), "{{ lookup('varnames', '*') }}").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "The lookup plugin 'varnames' failed: Unable to use \"*\" as a search parameter: \
+         nothing to repeat at position 0"
+    );
+    let e = render(v.clone(), "{{ lookup('varnames', True) }}").unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("\"True\" is not a string, it is a <class 'bool'>"),
+        "{e}"
+    );
+    let e = render(v.clone(), "{{ lookup('vars', 42) }}").unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("Variable name must be 'str' not 'int'."),
+        "{e}"
+    );
+    let e = render(v.clone(), "{{ lookup('vars', 'nope') }}").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("No variable named 'nope' was found."),
+        "{e}"
+    );
+    assert_eq!(
+        render(v, "{{ lookup('vars', 'nope', default='d') }}").unwrap(),
+        json!("d")
+    );
+}
+
+#[test]
+fn csvfile_lookup_reads_keys_and_options() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.csv"),
+        "Smith,Jane\n\"von Last\",Demo\n\"\"\"Q\"\" x\",quoted\n",
+    )
+    .unwrap();
+    let v = json!({"ansible_search_path": [dir.path().display().to_string()]});
+    let r = |t: &str| render(v.clone(), t);
+    assert_eq!(
+        r("{{ lookup('csvfile', 'Smith', file='p.csv', delimiter=',') }}").unwrap(),
+        json!("Jane")
+    );
+    assert_eq!(
+        r("{{ lookup('csvfile', 'Demo', file='p.csv', delimiter=',', col=0, keycol=1) }}").unwrap(),
+        json!("von Last")
+    );
+    assert_eq!(
+        r("{{ lookup('csvfile', 'von Last file=p.csv delimiter=,') }}").unwrap(),
+        json!("Demo")
+    );
+    assert_eq!(
+        r("{{ lookup('csvfile', '\"Q\" x file=p.csv delimiter=,') }}").unwrap(),
+        json!("quoted")
+    );
+    assert_eq!(
+        r("{{ query('csvfile', 'no file=p.csv delimiter=,') }}").unwrap(),
+        json!([])
+    );
+    assert_eq!(
+        r("{{ lookup('csvfile', 'no file=p.csv delimiter=, default=dflt') }}").unwrap(),
+        json!("dflt")
+    );
+    for (t, want) in [
+        ("'file=p.csv'", "Search key is required but was not found"),
+        (
+            "'Smith file=p.csv bogus=1'",
+            "'bogus' is not a valid option",
+        ),
+        (
+            "'Smith file=p.csv col=2,'",
+            "Invalid value provided for 'int': '2,'",
+        ),
+        (
+            "'Smith', file='p.csv', delimiter=',,'",
+            "\"delimiter\" must be a 1-character string",
+        ),
+        (
+            "'Smith', file='p.csv', delimiter=',', col=5",
+            "list index out of range",
+        ),
+        (
+            "'Smith', file='none.csv'",
+            "expected str, bytes or os.PathLike object, not NoneType",
+        ),
+    ] {
+        let e = r(&format!("{{{{ lookup('csvfile', {t}) }}}}")).unwrap_err();
+        assert!(e.to_string().ends_with(want), "{t}: {e}");
+    }
+}
+
+#[test]
+fn template_lookup_includes_and_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let tpl = dir.path().join("templates");
+    std::fs::create_dir(&tpl).unwrap();
+    std::fs::write(tpl.join("hello.j2"), "Hello {% include 'world.j2' %}!").unwrap();
+    std::fs::write(tpl.join("world.j2"), "{{ who }}\n").unwrap();
+    std::fs::write(
+        tpl.join("delims.j2"),
+        "[# c #][% who %] {{ who }} [% extra %]",
+    )
+    .unwrap();
+    std::fs::write(tpl.join("empty.j2"), "{# nothing #}").unwrap();
+    let v = json!({"who": "world", "ansible_search_path": [dir.path().display().to_string()]});
+    let r = |t: &str| render(v.clone(), t);
+    assert_eq!(
+        r("{{ lookup('template', 'hello.j2') }}").unwrap(),
+        json!("Hello world!")
+    );
+    assert_eq!(
+        r("{{ lookup('template', 'delims.j2', variable_start_string='[%', variable_end_string='%]', \
+           comment_start_string='[#', comment_end_string='#]', template_vars={'extra': 'x'}) }}")
+        .unwrap(),
+        json!("world {{ who }} x")
+    );
+    assert_eq!(
+        r("{{ lookup('template', 'empty.j2') is none }}").unwrap(),
+        json!(true)
+    );
+    let e = r("{{ lookup('template', 'missing.j2') }}").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "The lookup plugin 'template' failed: the template file missing.j2 could not be found \
+         for the lookup"
+    );
+}
+
+#[test]
+fn csvfile_escaped_delimiter_is_decoded() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.csv"), "fruit\tbananas\r\nx\x1ay\r\n").unwrap();
+    let v = json!({"ansible_search_path": [dir.path().display().to_string()]});
+    assert_eq!(
+        render(
+            v.clone(),
+            r"{{ lookup('csvfile', 'fruit', file='t.csv', delimiter='\t') }}"
+        )
+        .unwrap(),
+        json!("bananas")
+    );
+    assert_eq!(
+        render(v, r"{{ lookup('csvfile', 'x file=t.csv delimiter=\x1a') }}").unwrap(),
+        json!("y")
     );
 }

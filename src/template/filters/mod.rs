@@ -9,6 +9,7 @@ pub mod group;
 pub mod ipaddr;
 pub mod serial;
 pub mod text;
+pub mod url;
 
 use minijinja::Environment;
 
@@ -71,7 +72,7 @@ pub fn register(env: &mut Environment<'static>) {
         "selectattr" => b::selectattr, "rejectattr" => b::rejectattr, "map" => b::map,
         "items" => b::items, "dictsort" => b::dictsort, "batch" => b::batch,
         "slice" => b::slice, "round" => core::round, "abs" => b::abs, "format" => b::format,
-        "urlencode" => b::urlencode,
+        "urlencode" => url::urlencode,
     });
     filters!(env, "ansible.builtin", {
         "bool" => core::bool_filter,
@@ -101,6 +102,8 @@ pub fn register(env: &mut Environment<'static>) {
         "sha1" => text::sha1,
         "md5" => text::md5,
         "password_hash" => text::password_hash,
+        "urldecode" => url::urldecode,
+        "urlsplit" => url::urlsplit,
         "combine" => data::combine,
         "dict2items" => data::dict2items,
         "items2dict" => data::items2dict,
@@ -238,8 +241,18 @@ pub fn register(env: &mut Environment<'static>) {
         "file" => p::path_file,
         "directory" => p::path_directory,
         "link" => p::path_link,
+        "is_file" => p::path_file,
+        "is_dir" => p::path_directory,
+        "is_link" => p::path_link,
+        "link_exists" => p::path_lexists,
         "abs" => p::path_abs,
         "is_abs" => p::path_abs,
+        "same_file" => p::path_same_file,
+        "is_same_file" => p::path_same_file,
+        "mount" => p::path_mount,
+        "is_mount" => p::path_mount,
+        "nan" => p::is_nan,
+        "isnan" => p::is_nan,
     });
     for name in [
         "defined",
