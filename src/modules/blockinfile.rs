@@ -87,7 +87,7 @@ pub enum Place {
     Before(Regex),
 }
 
-async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     // A `path` parameter upstream: `~` is the remote user's home.
     let re = |field: &str, r: &str| {
         Regex::new(r).map_err(|e| ModuleError::BadArgs {

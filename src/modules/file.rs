@@ -96,7 +96,7 @@ fn time_flags(
     })
 }
 
-async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     // `path` is a `path` upstream: `~` is the remote user's home.
     // Upstream's first check (`modules/file.py` `check_state`-time validation).
     if p.src.is_some() && !matches!(p.state, Some(State::Link | State::Hard)) {

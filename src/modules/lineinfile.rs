@@ -116,7 +116,7 @@ fn regex(field: &str, r: &str) -> Result<Regex, ModuleError> {
     })
 }
 
-async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     // A `path` parameter upstream: `~` is the remote user's home.
     let bad = |d: &str| ModuleError::BadArgs {
         module: "lineinfile",

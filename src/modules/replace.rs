@@ -152,7 +152,7 @@ fn build(p: &Params) -> Result<Edit, ModuleError> {
     })
 }
 
-async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleError> {
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     // A `path` parameter upstream: `~` is the remote user's home.
     let _ = &p.encoding;
     let spec = build(&p)?;
