@@ -478,6 +478,10 @@ fn random_stays_in_range_and_a_seed_repeats() {
     assert_eq!(
         r("{{ '%Y-%m-%d %H:%M' | strftime(1585247522, utc=True) }}"),
         json!("2020-03-26 18:32")
+    );
+}
+
+#[test]
 fn path_tests_follow_os_path() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
