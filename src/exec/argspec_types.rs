@@ -334,29 +334,8 @@ fn to_dict(v: &Value, plain: bool) -> Result<Value, String> {
 
 /// `os.path.expanduser(os.path.expandvars(p))` on the controller.
 fn expand_path(p: &str) -> String {
-    let mut out = String::new();
-    let mut rest = p;
-    while let Some(i) = rest.find('$') {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 1..];
-        let (name, used) = if let Some(inner) = after.strip_prefix('{') {
-            match inner.find('}') {
-                Some(end) => (&inner[..end], end + 2),
-                None => ("", 0),
-            }
-        } else {
-            let end = after
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(after.len());
-            (&after[..end], end)
-        };
-        match std::env::var(name) {
-            Ok(val) if !name.is_empty() => out.push_str(&val),
-            _ => out.push_str(&rest[i..i + 1 + used]),
-        }
-        rest = &after[used..];
-    }
-    out.push_str(rest);
+    let out = crate::modules::host_path::expand_vars(p, &mut |name| Some(std::env::var(name).ok()))
+        .unwrap_or_else(|| p.to_string());
     match (out.strip_prefix('~'), std::env::var("HOME")) {
         (Some(tail), Ok(home)) if tail.is_empty() || tail.starts_with('/') => {
             format!("{home}{tail}")

@@ -235,7 +235,10 @@ fn is_shell_name(name: &str) -> bool {
 /// Python's `posixpath.expandvars`: `$name` (ASCII word characters) and `${anything}`; a
 /// variable that is not set stays as written. `var` answers `None` when it does not know yet,
 /// `Some(None)` for an unset variable.
-fn expand_vars(text: &str, var: &mut impl FnMut(&str) -> Option<Option<String>>) -> Option<String> {
+pub(crate) fn expand_vars(
+    text: &str,
+    var: &mut impl FnMut(&str) -> Option<Option<String>>,
+) -> Option<String> {
     if !text.contains('$') {
         return Some(text.to_string());
     }
