@@ -279,7 +279,7 @@ fn bad_module_arguments_warn_at_load_and_fail_where_reached() {
         .succeeds()
         .stdout_is("\nplaybook: site.yml\n")
         .stderr_is(
-            "[WARNING]: site.yml:4: bad arguments for module `copy`: unknown argument `dst`, did you mean `dest`? (valid arguments: `src`, `content`, `dest`, `mode`, `directory_mode`, `owner`, `group`, `backup`, `force`, `remote_src`, `validate`, `decrypt`); the task fails on any host that reaches it\n\
+            "[WARNING]: site.yml:4: bad arguments for module `copy`: unknown argument `dst`, did you mean `dest`? (valid arguments: `src`, `content`, `dest`, `mode`, `directory_mode`, `owner`, `group`, `backup`, `force`, `remote_src`, `validate`, `decrypt`, `follow`, `local_follow`, `checksum`); the task fails on any host that reaches it\n\
              [WARNING]: site.yml:7: bad arguments for module `file`: missing required argument `path`; the task fails on any host that reaches it\n",
         );
     Test::new()
