@@ -11,16 +11,19 @@ use tokio::sync::OnceCell;
 use crate::modules::host_path::HostEnv;
 use crate::transport::{Connection, HostTarget, TransportError};
 
-/// A connection, opened by the first task that needs it.
-type Slot = Arc<OnceCell<Arc<Connection>>>;
+/// One way of reaching a host: its connection, opened by the first task that needs it, and
+/// what that connection's commands have learnt of the host's environment (for path
+/// arguments), kept as long as the connection.
+#[derive(Default)]
+struct Slot {
+    conn: OnceCell<Arc<Connection>>,
+    env: Arc<HostEnv>,
+}
 
 #[derive(Default)]
 pub struct ConnPool {
     /// By host name, then by how it is reached (`way`).
-    conns: Mutex<HashMap<String, HashMap<String, Slot>>>,
-    /// What each connection's commands have learnt of the host's environment (for path
-    /// arguments), kept as long as the connection.
-    envs: Mutex<HashMap<String, HashMap<String, Arc<HostEnv>>>>,
+    conns: Mutex<HashMap<String, HashMap<String, Arc<Slot>>>>,
 }
 
 /// What tells two connections to one host apart: the kind, address, port and user.
@@ -35,23 +38,20 @@ impl ConnPool {
     /// The open connection to `target.name`, opening it on first use. A failed open is not
     /// cached: a later task (`ignore_unreachable`, `wait_for_connection`) tries again.
     pub async fn get(&self, target: &HostTarget) -> Result<Arc<Connection>, TransportError> {
-        let cell = self
-            .conns
-            .lock()
-            .unwrap()
-            .entry(target.name.clone())
-            .or_default()
-            .entry(way(target))
-            .or_default()
-            .clone();
-        cell.get_or_try_init(|| async { Connection::open(target).await.map(Arc::new) })
+        self.slot(target)
+            .conn
+            .get_or_try_init(|| async { Connection::open(target).await.map(Arc::new) })
             .await
             .cloned()
     }
 
     /// What is known of the environment of the host as `target` reaches it.
     pub fn host_env(&self, target: &HostTarget) -> Arc<HostEnv> {
-        self.envs
+        self.slot(target).env.clone()
+    }
+
+    fn slot(&self, target: &HostTarget) -> Arc<Slot> {
+        self.conns
             .lock()
             .unwrap()
             .entry(target.name.clone())
@@ -64,13 +64,12 @@ impl ConnPool {
     /// Forget a host's connection (after `wait_for_connection` sees it broken).
     pub fn reset(&self, host: &str) {
         self.conns.lock().unwrap().remove(host);
-        self.envs.lock().unwrap().remove(host);
     }
 
     /// Close every connection (SSH disconnects, WinRM shells deleted); returns the warnings
     /// of those that left something behind.
     pub async fn close_all(&self) -> Vec<String> {
-        let cells: Vec<_> = self
+        let slots: Vec<_> = self
             .conns
             .lock()
             .unwrap()
@@ -78,8 +77,8 @@ impl ConnPool {
             .flat_map(|(_, ways)| ways.into_values())
             .collect();
         let mut warnings = Vec::new();
-        for cell in cells {
-            if let Some(conn) = Arc::try_unwrap(cell).ok().and_then(|c| c.into_inner())
+        for slot in slots {
+            if let Some(conn) = Arc::try_unwrap(slot).ok().and_then(|s| s.conn.into_inner())
                 && let Ok(conn) = Arc::try_unwrap(conn)
             {
                 warnings.extend(conn.close().await);
