@@ -96,10 +96,10 @@ const BAD_INPUTS: &[(&[&str], &str)] = &[
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "-e", "./vars.yml"], "extra vars #1: file name `./vars.yml` needs a leading `@` (`-e @./vars.yml`)"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "-e", "a=1", "-e", "password=hunter2 oops"], "extra vars #2: `oops` is not `key=value`"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "-e", "1abc=2"], "extra vars #1: `1abc` is not a valid variable name (letters, digits and `_`, not starting with a digit)"),
-    (&["plan", "--spec", "k8s-libvirt-1-1-1", "-e", r#"{"a": [1, 2"#], "extra vars #1: inline YAML/JSON is invalid: did not find expected ',' or ']'"),
+    (&["plan", "--spec", "k8s-libvirt-1-1-1", "-e", r#"{"a": [1, 2"#], "extra vars #1: inline YAML/JSON is invalid: did not find expected ',' or ']', while parsing a flow sequence at line 1 column 7"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "-e", "[1, 2]"], "extra vars #1: inline YAML/JSON must be a mapping of names to values, not a list"),
     (&["plan", "--spec", "k8s-libvirt-1-1-1", "-e", "msg='unterminated"], "extra vars #1: unterminated ' quote"),
-    (&["plan", "--spec", "k8s-libvirt-1-1-1", "-e", "@Cargo.toml"], "extra vars #1: `Cargo.toml`: deserializing from YAML containing more than one document is not supported"),
+    (&["plan", "--spec", "k8s-libvirt-1-1-1", "-e", "@Cargo.toml"], "extra vars #1: `Cargo.toml`:2:1: did not find expected <document start>"),
     // phases
     (&["run", "--spec", "k8s-libvirt-1-1-1", "--stop-after", "cleanup"], "`--stop-after`: unknown phase `cleanup`; valid phases: gather-facts, prepare-hypervisors, prepare-environment, cleanup-hypervisors, run-validations, create-network, create-services, prepare-cluster, download-images, deploy-cluster, post-deployment"),
     (&["run", "--spec", "k8s-libvirt-1-1-1", "--start-at", "deploy-cluster", "--stop-after", "gather-facts"], "the window starts at `deploy-cluster` but ends at `gather-facts`: no phase would run"),

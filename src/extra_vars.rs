@@ -97,9 +97,9 @@ pub fn parse_one(arg: &str, index: usize, base_dir: &Path) -> Result<VarMap, Ext
     }
     if arg.starts_with('{') || arg.starts_with('[') {
         let value: serde_json::Value =
-            serde_yaml::from_str(arg).map_err(|e| ExtraVarsError::InlineSyntax {
+            crate::yaml::parse_value(arg).map_err(|e| ExtraVarsError::InlineSyntax {
                 index,
-                message: yaml_message(&e),
+                message: e.detail(),
             })?;
         return into_map(value, index, |found| ExtraVarsError::InlineNotMapping {
             index,
@@ -121,16 +121,18 @@ fn load_file(file: &str, index: usize, base_dir: &Path) -> Result<VarMap, ExtraV
     })?;
     // `-e @secrets.yml` may be vaulted whole or hold `!vault` values, as in Ansible.
     let text = crate::vault::file_text(&path, text)?;
-    let syntax = |e: serde_yaml::Error| ExtraVarsError::FileSyntax {
-        index,
-        path: PathBuf::from(file),
-        line: e.location().map_or(0, |l| l.line()),
-        column: e.location().map_or(0, |l| l.column()),
-        message: yaml_message(&e),
-    };
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(&text).map_err(syntax)?;
-    crate::vault::yaml::decrypt_tags(&mut doc, &text, &path, &crate::vault::current())?;
-    let value: serde_json::Value = serde_yaml::from_value(doc).map_err(syntax)?;
+    let value = crate::yaml::parse(&text, &path, Some(&crate::vault::current()))
+        .map_err(|e| match e {
+            crate::yaml::YamlError::Vault(d) => ExtraVarsError::from(d),
+            e => ExtraVarsError::FileSyntax {
+                index,
+                path: PathBuf::from(file),
+                line: e.line(),
+                column: e.column(),
+                message: e.detail(),
+            },
+        })?
+        .value;
     into_map(value, index, |found| ExtraVarsError::FileNotMapping {
         index,
         path: PathBuf::from(file),
@@ -139,14 +141,6 @@ fn load_file(file: &str, index: usize, base_dir: &Path) -> Result<VarMap, ExtraV
 }
 
 /// The YAML error text without its trailing " at line L column C" (the error carries those).
-fn yaml_message(e: &serde_yaml::Error) -> String {
-    let msg = e.to_string();
-    match msg.find(" at line ") {
-        Some(pos) => msg[..pos].to_string(),
-        None => msg,
-    }
-}
-
 fn into_map(
     value: serde_json::Value,
     index: usize,

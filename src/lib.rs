@@ -23,6 +23,7 @@
 //! - `secret`: a string that never prints itself; `vault`: Ansible Vault secrets and decryption.
 //! - `pyre`: Python `re` patterns and replacement templates (backed by `regex`, and
 //!   `fancy-regex` for back-references and look-around).
+//! - `yaml`: YAML as Ansible (PyYAML, YAML 1.1) reads it, with the line of every node.
 //! - `atomic`: file writes that leave the old file or the new one, never half of one.
 //! - `interrupt`: Ctrl-C caught from the first line of `main`, turned into cancellation.
 
@@ -50,6 +51,7 @@ pub mod template;
 pub mod transport;
 pub mod vars;
 pub mod vault;
+pub mod yaml;
 
 pub use error::Error;
 

@@ -137,7 +137,11 @@ fn roles_path() -> Vec<PathBuf> {
 /// `-i` values (files, folders, `a,b,` host lists); none means an empty inventory, where
 /// only the implicit `localhost` exists.
 fn load_inventory(sources: &[String]) -> Result<Inventory, Error> {
-    Ok(crate::inventory::load(sources)?)
+    let mut inv = crate::inventory::load(sources)?;
+    for w in std::mem::take(&mut inv.warnings) {
+        eprintln!("[WARNING]: {w}");
+    }
+    Ok(inv)
 }
 
 /// `-k` and `-K`, asked on the terminal with ansible-playbook's questions (with both, an empty

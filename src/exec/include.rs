@@ -170,6 +170,7 @@ impl Executor {
                 )
             }
         };
+        self.loader_warnings();
         match loaded {
             Ok((block, handlers)) => {
                 pr.handlers.lock().unwrap().extend(handlers);

@@ -215,6 +215,14 @@ impl Executor {
     }
 
     /// Report `message` as a warning unless it was reported already in this run.
+    /// Show what the loader noticed in files read while running (`include_tasks`,
+    /// `include_vars`, `vars_files`): a YAML key given twice, an action kinit lacks.
+    pub(crate) fn loader_warnings(&self) {
+        for message in self.loader.take_warnings() {
+            self.warn_once(message);
+        }
+    }
+
     pub(crate) fn warn_once(&self, message: String) {
         if self.warned.lock().unwrap().insert(message.clone()) {
             self.emit(Event::Warning { message });

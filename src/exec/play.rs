@@ -240,6 +240,7 @@ impl Executor {
                     Ok(v) => crate::vars::overlay(&mut loaded, &v),
                     Err(e) => error = Some(e.to_string()),
                 }
+                self.loader_warnings();
             }
             self.with_state(h, |s| s.vars_files = loaded);
             if let Some(e) = error {

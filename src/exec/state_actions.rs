@@ -174,7 +174,9 @@ impl Executor {
                 );
             }
             let path = self.find_file(file, task, inh, "vars");
-            match self.loader.vars_file(&path) {
+            let loaded = self.loader.vars_file(&path);
+            self.loader_warnings();
+            match loaded {
                 // Reported by its absolute path, as Ansible reports it.
                 Ok(v) => (
                     v,
@@ -339,7 +341,9 @@ impl Executor {
                         extensions.join(", ")
                     ));
                 }
-                let loaded = self.loader.vars_file(&path).map_err(|e| e.to_string())?;
+                let loaded = self.loader.vars_file(&path).map_err(|e| e.to_string());
+                self.loader_warnings();
+                let loaded = loaded?;
                 crate::vars::overlay(&mut vars, &loaded);
                 files.push(path.display().to_string());
             }

@@ -27,6 +27,8 @@ pub use load::{load, load_source};
 pub use pattern::split_patterns;
 pub use vars_dirs::load_vars_dirs;
 
+use std::path::Path;
+
 use indexmap::IndexMap;
 use serde_json::Value;
 
@@ -67,6 +69,9 @@ pub struct Group {
 pub struct Inventory {
     pub hosts: IndexMap<String, Host>,
     pub groups: IndexMap<String, Group>,
+    /// What reading the sources noticed that is not an error (a YAML key given twice), each
+    /// naming file and line, for the command to show.
+    pub warnings: Vec<String>,
 }
 
 impl Default for Inventory {
@@ -84,8 +89,25 @@ impl Default for Inventory {
         Self {
             hosts: IndexMap::new(),
             groups,
+            warnings: Vec::new(),
         }
     }
+}
+
+/// A YAML (or JSON) document of an inventory source, read as Ansible reads it, `!vault`
+/// values decrypted; what the reader noticed goes to `warnings`.
+fn read_yaml(path: &Path, text: &str, warnings: &mut Vec<String>) -> Result<Value, InventoryError> {
+    let parsed =
+        crate::yaml::parse(text, path, Some(&crate::vault::current())).map_err(|e| match e {
+            crate::yaml::YamlError::Vault(d) => InventoryError::Vault(d),
+            e => InventoryError::Syntax {
+                path: path.to_path_buf(),
+                line: e.line(),
+                message: e.detail_after_line(),
+            },
+        })?;
+    warnings.extend(parsed.warnings);
+    Ok(parsed.value)
 }
 
 /// Groups that would contain each other: the chain of children, first and last the same.

@@ -16,12 +16,12 @@ const EXTENSIONS: [&str; 4] = ["", ".yml", ".yaml", ".json"];
 pub fn load_vars_dirs(inv: &mut Inventory, dir: &Path) -> Result<(), InventoryError> {
     let groups: Vec<String> = inv.groups.keys().cloned().collect();
     for g in groups {
-        let vars = vars_for(&dir.join("group_vars"), &g)?;
+        let vars = vars_for(&dir.join("group_vars"), &g, &mut inv.warnings)?;
         crate::vars::overlay(&mut inv.group_mut(&g).dir_vars, &vars);
     }
     let hosts: Vec<String> = inv.hosts.keys().cloned().collect();
     for h in hosts {
-        let vars = vars_for(&dir.join("host_vars"), &h)?;
+        let vars = vars_for(&dir.join("host_vars"), &h, &mut inv.warnings)?;
         if let Some(host) = inv.hosts.get_mut(&h) {
             crate::vars::overlay(&mut host.dir_vars, &vars);
         }
@@ -30,7 +30,7 @@ pub fn load_vars_dirs(inv: &mut Inventory, dir: &Path) -> Result<(), InventoryEr
 }
 
 /// Everything `<base>/<name>{,.yml,.yaml,.json}` and `<base>/<name>/**` define.
-fn vars_for(base: &Path, name: &str) -> Result<VarMap, InventoryError> {
+fn vars_for(base: &Path, name: &str, warnings: &mut Vec<String>) -> Result<VarMap, InventoryError> {
     let mut out = VarMap::new();
     if !base.is_dir() {
         return Ok(out);
@@ -38,10 +38,10 @@ fn vars_for(base: &Path, name: &str) -> Result<VarMap, InventoryError> {
     for ext in EXTENSIONS {
         let p = base.join(format!("{name}{ext}"));
         if p.is_file() {
-            crate::vars::overlay(&mut out, &read_vars_file(&p)?);
+            crate::vars::overlay(&mut out, &read_vars_file(&p, warnings)?);
         } else if ext.is_empty() && p.is_dir() {
             for file in files_under(&p)? {
-                crate::vars::overlay(&mut out, &read_vars_file(&file)?);
+                crate::vars::overlay(&mut out, &read_vars_file(&file, warnings)?);
             }
         }
     }
@@ -78,20 +78,15 @@ fn files_under(dir: &Path) -> Result<Vec<PathBuf>, InventoryError> {
 }
 
 /// A YAML or JSON file holding one mapping of variables (an empty file is no variables).
-pub fn read_vars_file(path: &Path) -> Result<VarMap, InventoryError> {
+/// What the reader notices (a key given twice) is added to `warnings`.
+fn read_vars_file(path: &Path, warnings: &mut Vec<String>) -> Result<VarMap, InventoryError> {
     let text = std::fs::read_to_string(path).map_err(|source| InventoryError::Read {
         path: path.to_path_buf(),
         source,
     })?;
     // group_vars/host_vars files may be vaulted whole or hold `!vault` values.
     let text = crate::vault::file_text(path, text)?;
-    let yaml_err = |source| InventoryError::Yaml {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(&text).map_err(yaml_err)?;
-    crate::vault::yaml::decrypt_tags(&mut doc, &text, path, &crate::vault::current())?;
-    let value: Value = serde_yaml::from_value(doc).map_err(yaml_err)?;
+    let value = super::read_yaml(path, &text, warnings)?;
     match value {
         Value::Null => Ok(VarMap::new()),
         Value::Object(m) => Ok(m),

@@ -1,6 +1,6 @@
 //! Ansible YAML (and JSON) inventories: groups at the top level (usually `all`), each with
 //! `hosts`, `vars` and `children`. Parsed into typed structs so every mistake is reported
-//! with its file, line and column by the YAML parser.
+//! with its file, line and column.
 
 use std::path::Path;
 
@@ -30,17 +30,27 @@ pub fn parse(inv: &mut Inventory, path: &Path, text: &str) -> Result<(), Invento
     if text.trim().is_empty() {
         return Ok(());
     }
-    let yaml_err = |source| InventoryError::Yaml {
-        path: path.to_path_buf(),
-        source,
-    };
-    let top: Option<IndexMap<String, Option<YamlGroup>>> = if text.contains("!vault") {
-        // `!vault` values are decrypted in the document before it takes the inventory's shape.
-        let mut doc: serde_yaml::Value = serde_yaml::from_str(text).map_err(yaml_err)?;
-        crate::vault::yaml::decrypt_tags(&mut doc, text, path, &crate::vault::current())?;
-        serde_yaml::from_value(doc).map_err(yaml_err)?
-    } else {
-        serde_yaml::from_str(text).map_err(yaml_err)?
+    let doc = super::read_yaml(path, text, &mut inv.warnings)?;
+    let top: Option<IndexMap<String, Option<YamlGroup>>> = match serde_json::from_value(doc) {
+        Ok(top) => top,
+        // The document reads but is not an inventory's shape. serde_yaml on the same text
+        // names the line and column of the offending key; the values (decrypted, YAML 1.1)
+        // came from `crate::yaml`.
+        Err(shape) => {
+            return Err(
+                match serde_yaml::from_str::<Option<IndexMap<String, Option<YamlGroup>>>>(text) {
+                    Err(source) => InventoryError::Yaml {
+                        path: path.to_path_buf(),
+                        source,
+                    },
+                    Ok(_) => InventoryError::Syntax {
+                        path: path.to_path_buf(),
+                        line: 0,
+                        message: shape.to_string(),
+                    },
+                },
+            );
+        }
     };
     for (name, group) in top.unwrap_or_default() {
         add_group(inv, path, None, &name, group.unwrap_or_default())?;

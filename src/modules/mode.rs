@@ -126,9 +126,9 @@ impl Clause {
 
 /// Deserialize an optional mode from a string or a number.
 ///
-/// kinit's YAML reader keeps `mode: 0644` as the string `"0644"` (read as octal), so a number
-/// only arrives from JSON or a template expression and is the mode's value, as in Ansible
-/// (`420` is `0644`).
+/// A number is the mode's value, as in Ansible: YAML 1.1 reads `mode: 0644` as 420, which is
+/// `0644`; `mode: 644` is the number 644 (`01204`), Ansible's well-known trap. A string is
+/// octal or symbolic.
 pub fn opt_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Mode>, D::Error> {
     match Value::deserialize(d)? {
         Value::Null => Ok(None),

@@ -126,6 +126,9 @@ impl Loader {
             return Ok(d.clone());
         }
         let d = Arc::new(Doc::load(path)?);
+        for w in &d.warnings {
+            self.warn(w.clone());
+        }
         self.docs
             .lock()
             .unwrap()

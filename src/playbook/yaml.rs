@@ -1,26 +1,16 @@
-//! YAML documents with line numbers.
+//! Playbook, role and task files as YAML documents with line numbers.
 //!
-//! `serde_yaml` gives the values (its scalar typing is the one every other kinit loader uses)
-//! but no positions, so the same text is also run through `yaml-rust2`'s event parser, which
-//! marks every node. `Node` walks both trees side by side: a value plus the line it starts on.
-//! Aliases resolve to a value without positions of their own; their nodes report the alias's
-//! line.
+//! `crate::yaml` reads the text as Ansible does and records the line of every node; `Node`
+//! walks the value and its positions side by side. An alias's nodes carry the lines of the
+//! anchored node they repeat.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::Marker;
 
 use super::LoadError;
-
-/// Positions of one YAML node and its children (mapping values in key order, or items).
-#[derive(Debug, Default, Clone)]
-pub struct Pos {
-    pub line: usize,
-    pub children: Vec<Pos>,
-}
+pub use crate::yaml::Pos;
 
 /// A parsed YAML file: the value as JSON plus the position tree.
 #[derive(Debug)]
@@ -28,6 +18,8 @@ pub struct Doc {
     pub file: Arc<PathBuf>,
     pub value: Value,
     pub pos: Pos,
+    /// What the reader noticed (a key given twice), each naming file and line.
+    pub warnings: Vec<String>,
 }
 
 /// A value inside a `Doc`, with its file and line.
@@ -118,132 +110,21 @@ impl Doc {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Doc, LoadError> {
-        let file = Arc::new(path.to_path_buf());
-        let text = &*explicit_empty_nulls(text);
-        let mut yaml: serde_yaml::Value =
-            serde_yaml::from_str(text).map_err(|e| LoadError::Syntax {
+        let vault = crate::vault::current();
+        let parsed = crate::yaml::parse(text, path, Some(&vault)).map_err(|e| match e {
+            crate::yaml::YamlError::Vault(d) => LoadError::from(d),
+            e => LoadError::Syntax {
                 file: path.to_path_buf(),
-                line: e.location().map(|l| l.line()).unwrap_or(0),
-                detail: e.to_string(),
-            })?;
-        crate::vault::yaml::decrypt_tags(&mut yaml, text, path, &crate::vault::current())?;
-        let value = to_json(yaml);
-        let mut rec = Recorder::default();
-        let mut parser = Parser::new_from_str(text);
-        // serde_yaml accepted the text; if the marker parser still disagrees, lines degrade to 0.
-        let pos = match parser.load(&mut rec, false) {
-            Ok(()) => rec.root.unwrap_or_default(),
-            Err(_) => Pos::default(),
-        };
-        Ok(Doc { file, value, pos })
-    }
-}
-
-/// `!!null` with no value (`key: !!null`) is YAML's null, as PyYAML reads it; serde_yaml
-/// refuses the empty scalar behind the tag ("expected null"), so such a tag gets an explicit
-/// `~`. Lines and columns stay where they were for everything before it on the line.
-fn explicit_empty_nulls(text: &str) -> std::borrow::Cow<'_, str> {
-    static EMPTY_NULL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?m)!!null([ \t]*)(#.*)?$").expect("valid regex")
-    });
-    if !text.contains("!!null") {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    EMPTY_NULL.replace_all(text, "!!null ~$1$2")
-}
-
-/// Convert a YAML value to JSON (mapping keys become strings; tags are dropped, `!vault`
-/// values having been decrypted before).
-pub fn to_json(v: serde_yaml::Value) -> Value {
-    use serde_yaml::Value as Y;
-    match v {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                serde_json::Number::from_f64(n.as_f64().unwrap_or(0.0))
-                    .map(Value::Number)
-                    .unwrap_or(Value::Null)
-            }
-        }
-        Y::String(s) => Value::String(s),
-        Y::Sequence(items) => Value::Array(items.into_iter().map(to_json).collect()),
-        Y::Mapping(map) => {
-            let mut out = serde_json::Map::new();
-            for (k, v) in map {
-                let key = match k {
-                    Y::String(s) => s,
-                    Y::Bool(b) => b.to_string(),
-                    Y::Number(n) => n.to_string(),
-                    Y::Null => "null".to_string(),
-                    other => to_json(other).to_string(),
-                };
-                out.insert(key, to_json(v));
-            }
-            Value::Object(out)
-        }
-        Y::Tagged(t) => to_json(t.value),
-    }
-}
-
-/// Builds the position tree from marked parser events.
-#[derive(Default)]
-struct Recorder {
-    /// Open collections: (node, is_mapping, items seen).
-    stack: Vec<(Pos, bool, usize)>,
-    root: Option<Pos>,
-}
-
-impl Recorder {
-    fn leaf(&mut self, pos: Pos) {
-        match self.stack.last_mut() {
-            Some((parent, is_map, seen)) => {
-                // In a mapping, even positions are keys; only values are kept.
-                if !*is_map || *seen % 2 == 1 {
-                    parent.children.push(pos);
-                }
-                *seen += 1;
-            }
-            None => self.root = Some(pos),
-        }
-    }
-}
-
-impl MarkedEventReceiver for Recorder {
-    fn on_event(&mut self, ev: Event, mark: Marker) {
-        let line = mark.line();
-        match ev {
-            Event::Scalar(..) | Event::Alias(_) => self.leaf(Pos {
-                line,
-                children: Vec::new(),
-            }),
-            Event::SequenceStart(..) => self.stack.push((
-                Pos {
-                    line,
-                    children: Vec::new(),
-                },
-                false,
-                0,
-            )),
-            Event::MappingStart(..) => self.stack.push((
-                Pos {
-                    line,
-                    children: Vec::new(),
-                },
-                true,
-                0,
-            )),
-            Event::SequenceEnd | Event::MappingEnd => {
-                if let Some((pos, _, _)) = self.stack.pop() {
-                    self.leaf(pos);
-                }
-            }
-            _ => {}
-        }
+                line: e.line(),
+                detail: e.detail_after_line(),
+            },
+        })?;
+        Ok(Doc {
+            file: Arc::new(path.to_path_buf()),
+            value: parsed.value,
+            pos: parsed.pos,
+            warnings: parsed.warnings,
+        })
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! - `envelope`: the header and hexlified body; `cipher`: PBKDF2 → AES-256-CTR + HMAC-SHA256.
 //! - `secrets`: where passwords come from (files, scripts, the terminal) and in which order.
-//! - `yaml`: `!vault` tags inside a YAML document, replaced by their plaintext.
+//!
+//! `!vault` values inside YAML documents are decrypted by `crate::yaml` as it reads them.
 //!
 //! The secrets of a run are installed once (`install`), before anything is loaded, and every
 //! loader (playbooks, vars files, inventories, `-e @file`, `copy`/`template` sources) asks
@@ -15,7 +16,6 @@
 pub mod cipher;
 pub mod envelope;
 pub mod secrets;
-pub mod yaml;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};

@@ -13,6 +13,7 @@ const LAYERS: &[&str] = &[
     "atomic",
     "secret",
     "vault",
+    "yaml",
     "vars",
     "interrupt",
     "report",

@@ -163,13 +163,12 @@ pub fn from_yaml(value: Value) -> Result<Value, Error> {
         return Ok(value);
     }
     let s = pyrepr::to_str(&value)?;
-    let j: Json =
-        serde_yaml::from_str(&s).map_err(|e| invalid(format!("from_yaml: invalid YAML: {e}")))?;
+    let j = crate::yaml::parse_value(&s)
+        .map_err(|e| invalid(format!("from_yaml: invalid YAML: {e}")))?;
     Ok(Value::from_serialize(j))
 }
 
 pub fn from_yaml_all(value: Value) -> Result<Value, Error> {
-    use serde::Deserialize;
     // As ansible-core: `None` is no documents, a value that is not text comes back unchanged.
     if value.is_none() {
         return Ok(Value::from(Vec::<Value>::new()));
@@ -178,11 +177,7 @@ pub fn from_yaml_all(value: Value) -> Result<Value, Error> {
         return Ok(value);
     }
     let s = pyrepr::to_str(&value)?;
-    let mut docs = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(&s) {
-        let j = Json::deserialize(doc)
-            .map_err(|e| invalid(format!("from_yaml_all: invalid YAML: {e}")))?;
-        docs.push(j);
-    }
+    let docs = crate::yaml::parse_all(&s)
+        .map_err(|e| invalid(format!("from_yaml_all: invalid YAML: {e}")))?;
     Ok(Value::from_serialize(docs))
 }

@@ -1,0 +1,557 @@
+//! YAML as Ansible reads it, with the line of every node.
+//!
+//! Ansible loads YAML with PyYAML over libyaml, which is YAML 1.1: `enabled: no` is false,
+//! `mode: 0644` is 420, merge keys (`<<: *defaults`) are applied, and a key given twice keeps
+//! its last value with a warning. kinit builds its values from the events of `libyaml-safer`
+//! (libyaml in safe Rust: the same grammar, so the same texts are accepted and refused) with
+//! the same rules (`scalar` holds PyYAML's resolver and constructors), so every loader (playbooks,
+//! roles, vars files, inventories, `-e`, `from_yaml`) reads a document as ansible-playbook
+//! does. The same pass records the line of every node (`Pos`), which error messages name, and
+//! decrypts `!vault` values.
+//!
+//! Tags: `!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, `!!map`, `!!seq` and `!!set` construct
+//! as PyYAML's safe constructor does; `!!timestamp` and `!!binary` keep their text (PyYAML
+//! makes a datetime and bytes); `!!omap` and `!!pairs` keep their list of one-key mappings
+//! (PyYAML makes pairs; Ansible deprecates both); `!vault`/`!vault-encrypted` are decrypted.
+//! `!unsafe` marks text that Ansible never templates; kinit has no separate "unsafe" string
+//! and reads it as an ordinary one. Any other tag is refused with PyYAML's message, as
+//! ansible-playbook refuses it.
+
+mod scalar;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use indexmap::IndexMap;
+use libyaml_safer::{EventData, Parser, ScalarStyle};
+use serde_json::{Map, Value};
+
+use crate::vault::{DecryptError, Vault, VaultError};
+
+/// Positions of one YAML node and its children (mapping values in key order, or items).
+#[derive(Debug, Default, Clone)]
+pub struct Pos {
+    pub line: usize,
+    pub children: Vec<Pos>,
+}
+
+/// A parsed document: its value as JSON, where each node is, and what the reader noticed.
+#[derive(Debug)]
+pub struct Parsed {
+    pub value: Value,
+    pub pos: Pos,
+    /// Ansible's warnings about the text (a key given twice).
+    pub warnings: Vec<String>,
+}
+
+/// Why a document could not be read. Lines are 1-based.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum YamlError {
+    #[error("{msg} at line {line} column {column}{}", context.as_ref().map(|c| format!(", {c}")).unwrap_or_default())]
+    Syntax {
+        line: usize,
+        column: usize,
+        msg: String,
+        /// What the parser was in (`while parsing a block mapping at line 1 column 3`).
+        context: Option<String>,
+    },
+    #[error("expected a single document in the stream, but found another document (line {line})")]
+    SecondDocument { line: usize },
+    #[error("could not determine a constructor for the tag '{tag}' (line {line})")]
+    UnknownTag { line: usize, tag: String },
+    #[error("{msg} (line {line})")]
+    Construct { line: usize, msg: String },
+    #[error(transparent)]
+    Vault(#[from] DecryptError),
+}
+
+impl YamlError {
+    /// The line the problem is on (0 when unknown).
+    pub fn line(&self) -> usize {
+        match self {
+            YamlError::Syntax { line, .. }
+            | YamlError::SecondDocument { line }
+            | YamlError::UnknownTag { line, .. }
+            | YamlError::Construct { line, .. } => *line,
+            YamlError::Vault(e) => e.line.unwrap_or(0),
+        }
+    }
+
+    /// The problem and, for a syntax error, its column: for messages that name file and line.
+    pub fn detail_after_line(&self) -> String {
+        match self {
+            YamlError::Syntax {
+                msg,
+                column,
+                context,
+                ..
+            } => match context {
+                Some(c) => format!("{msg} at column {column}, {c}"),
+                None => format!("{msg} at column {column}"),
+            },
+            e => e.detail(),
+        }
+    }
+
+    /// The column of a syntax error (0 otherwise).
+    pub fn column(&self) -> usize {
+        match self {
+            YamlError::Syntax { column, .. } => *column,
+            _ => 0,
+        }
+    }
+
+    /// The problem without its position, for messages that name it themselves.
+    pub fn detail(&self) -> String {
+        match self {
+            YamlError::Syntax { msg, context, .. } => match context {
+                Some(c) => format!("{msg}, {c}"),
+                None => msg.clone(),
+            },
+            YamlError::Construct { msg, .. } => msg.clone(),
+            YamlError::SecondDocument { .. } => {
+                "expected a single document in the stream, but found another document".into()
+            }
+            YamlError::UnknownTag { tag, .. } => {
+                format!("could not determine a constructor for the tag '{tag}'")
+            }
+            YamlError::Vault(e) => e.reason.to_string(),
+        }
+    }
+}
+
+/// How deep collections may nest: far beyond any real document, and shallow enough that
+/// everything walking a value recursively (templating, dropping it) stays within its stack.
+const MAX_DEPTH: usize = 256;
+
+/// How many values aliases may copy in one text.
+const ALIAS_BUDGET: usize = 1_000_000;
+
+/// Read one document of `text` (from `file`, for vault messages). `vault` decrypts `!vault`
+/// values; without it they are an error naming the line. An empty text is null.
+pub fn parse(text: &str, file: &Path, vault: Option<&Vault>) -> Result<Parsed, YamlError> {
+    let (mut docs, warnings) = build(text, file, vault, false)?;
+    let (value, pos) = match docs.pop() {
+        Some(n) => (n.value, n.pos),
+        None => (Value::Null, Pos::default()),
+    };
+    Ok(Parsed {
+        value,
+        pos,
+        warnings,
+    })
+}
+
+/// Read a document's value only (no vault): `-e '{...}'`, the `from_yaml` filter.
+pub fn parse_value(text: &str) -> Result<Value, YamlError> {
+    parse(text, Path::new(""), None).map(|p| p.value)
+}
+
+/// Every document of `text` (no vault): the `from_yaml_all` filter.
+pub fn parse_all(text: &str) -> Result<Vec<Value>, YamlError> {
+    let (docs, _) = build(text, Path::new(""), None, true)?;
+    Ok(docs.into_iter().map(|n| n.value).collect())
+}
+
+fn build(
+    text: &str,
+    file: &Path,
+    vault: Option<&Vault>,
+    multi: bool,
+) -> Result<(Vec<Node>, Vec<String>), YamlError> {
+    let mut b = Builder {
+        stack: Vec::new(),
+        anchors: HashMap::new(),
+        alias_budget: ALIAS_BUDGET,
+        warnings: Vec::new(),
+        vault,
+        file,
+        root: None,
+    };
+    let mut docs = Vec::new();
+    let mut input = text.as_bytes();
+    let mut parser = Parser::new();
+    parser.set_input_string(&mut input);
+    loop {
+        let event = parser.parse().map_err(|e| {
+            let mark = e.problem_mark().unwrap_or_default();
+            YamlError::Syntax {
+                line: mark.line as usize + 1,
+                column: mark.column as usize + 1,
+                msg: e.problem().to_string(),
+                context: e.context().map(|c| match e.context_mark() {
+                    Some(m) => format!("{c} at line {} column {}", m.line + 1, m.column + 1),
+                    None => c.to_string(),
+                }),
+            }
+        })?;
+        let line = event.start_mark.line as usize + 1;
+        match event.data {
+            EventData::StreamEnd => break,
+            EventData::DocumentStart { .. } => {
+                if !multi && !docs.is_empty() {
+                    return Err(YamlError::SecondDocument { line });
+                }
+            }
+            EventData::DocumentEnd { .. } => {
+                docs.push(b.root.take().unwrap_or(Node {
+                    value: Value::Null,
+                    pos: Pos::default(),
+                    merge_key: false,
+                }));
+                // Anchors do not reach across documents.
+                b.anchors.clear();
+            }
+            EventData::Scalar {
+                anchor,
+                tag,
+                value,
+                style,
+                ..
+            } => {
+                let node = b.scalar(value, style, tag, line)?;
+                b.push(node, anchor);
+            }
+            EventData::Alias { anchor } => {
+                let Some((node, size)) = b.anchors.get(&anchor).cloned() else {
+                    return Err(YamlError::Construct {
+                        line,
+                        msg: format!("found undefined alias '{anchor}'"),
+                    });
+                };
+                // PyYAML shares an aliased object; kinit copies it, so a document of aliases
+                // of aliases ("billion laughs") is stopped before it fills memory.
+                b.alias_budget = b
+                    .alias_budget
+                    .checked_sub(size)
+                    .ok_or(YamlError::Construct {
+                        line,
+                        msg: format!("aliases expand to more than {ALIAS_BUDGET} values"),
+                    })?;
+                b.push(node, None);
+            }
+            EventData::SequenceStart { .. } | EventData::MappingStart { .. }
+                if b.stack.len() >= MAX_DEPTH =>
+            {
+                return Err(YamlError::Construct {
+                    line,
+                    msg: format!("collections nested more than {MAX_DEPTH} deep"),
+                });
+            }
+            EventData::SequenceStart { anchor, tag, .. } => {
+                check_collection_tag(tag.as_deref(), line, true)?;
+                b.stack.push(Frame::new(anchor, line, false, false));
+            }
+            EventData::MappingStart { anchor, tag, .. } => {
+                check_collection_tag(tag.as_deref(), line, false)?;
+                let set = tag.as_deref() == Some(SET);
+                b.stack.push(Frame::new(anchor, line, true, set));
+            }
+            EventData::SequenceEnd | EventData::MappingEnd => {
+                let mut frame = b.stack.pop().expect("the parser balances collections");
+                let anchor = frame.anchor.take();
+                let node = b.finish(frame)?;
+                b.push(node, anchor);
+            }
+            EventData::StreamStart { .. } => {}
+        }
+    }
+    Ok((docs, b.warnings))
+}
+
+/// A finished node.
+#[derive(Debug, Clone)]
+struct Node {
+    value: Value,
+    pos: Pos,
+    /// A plain `<<`: a merge key when it stands as a mapping key.
+    merge_key: bool,
+}
+
+/// A collection being built.
+struct Frame {
+    anchor: Option<String>,
+    line: usize,
+    is_map: bool,
+    /// `!!set`: a mapping whose values are all null.
+    set: bool,
+    items: Vec<Node>,
+}
+
+impl Frame {
+    fn new(anchor: Option<String>, line: usize, is_map: bool, set: bool) -> Self {
+        Frame {
+            anchor,
+            line,
+            is_map,
+            set,
+            items: Vec::new(),
+        }
+    }
+}
+
+struct Builder<'a> {
+    stack: Vec<Frame>,
+    /// Anchored nodes, each with how many values it holds.
+    anchors: HashMap<String, (Node, usize)>,
+    alias_budget: usize,
+    warnings: Vec<String>,
+    vault: Option<&'a Vault>,
+    file: &'a Path,
+    root: Option<Node>,
+}
+
+/// YAML's core tags (`!!str`...) as the parser spells them.
+const CORE: &str = "tag:yaml.org,2002:";
+const SET: &str = "tag:yaml.org,2002:set";
+
+fn check_collection_tag(tag: Option<&str>, line: usize, seq: bool) -> Result<(), YamlError> {
+    let Some(t) = tag else { return Ok(()) };
+    let known = match t.strip_prefix(CORE) {
+        Some(core) if seq => matches!(core, "seq" | "omap" | "pairs"),
+        Some(core) => matches!(core, "map" | "set"),
+        None => matches!(t, "!" | "!unsafe"),
+    };
+    if known {
+        Ok(())
+    } else {
+        Err(YamlError::UnknownTag {
+            line,
+            tag: t.to_string(),
+        })
+    }
+}
+
+impl Builder<'_> {
+    fn push(&mut self, node: Node, anchor: Option<String>) {
+        if let Some(anchor) = anchor {
+            let size = count_values(&node.value);
+            self.anchors.insert(anchor, (node.clone(), size));
+        }
+        match self.stack.last_mut() {
+            Some(frame) => frame.items.push(node),
+            None => self.root = Some(node),
+        }
+    }
+
+    fn scalar(
+        &mut self,
+        s: String,
+        style: ScalarStyle,
+        tag: Option<String>,
+        line: usize,
+    ) -> Result<Node, YamlError> {
+        let leaf = |value| Node {
+            value,
+            pos: Pos {
+                line,
+                children: Vec::new(),
+            },
+            merge_key: false,
+        };
+        let Some(tag) = tag else {
+            if style != ScalarStyle::Plain {
+                return Ok(leaf(Value::String(s)));
+            }
+            return match scalar::plain(&s) {
+                scalar::Plain::Value(v) => Ok(leaf(v)),
+                scalar::Plain::Merge => Ok(Node {
+                    merge_key: true,
+                    ..leaf(Value::String(s))
+                }),
+                scalar::Plain::ValueTag => Err(YamlError::UnknownTag {
+                    line,
+                    tag: "tag:yaml.org,2002:value".into(),
+                }),
+            };
+        };
+        let bad = |what: &str| YamlError::Construct {
+            line,
+            msg: format!("{what}: {s:?}"),
+        };
+        let unknown = || YamlError::UnknownTag {
+            line,
+            tag: tag.clone(),
+        };
+        let value = match tag.strip_prefix(CORE) {
+            Some("str" | "timestamp" | "binary") => Value::String(s.clone()),
+            Some("null") => Value::Null,
+            Some("bool") => Value::Bool(scalar::bool_word(&s).ok_or_else(|| bad("not a boolean"))?),
+            Some("int") => scalar::int(&s).ok_or_else(|| bad("invalid literal for int()"))?,
+            Some("float") => {
+                scalar::float(&s).ok_or_else(|| bad("could not convert string to float"))?
+            }
+            Some(_) => return Err(unknown()),
+            // `!` alone is the non-specific tag: a string.
+            None => match tag.as_str() {
+                "!" | "!unsafe" => Value::String(s.clone()),
+                "!vault" | "!vault-encrypted" => Value::String(self.decrypt(&s, line)?),
+                _ => return Err(unknown()),
+            },
+        };
+        Ok(leaf(value))
+    }
+
+    /// The plaintext of a `!vault` value on `line` (the tag's line, as Ansible names it).
+    fn decrypt(&self, cipher: &str, line: usize) -> Result<String, YamlError> {
+        let fail = |reason| DecryptError {
+            file: self.file.to_path_buf(),
+            line: Some(line),
+            reason,
+        };
+        let vault = self.vault.ok_or_else(|| fail(VaultError::NoSecrets))?;
+        Ok(vault.decrypt_text(cipher).map_err(fail)?)
+    }
+
+    fn finish(&mut self, frame: Frame) -> Result<Node, YamlError> {
+        let line = frame.line;
+        if !frame.is_map {
+            let (values, children) = frame.items.into_iter().map(|n| (n.value, n.pos)).unzip();
+            return Ok(Node {
+                value: Value::Array(values),
+                pos: Pos { line, children },
+                merge_key: false,
+            });
+        }
+        // PyYAML's flatten_mapping (6.0.2 and later): the pairs of merged mappings come first,
+        // in the order of the `<<` list, then the mapping's own pairs; a key keeps the place
+        // where it first appears and the value that comes last. So a later mapping of a `<<`
+        // list wins over an earlier one, and own keys win over merged ones. (PyYAML before
+        // 6.0.2 let the earlier mapping win.)
+        let mut merged: Vec<(String, Node, usize)> = Vec::new();
+        let mut own: Vec<(String, Node, usize)> = Vec::new();
+        let mut items = frame.items.into_iter();
+        while let Some(key) = items.next() {
+            let value = items.next().unwrap_or(Node {
+                value: Value::Null,
+                pos: Pos::default(),
+                merge_key: false,
+            });
+            if key.merge_key {
+                for src in merge_sources(value, key.pos.line)? {
+                    merged.extend(src.into_iter().map(|(k, n)| {
+                        let line = n.pos.line;
+                        (k, n, line)
+                    }));
+                }
+                continue;
+            }
+            let key_line = key.pos.line;
+            let mut value = if frame.set { null_node(value) } else { value };
+            if value.value.is_null() && value.pos.children.is_empty() && value.pos.line > key_line {
+                // An empty value (`key:`) is marked where the next token starts: it is on the
+                // key's line.
+                value.pos.line = key_line;
+            }
+            own.push((key_text(key.value), value, key_line));
+        }
+        let mut entries: IndexMap<String, Node> = IndexMap::new();
+        for (k, v, key_line) in merged.into_iter().chain(own) {
+            if entries.contains_key(&k) {
+                // Ansible 2.19 (DUPLICATE_YAML_DICT_KEY=warn) warns about every key that repeats
+                // one before it, merged ones included.
+                self.warnings.push(format!(
+                    "{}:{key_line}: Found duplicate mapping key '{k}'. Using last defined value only.",
+                    self.file.display()
+                ));
+            }
+            entries.insert(k, v);
+        }
+        let mut map = Map::with_capacity(entries.len());
+        let mut children = Vec::with_capacity(entries.len());
+        for (k, n) in entries {
+            map.insert(k, n.value);
+            children.push(n.pos);
+        }
+        Ok(Node {
+            value: Value::Object(map),
+            pos: Pos { line, children },
+            merge_key: false,
+        })
+    }
+}
+
+fn count_values(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(count_values).sum::<usize>(),
+        Value::Object(map) => 1 + map.values().map(count_values).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+fn null_node(n: Node) -> Node {
+    Node {
+        value: Value::Null,
+        ..n
+    }
+}
+
+/// The entries a `<<` value brings: one mapping, or a list of mappings.
+fn merge_sources(value: Node, line: usize) -> Result<Vec<Vec<(String, Node)>>, YamlError> {
+    let not_mapping = |found: &Value| YamlError::Construct {
+        line,
+        msg: format!(
+            "while constructing a mapping: expected a mapping or list of mappings for merging, but found {}",
+            kind(found)
+        ),
+    };
+    match value.value {
+        Value::Object(_) => Ok(vec![entries_of(value)]),
+        Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, v) in items.into_iter().enumerate() {
+                if !v.is_object() {
+                    return Err(not_mapping(&v));
+                }
+                let pos = value.pos.children.get(i).cloned().unwrap_or_default();
+                out.push(entries_of(Node {
+                    value: v,
+                    pos,
+                    merge_key: false,
+                }));
+            }
+            Ok(out)
+        }
+        other => Err(not_mapping(&other)),
+    }
+}
+
+fn entries_of(n: Node) -> Vec<(String, Node)> {
+    let Value::Object(map) = n.value else {
+        return Vec::new();
+    };
+    map.into_iter()
+        .enumerate()
+        .map(|(i, (k, value))| {
+            let pos = n.pos.children.get(i).cloned().unwrap_or_default();
+            (
+                k,
+                Node {
+                    value,
+                    pos,
+                    merge_key: false,
+                },
+            )
+        })
+        .collect()
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Object(_) => "mapping",
+        Value::Array(_) => "sequence",
+        _ => "scalar",
+    }
+}
+
+/// A mapping key as text: strings as they are, other scalars as JSON writes them (`true`,
+/// `1`, `null`), collections as their JSON.
+fn key_text(v: Value) -> String {
+    match v {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
