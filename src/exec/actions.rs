@@ -97,7 +97,7 @@ impl Executor {
             ExecAction::WaitForConnection(a) => {
                 self.wait_for_connection(&rendered!(a), host, kw, ctx).await
             }
-            ExecAction::AsyncStatus(a) => self.async_status(&rendered!(a)),
+            ExecAction::AsyncStatus(a) => self.async_status(&rendered!(a), host, kw, ctx).await,
             ExecAction::ValidateArgumentSpec(a) => self.validate_argument_spec(rendered!(a), ctx),
         }
     }
@@ -121,22 +121,151 @@ impl Executor {
         T::deserialize(&v).map_err(|e| crate::modules::args::explain(&e.to_string()))
     }
 
-    /// `async_status: jid=...`: the result of an `async` task of this run. kinit runs async
-    /// tasks to their end, so a known job is always `finished`.
-    fn async_status(&self, args: &AsyncStatusArgs) -> Attempt {
+    /// `async_status: jid=...`: the result of an `async` task. A job that ran to its end is
+    /// answered from memory; one started in the background (`poll: 0`), or by another run, is
+    /// read from its files on the host (`modules::async_job`); `mode: cleanup` removes them.
+    async fn async_status(
+        &self,
+        args: &AsyncStatusArgs,
+        host: &str,
+        kw: &Keywords,
+        ctx: &VarMap,
+    ) -> Attempt {
+        use crate::modules::async_job::{self, JobState};
         let Some(jid) = args.jid.as_ref().map(|j| match j {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         }) else {
             return Attempt::failed("`async_status` needs `jid`");
         };
-        if args.mode.as_ref().and_then(Value::as_str) == Some("cleanup") {
-            self.jobs.lock().unwrap().remove(&jid);
-            return ok(json!({"ansible_job_id": jid, "erased": jid}));
+        let cleanup = args.mode.as_ref().and_then(Value::as_str) == Some("cleanup");
+        let known = self.jobs.lock().unwrap().get(&jid).cloned();
+        let (dir, launched) = match known {
+            Some(super::Job::Done(_)) if cleanup => {
+                // Nothing of it is on the host: it ran to its end in the task.
+                self.jobs.lock().unwrap().remove(&jid);
+                return ok(
+                    json!({"ansible_job_id": jid, "erased": jid, "started": false,
+                                 "finished": false}),
+                );
+            }
+            Some(super::Job::Done(result)) => return Attempt::of(result),
+            Some(super::Job::Started {
+                ended: Some(result),
+                ..
+            }) if !cleanup => return Attempt::of(result),
+            Some(super::Job::Started { launched, dir, .. }) => (dir, Some(launched)),
+            None => (self.async_dir(ctx), None),
+        };
+        let target = match self.target_for(host, host, kw, ctx) {
+            Ok(r) => r.target,
+            Err(e) => return Attempt::failed(e.to_string()),
+        };
+        let conn = match self.conns.get(&target).await {
+            Ok(c) => c,
+            Err(e) => return Attempt::failed(e.to_string()),
+        };
+        // A job that failed without output of its own, as ansible-core 2.19 reports one.
+        let failed_job = |msg: &str, file: &str| {
+            let mut r = TaskResult::failed(msg);
+            for (k, v) in async_job::status_fields(&jid, file, true, true)
+                .as_object()
+                .into_iter()
+                .flatten()
+            {
+                r.set(k, v.clone());
+            }
+            for k in ["stdout", "stderr"] {
+                r.set(k, json!(""));
+                r.set(&format!("{k}_lines"), json!([]));
+            }
+            Attempt::of(r)
+        };
+        let no_such_job = || failed_job("could not find job", "");
+        if conn.shell() != crate::transport::ShellKind::Posix {
+            return no_such_job();
         }
-        match self.jobs.lock().unwrap().get(&jid) {
-            Some(result) => Attempt::of(result.clone()),
-            None => Attempt::failed(format!("could not find job `{jid}`")),
+        let run = |script: String| {
+            let conn = conn.clone();
+            async move {
+                conn.exec(&crate::transport::ExecRequest {
+                    script,
+                    ..Default::default()
+                })
+                .await
+            }
+        };
+        // The empty output ansible-core 2.19 reports beside a job that has no result yet.
+        let with_empty_output = |mut r: Value| {
+            for (k, v) in [
+                ("changed", json!(false)),
+                ("stdout", json!("")),
+                ("stderr", json!("")),
+                ("stdout_lines", json!([])),
+                ("stderr_lines", json!([])),
+            ] {
+                r[k] = v;
+            }
+            r
+        };
+        if cleanup {
+            return match run(async_job::cleanup_script(&dir, &jid)).await {
+                Ok(out) => {
+                    self.jobs.lock().unwrap().remove(&jid);
+                    let mut r = with_empty_output(json!({
+                        "ansible_job_id": jid, "started": false, "finished": false
+                    }));
+                    r["erased"] = json!(out.stdout_str());
+                    ok(r)
+                }
+                Err(e) => Attempt::failed(e.to_string()),
+            };
+        }
+        let printed = match run(async_job::state_script(&dir, &jid)).await {
+            Ok(out) => out.stdout,
+            Err(e) => return Attempt::failed(e.to_string()),
+        };
+        let file = launched
+            .as_ref()
+            .map(|l| l.file.clone())
+            .unwrap_or_default();
+        match async_job::read_state(&printed) {
+            None | Some(JobState::Missing) => no_such_job(),
+            Some(JobState::Running) => ok(with_empty_output(async_job::status_fields(
+                &jid, &file, true, false,
+            ))),
+            Some(JobState::TimedOut) => failed_job("Timeout exceeded", &file),
+            Some(JobState::Ended { out, start, end }) => {
+                let at = |nanos: i128| {
+                    let t = time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+                        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+                    t.to_offset(crate::template::local_now().offset())
+                };
+                let (cmd, strip) = launched.as_ref().map_or((String::new(), true), |l| {
+                    (l.cmd.clone(), l.strip_empty_ends)
+                });
+                let m =
+                    crate::modules::command::finish_between(out, at(start), at(end), &cmd, strip);
+                let mut r = super::remote::task_result(m);
+                for (k, v) in async_job::status_fields(&jid, &file, true, true)
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                {
+                    r.set(k, v.clone());
+                }
+                if let Some(launched) = launched {
+                    self.jobs.lock().unwrap().insert(
+                        jid,
+                        super::Job::Started {
+                            launched,
+                            dir,
+                            ended: Some(r.clone()),
+                        },
+                    );
+                }
+                Attempt::of(r)
+            }
         }
     }
 

@@ -4,6 +4,7 @@
 //! Longer than most files: the steps above are one sequence whose order is Ansible's, easier
 //! to check against it in one place (loops, retries and actions have files of their own).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, json};
@@ -11,6 +12,7 @@ use serde_json::{Map, json};
 use super::include::IncludeReq;
 use super::inherit::Inherit;
 use super::{Executor, PlayRun};
+use crate::modules::async_job::AsyncJob;
 use crate::playbook::{Action, Keywords, Task};
 use crate::report::{Event, Status, TaskResult};
 use crate::vars::VarMap;
@@ -53,6 +55,12 @@ impl Attempt {
 
 const CENSORED: &str =
     "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
+
+tokio::task_local! {
+    /// The job an `async` task with `poll: 0` starts, for the module that runs it
+    /// (`run_module` hands it on in `ModuleCtx::detach`). Only set around such a task.
+    pub(crate) static DETACH: Arc<AsyncJob>;
+}
 
 /// One task on one host: what every step of running it needs (its play run, the task, its
 /// effective keywords, what enclosing blocks hand down, the host, the task's id in the run).
@@ -384,9 +392,11 @@ impl Executor {
         Ok(std::borrow::Cow::Owned(out))
     }
 
-    /// An `async: secs` task: run to its end within `secs` (a `timeout` of its own wins), its
-    /// result kept under a job id for `async_status` and marked as Ansible marks a finished
-    /// job. With `poll: 0` Ansible would go on at once; kinit waits and says so once.
+    /// An `async: secs` task. With `poll: 0`, `command` and `shell` on a POSIX host start the
+    /// job in the background and the task goes on at once (`modules::async_job`). Otherwise
+    /// the task runs to its end within `secs` (a `timeout` of its own wins), its result kept
+    /// under a job id for `async_status` and marked as Ansible marks a finished job; with
+    /// `poll: 0` kinit says once that it waited.
     async fn run_async(&self, t: OnHost<'_>, secs: u64, ctx: &mut VarMap) -> Attempt {
         // ansible-core's action plugins without `_supports_async` refuse `async` in these words.
         const NO_ASYNC: &[&str] = &[
@@ -417,6 +427,26 @@ impl Executor {
             return Attempt::failed(format!("This action ({m}) does not support async."));
         }
         if t.kw.poll == Some(0) {
+            let dir = self.async_dir(ctx);
+            let job = Arc::new(AsyncJob::new(dir.clone(), secs));
+            let kw = Keywords {
+                timeout: t.kw.timeout.or(Some(secs)),
+                ..t.kw.clone()
+            };
+            let a = DETACH
+                .scope(job.clone(), self.until_loop(OnHost { kw: &kw, ..t }, ctx))
+                .await;
+            if let Some(launched) = job.launched.get() {
+                self.jobs.lock().unwrap().insert(
+                    job.jid.clone(),
+                    super::Job::Started {
+                        launched: launched.clone(),
+                        dir,
+                        ended: None,
+                    },
+                );
+                return a;
+            }
             self.warn_once(
                 "`poll: 0`: kinit runs async tasks to their end before the next task (the \
                  results are the same; fire-and-forget is not parallel)"
@@ -433,8 +463,20 @@ impl Executor {
         r.set("ansible_job_id", json!(jid));
         r.set("started", json!(true));
         r.set("finished", json!(true));
-        self.jobs.lock().unwrap().insert(jid, r.clone());
+        self.jobs
+            .lock()
+            .unwrap()
+            .insert(jid, super::Job::Done(r.clone()));
         a
+    }
+
+    /// The async folder of the host (`ansible_async_dir`, `~/.ansible_async` by default).
+    pub(crate) fn async_dir(&self, ctx: &VarMap) -> String {
+        ctx.get("ansible_async_dir")
+            .and_then(|v| self.templar.render_value(v, ctx).ok())
+            .and_then(|v| v.as_str().map(str::to_string))
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| "~/.ansible_async".into())
     }
 
     /// One execution of the task's action on `t.host`.

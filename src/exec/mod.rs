@@ -138,12 +138,26 @@ pub struct Executor {
     /// when `kinit run` runs the phases one after another through the same executor.
     tags: RwLock<TagFilter>,
     /// Results of `async` tasks by job id, for `async_status`.
-    pub(crate) jobs: Mutex<HashMap<String, crate::report::TaskResult>>,
+    pub(crate) jobs: Mutex<HashMap<String, Job>>,
     /// Warnings already given (`warn_once`).
     warned: Mutex<std::collections::HashSet<String>>,
 }
 
 /// One play's run over one batch of hosts.
+/// An `async` task's job, by id, for `async_status`.
+#[derive(Debug, Clone)]
+pub(crate) enum Job {
+    /// Run to its end (`poll` > 0, or a module that cannot be left running): its result.
+    Done(crate::report::TaskResult),
+    /// Started in the background on the host (`poll: 0`), in the async folder `dir`; its
+    /// result once `async_status` has seen it end.
+    Started {
+        launched: crate::modules::async_job::Launched,
+        dir: String,
+        ended: Option<crate::report::TaskResult>,
+    },
+}
+
 pub(crate) struct PlayRun<'a> {
     pub play: &'a Play,
     /// Every host the play targets (`ansible_play_hosts_all`).

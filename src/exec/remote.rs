@@ -6,6 +6,7 @@
 //! sequence per module call, in the order Ansible's task executor runs them.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -248,6 +249,7 @@ impl Executor {
             host,
             task: inh.title(task),
         };
+        let detach = super::host_task::DETACH.try_with(Arc::clone).ok();
         let mctx = ModuleCtx {
             host: &delegate,
             conn: &conn,
@@ -262,6 +264,7 @@ impl Executor {
             // A `no_log` task shows nothing of how it is getting on either.
             progress: (kw.no_log != Some(true)).then_some(&progress as &dyn ProgressSink),
             host_env: &host_env,
+            detach: detach.as_deref(),
         };
         let outcome = tokio::select! {
             r = module.run(&mctx, args) => r,

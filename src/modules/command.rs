@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::transport::ShellKind;
 use crate::transport::quote::{sh, sh_join};
 
 use super::args::boolish;
@@ -237,6 +238,9 @@ pub async fn run_script(
         }
         b
     });
+    if let Some(job) = ctx.detach.filter(|_| ctx.conn.shell() == ShellKind::Posix) {
+        return super::async_job::launch(ctx, job, &full, script, stdin, c.strip_empty_ends).await;
+    }
     let started = Instant::now();
     let out = ctx.run_with_stdin(full, stdin).await?;
     if let (Some(dir), Some(errno)) = (&c.chdir, chdir_failure(&out.stderr)) {
@@ -300,8 +304,23 @@ fn chdir_failed(dir: &str, errno: u32) -> ModuleResult {
 
 /// The registered result of a finished command: changed, failed on a non-zero rc.
 pub fn finish(
-    mut out: crate::transport::ExecOutput,
+    out: crate::transport::ExecOutput,
     started: Instant,
+    cmd: &str,
+    strip: bool,
+) -> ModuleResult {
+    // `start`/`end` as Python's `str(datetime.now())`, taken where kinit runs: the same
+    // clock as the host's for a local host, the controller's over a connection.
+    let end = crate::template::local_now();
+    let start = end - started.elapsed();
+    finish_between(out, start, end, cmd, strip)
+}
+
+/// `finish` for a command that ran from `start` to `end` (an async job's, by the host's clock).
+pub fn finish_between(
+    mut out: crate::transport::ExecOutput,
+    start: time::OffsetDateTime,
+    end: time::OffsetDateTime,
     cmd: &str,
     strip: bool,
 ) -> ModuleResult {
@@ -312,11 +331,7 @@ pub fn finish(
             }
         }
     }
-    let d = started.elapsed();
-    // `start`/`end` as Python's `str(datetime.now())`, taken where kinit runs: the same
-    // clock as the host's for a local host, the controller's over a connection.
-    let end = crate::template::local_now();
-    let start = end - d;
+    let d: std::time::Duration = (end - start).try_into().unwrap_or_default();
     let mut r = ModuleResult::changed().with_output(&out);
     if !strip {
         // `strip_empty_ends: false`: the output exactly as printed, final newline included.

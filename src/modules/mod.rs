@@ -18,6 +18,7 @@
 //! are the module interface, kept together.
 
 pub mod args;
+pub mod async_job;
 pub mod filewrite;
 pub mod host_path;
 pub mod http;
@@ -182,6 +183,9 @@ pub struct ModuleCtx<'a> {
     pub progress: Option<&'a dyn ProgressSink>,
     /// What is known of this connection's environment, for path arguments (`~`, `$VAR`).
     pub host_env: &'a host_path::HostEnv,
+    /// `async` with `poll: 0`: `command` and `shell` start the job in the background on a
+    /// POSIX host and return at once; every other module runs to its end.
+    pub detach: Option<&'a async_job::AsyncJob>,
 }
 
 impl<'a> ModuleCtx<'a> {

@@ -155,6 +155,13 @@ fn a_wrong_vault_password_names_file_and_line() {
 }
 
 #[test]
+fn a_text_the_parser_stops_on_is_an_error() {
+    // libyaml-safer 0.3 panics on a tag followed by `,` in a flow sequence.
+    let e = parse("a: 1\nb: [!,\n", Path::new("t.yml"), None).unwrap_err();
+    assert!(e.detail().contains("cannot read this text"), "{e}");
+}
+
+#[test]
 fn nesting_and_alias_bombs_are_refused() {
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
     let e = parse(&deep, Path::new("t.yml"), None).unwrap_err();
@@ -171,4 +178,16 @@ fn nesting_and_alias_bombs_are_refused() {
     }
     let e = parse(&bomb, Path::new("t.yml"), None).unwrap_err();
     assert!(e.detail().contains("aliases expand to more than"), "{e}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+    /// Text made of YAML's indicators, quotes, escapes and breaks is read or refused, never a
+    /// panic in the parser or the builder.
+    #[test]
+    fn yaml_text_never_panics(text in "[-\"'\\\\:\\[\\]{}!&*#|>%@`?,<=~ \\n\\ta0xyn.]{0,40}") {
+        let _ = parse(&text, Path::new("t.yml"), None);
+        let _ = parse_all(&text);
+    }
 }

@@ -82,6 +82,7 @@ pub async fn run_module(
         render: &Verbatim,
         progress: None,
         host_env: &Default::default(),
+        detach: None,
     };
     let module = kinit::modules::lookup(name).expect("module is registered");
     module.validate(&args)?;

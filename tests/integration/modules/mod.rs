@@ -165,6 +165,7 @@ impl<'c> Fixture<'c> {
             render: &render,
             progress: None,
             host_env: &self.host_env,
+            detach: None,
         };
         m.run(&ctx, args).await
     }

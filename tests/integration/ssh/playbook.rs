@@ -401,3 +401,38 @@ fn synchronize_delegated_to_localhost_pushes_to_the_inventory_host() {
     );
     assert!(ran.stdout().contains("ok=5 "), "{}", ran.stdout());
 }
+
+/// `async` with `poll: 0` over SSH: the job runs on in the background after its task has
+/// returned, while the same connection serves the next tasks; `async_status` sees it running,
+/// then its result; `mode: cleanup` removes its files. Still one login.
+#[test]
+fn fire_and_forget_job_runs_on_after_its_task_over_ssh() {
+    let lab = SshLab::new(1);
+    let playbook = "- hosts: all\n  gather_facts: false\n  vars:\n    ansible_async_dir: /tmp/kinit-async-{{ inventory_hostname }}-PID\n  tasks:\n\
+                    \x20   - shell: sleep 3; echo finished; echo late >&2\n      async: 30\n      poll: 0\n      register: job\n\
+                    \x20   - async_status:\n        jid: '{{ job.ansible_job_id }}'\n      register: early\n\
+                    \x20   - assert:\n        that: [job.started, not job.finished, job is changed, early.started, not early.finished]\n\
+                    \x20   - async_status:\n        jid: '{{ job.ansible_job_id }}'\n      register: late\n      until: late.finished\n      retries: 30\n      delay: 1\n\
+                    \x20   - assert:\n        that:\n          - late.rc == 0\n          - late.stdout == 'finished'\n          - late.stderr == 'late'\n          - late.results_file == ansible_async_dir ~ '/' ~ job.ansible_job_id\n\
+                    \x20   - async_status:\n        jid: '{{ job.ansible_job_id }}'\n        mode: cleanup\n\
+                    \x20   - stat:\n        path: '{{ job.results_file }}'\n      register: gone\n\
+                    \x20   - assert:\n        that: not gone.stat.exists\n"
+        .replace("PID", &std::process::id().to_string());
+    let test = with_known_hosts(Test::new(), &lab)
+        .write("hosts.ini", &inventory(&lab))
+        .write("site.yml", &playbook);
+    let ran = test
+        .args(["playbook", "site.yml", "-i", "hosts.ini"])
+        .run()
+        .partial_output("how many times async_status polls depends on the machine's speed");
+    assert_eq!(
+        ran.output.status.code(),
+        Some(0),
+        "{}\n{}",
+        ran.stdout(),
+        ran.stderr()
+    );
+    assert_eq!(ran.stderr(), "");
+    assert!(ran.stdout().contains("ok=8 "), "{}", ran.stdout());
+    assert_eq!(lab.hosts[0].accepted_logins(), 1, "{}", lab.hosts[0].log());
+}
