@@ -40,13 +40,22 @@ impl HostVarsSource for ExecHostVars {
             overlay(&mut v, &inv.magic_vars(host));
             v
         };
+        let mut data = Vec::new();
         if let Some(s) = self.hosts.lock().unwrap().get(host) {
             s.inject_facts(&mut m);
             overlay(&mut m, &s.vars_files);
             overlay(&mut m, &s.include_vars);
             overlay(&mut m, &s.set_facts);
+            // Registered results and `set_fact` values are data (`template::DATA_KEY`).
+            data.extend(
+                s.set_facts
+                    .keys()
+                    .filter(|k| !self.extra_vars.contains_key(*k))
+                    .cloned(),
+            );
         }
         overlay(&mut m, &self.extra_vars);
+        m.insert(crate::template::DATA_KEY.into(), json!(data));
         m.insert("inventory_hostname".into(), json!(host));
         Some(Arc::new(m))
     }

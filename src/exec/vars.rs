@@ -53,6 +53,17 @@ impl Executor {
         overlay(&mut m, &set_facts);
         overlay(&mut m, &inh.params);
         overlay(&mut m, &self.opts.extra_vars);
+        // Registered results and `set_fact` values are data, not templates (`DATA_KEY`),
+        // unless a role parameter or an extra variable of the same name wins over them.
+        let mut data: Vec<&str> = set_facts
+            .keys()
+            .filter(|k| !inh.params.contains_key(*k) && !self.opts.extra_vars.contains_key(*k))
+            .map(String::as_str)
+            .collect();
+        if failed.is_some() {
+            data.push("ansible_failed_result");
+        }
+        let data = json!(data);
 
         overlay(&mut m, &magic);
         let magic = [
@@ -128,6 +139,7 @@ impl Executor {
             m.insert("ansible_failed_result".into(), res);
             m.insert("ansible_failed_task".into(), json!({ "name": task }));
         }
+        m.insert(crate::template::DATA_KEY.into(), data);
         self.register_secret_vars(&m);
         Ok(m)
     }

@@ -44,7 +44,7 @@ pub use lookup::NAMES as LOOKUPS;
 pub use lookup::{WITH_SUBDIR_VAR, is_lookup_failure, lookup_failed};
 pub use now::{datetime_str, local_now};
 pub use pyrepr::quote_str as py_quote;
-pub use scope::HostVarsSource;
+pub use scope::{DATA_KEY, HostVarsSource};
 pub use sequence::sequence;
 
 use crate::vars::VarMap;

@@ -3,6 +3,12 @@
 //! variables, recursively, each variable once per scope), and a variable that reaches itself
 //! again is reported as a cycle instead of overflowing the stack. `hostvars[h]` is another
 //! scope over host `h`'s variables.
+//!
+//! Values made while running (registered results, `set_fact` values, facts) are data, never
+//! templates: a command whose output holds `{{ x }}` registers that text, and reading it
+//! gives it back as it is. ansible-core 2.19 templates only trusted text (from playbooks,
+//! roles, inventories and vars files); everything a task produces is untrusted. The names of
+//! such variables travel with the variables under `DATA_KEY` (see `data_names`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -48,6 +54,8 @@ pub(crate) struct LazyVars {
     pub env: Arc<Environment<'static>>,
     pub vars: Arc<VarMap>,
     pub hostvars: Option<Arc<dyn HostVarsSource>>,
+    /// Variables whose values are data: converted, never rendered.
+    data: std::collections::HashSet<String>,
     /// Rendered variables, so each is templated once per scope.
     cache: Mutex<HashMap<String, Value>>,
     /// Variables being rendered right now per thread, outermost first (for cycle reports).
@@ -56,6 +64,24 @@ pub(crate) struct LazyVars {
 
 /// The key under which a scope hands itself to `lookup('template')` (never enumerated).
 pub(crate) const SELF_KEY: &str = "__kinit_scope__";
+
+/// The variable (never visible to templates) listing the names whose values are data, not
+/// templates: set by whoever builds the variables (the executor), read by every scope.
+pub const DATA_KEY: &str = "__kinit_data__";
+
+/// The names `vars[DATA_KEY]` lists.
+pub(crate) fn data_names(vars: &VarMap) -> std::collections::HashSet<String> {
+    vars.get(DATA_KEY)
+        .and_then(Json::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Json::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 impl std::fmt::Debug for LazyVars {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -71,8 +97,10 @@ impl LazyVars {
         vars: Arc<VarMap>,
         hostvars: Option<Arc<dyn HostVarsSource>>,
     ) -> Arc<Self> {
+        let data = data_names(&vars);
         Arc::new(Self {
             env,
+            data,
             vars,
             hostvars,
             cache: Mutex::default(),
@@ -85,7 +113,18 @@ impl LazyVars {
         if let Some(v) = self.cache.lock().unwrap().get(name) {
             return Some(v.clone());
         }
+        if name == DATA_KEY {
+            return None;
+        }
         let raw = self.vars.get(name)?;
+        if self.data.contains(name) {
+            let value = Value::from_serialize(raw);
+            self.cache
+                .lock()
+                .unwrap()
+                .insert(name.to_string(), value.clone());
+            return Some(value);
+        }
         {
             let me = std::thread::current().id();
             let mut stack = self.resolving.lock().unwrap();
@@ -180,7 +219,12 @@ impl Object for LazyVars {
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        let keys: Vec<Value> = self.vars.keys().map(|k| Value::from(k.as_str())).collect();
+        let keys: Vec<Value> = self
+            .vars
+            .keys()
+            .filter(|k| *k != DATA_KEY)
+            .map(|k| Value::from(k.as_str()))
+            .collect();
         Enumerator::Values(keys)
     }
 }

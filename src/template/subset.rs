@@ -40,6 +40,10 @@ pub(crate) fn needed(
     }
     let mut seen: HashSet<String> = HashSet::new();
     let mut out = VarMap::new();
+    let data = super::scope::data_names(vars);
+    if let Some(d) = vars.get(super::scope::DATA_KEY) {
+        out.insert(super::scope::DATA_KEY.to_string(), d.clone());
+    }
     while let Some(name) = names.pop() {
         if NEEDS_ALL.contains(&name.as_str()) {
             return None;
@@ -48,6 +52,10 @@ pub(crate) fn needed(
             continue;
         }
         if let Some(v) = vars.get(&name) {
+            if data.contains(&name) {
+                out.insert(name, v.clone());
+                continue;
+            }
             collect_templates(v, &mut |s| match template_names(env, s) {
                 Some(found) => {
                     names.extend(found);

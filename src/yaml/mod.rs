@@ -13,9 +13,10 @@
 //! as PyYAML's safe constructor does; `!!timestamp` and `!!binary` keep their text (PyYAML
 //! makes a datetime and bytes); `!!omap` and `!!pairs` keep their list of one-key mappings
 //! (PyYAML makes pairs; Ansible deprecates both); `!vault`/`!vault-encrypted` are decrypted.
-//! `!unsafe` marks text that Ansible never templates; kinit has no separate "unsafe" string
-//! and reads it as an ordinary one. Any other tag is refused with PyYAML's message, as
-//! ansible-playbook refuses it.
+//! `!unsafe` marks text that Ansible never templates: kinit resolves the scalar as if it had no
+//! tag and turns a string holding template markers into a template of exactly that text
+//! (`untemplated`). Any other tag is refused with PyYAML's message, as ansible-playbook
+//! refuses it.
 
 mod scalar;
 
@@ -297,12 +298,16 @@ fn build_unguarded(
             }
             EventData::SequenceStart { anchor, tag, .. } => {
                 check_collection_tag(tag.as_deref(), line, true)?;
-                b.stack.push(Frame::new(anchor, line, false, false));
+                let mut frame = Frame::new(anchor, line, false, false);
+                frame.unsafe_ = tag.as_deref() == Some(UNSAFE);
+                b.stack.push(frame);
             }
             EventData::MappingStart { anchor, tag, .. } => {
                 check_collection_tag(tag.as_deref(), line, false)?;
                 let set = tag.as_deref() == Some(SET);
-                b.stack.push(Frame::new(anchor, line, true, set));
+                let mut frame = Frame::new(anchor, line, true, set);
+                frame.unsafe_ = tag.as_deref() == Some(UNSAFE);
+                b.stack.push(frame);
             }
             EventData::SequenceEnd | EventData::MappingEnd => {
                 let mut frame = b.stack.pop().expect("the parser balances collections");
@@ -332,6 +337,8 @@ struct Frame {
     is_map: bool,
     /// `!!set`: a mapping whose values are all null.
     set: bool,
+    /// Tagged `!unsafe`: every string inside is kept from templating.
+    unsafe_: bool,
     items: Vec<Node>,
 }
 
@@ -342,6 +349,7 @@ impl Frame {
             line,
             is_map,
             set,
+            unsafe_: false,
             items: Vec::new(),
         }
     }
@@ -361,6 +369,7 @@ struct Builder<'a> {
 /// YAML's core tags (`!!str`...) as the parser spells them.
 const CORE: &str = "tag:yaml.org,2002:";
 const SET: &str = "tag:yaml.org,2002:set";
+const UNSAFE: &str = "!unsafe";
 
 fn check_collection_tag(tag: Option<&str>, line: usize, seq: bool) -> Result<(), YamlError> {
     let Some(t) = tag else { return Ok(()) };
@@ -392,6 +401,37 @@ impl Builder<'_> {
     }
 
     fn scalar(
+        &mut self,
+        s: String,
+        style: ScalarStyle,
+        tag: Option<String>,
+        line: usize,
+    ) -> Result<Node, YamlError> {
+        // `!unsafe` (on this scalar or a collection around it) resolves the scalar as if it had
+        // no tag, then keeps its text from templating (ansible-core's
+        // `construct_yaml_unsafe`). Mapping keys are never templated.
+        let is_key = self
+            .stack
+            .last()
+            .is_some_and(|f| f.is_map && f.items.len() % 2 == 0);
+        let in_unsafe = self.stack.iter().any(|f| f.unsafe_);
+        let (tag, unsafe_) = match tag {
+            Some(t) if t == UNSAFE => (None, !is_key),
+            t => (t, in_unsafe && !is_key),
+        };
+        let node = self.typed_scalar(s, style, tag, line)?;
+        Ok(if unsafe_ {
+            Node {
+                value: untemplated(node.value),
+                ..node
+            }
+        } else {
+            node
+        })
+    }
+
+    /// A scalar's value from its text, style and tag.
+    fn typed_scalar(
         &mut self,
         s: String,
         style: ScalarStyle,
@@ -441,7 +481,7 @@ impl Builder<'_> {
             Some(_) => return Err(unknown()),
             // `!` alone is the non-specific tag: a string.
             None => match tag.as_str() {
-                "!" | "!unsafe" => Value::String(s.clone()),
+                "!" => Value::String(s.clone()),
                 "!vault" | "!vault-encrypted" => Value::String(self.decrypt(&s, line)?),
                 _ => return Err(unknown()),
             },
@@ -525,6 +565,20 @@ impl Builder<'_> {
             pos: Pos { line, children },
             merge_key: false,
         })
+    }
+}
+
+/// An `!unsafe` string as kinit keeps it from templating: text holding template markers
+/// becomes a template that renders to exactly that text (`{{ '...' }}`: quotes joined in with
+/// `~ "'" ~`, as kinit's templating reads backslashes in literals as themselves); other
+/// values are left as they are.
+fn untemplated(v: Value) -> Value {
+    match v {
+        Value::String(s) if s.contains("{{") || s.contains("{%") || s.contains("{#") => {
+            let parts: Vec<String> = s.split('\'').map(|p| format!("'{p}'")).collect();
+            Value::String(format!("{{{{ {} }}}}", parts.join(" ~ \"'\" ~ ")))
+        }
+        other => other,
     }
 }
 

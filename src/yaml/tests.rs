@@ -59,8 +59,9 @@ fn explicit_tags() {
                 k: !unsafe '{{ x }}'\nl: !unsafe ['{{y}}']\nm: ! 12\ns: !!set {a, b}\n";
     assert_eq!(
         value(text),
-        json!({"c": 31, "d": true, "e": 1.0, "i": null, "j": "yes", "k": "{{ x }}",
-               "l": ["{{y}}"], "m": "12", "s": {"a": null, "b": null}})
+        json!({"c": 31, "d": true, "e": 1.0, "i": null, "j": "yes",
+               "k": "{{ '{{ x }}' }}", "l": ["{{ '{{y}}' }}"], "m": "12",
+               "s": {"a": null, "b": null}})
     );
 }
 
