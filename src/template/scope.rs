@@ -346,6 +346,17 @@ pub(crate) fn render_native(
 ) -> Result<Value, Error> {
     match single_expression(s) {
         Some(expr) => super::render::eval(env, expr, ctx),
-        None => super::render::render(env, s, ctx).map(Value::from),
+        None => match s.strip_suffix('\n').and_then(single_expression) {
+            // A lone expression and a final line break (`x: >` folds to that): ansible-core
+            // 2.19 keeps the expression's type and gives a string result its line break back
+            // (`"{{ [1] }}\n"` is a list, `"{{ 'a' }}\n"` is `"a\n"`).
+            Some(expr) => super::render::eval(env, expr, ctx).map(|v| match v.as_str() {
+                Some(text) if v.kind() == minijinja::value::ValueKind::String => {
+                    Value::from(format!("{text}\n"))
+                }
+                _ => v,
+            }),
+            None => super::render::render(env, s, ctx).map(Value::from),
+        },
     }
 }
