@@ -54,8 +54,6 @@ pub(crate) struct LazyVars {
     pub env: Arc<Environment<'static>>,
     pub vars: Arc<VarMap>,
     pub hostvars: Option<Arc<dyn HostVarsSource>>,
-    /// Variables whose values are data: converted, never rendered.
-    data: std::collections::HashSet<String>,
     /// Rendered variables, so each is templated once per scope.
     cache: Mutex<HashMap<String, Value>>,
     /// Variables being rendered right now per thread, outermost first (for cycle reports).
@@ -69,18 +67,12 @@ pub(crate) const SELF_KEY: &str = "__kinit_scope__";
 /// templates: set by whoever builds the variables (the executor), read by every scope.
 pub const DATA_KEY: &str = "__kinit_data__";
 
-/// The names `vars[DATA_KEY]` lists.
-pub(crate) fn data_names(vars: &VarMap) -> std::collections::HashSet<String> {
+/// Whether `vars[DATA_KEY]` lists `name` (a scan of the registered names, without
+/// allocating: it runs for every variable a template reads).
+pub(crate) fn is_data(vars: &VarMap, name: &str) -> bool {
     vars.get(DATA_KEY)
         .and_then(Json::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(Json::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+        .is_some_and(|names| names.iter().any(|n| n.as_str() == Some(name)))
 }
 
 impl std::fmt::Debug for LazyVars {
@@ -97,10 +89,8 @@ impl LazyVars {
         vars: Arc<VarMap>,
         hostvars: Option<Arc<dyn HostVarsSource>>,
     ) -> Arc<Self> {
-        let data = data_names(&vars);
         Arc::new(Self {
             env,
-            data,
             vars,
             hostvars,
             cache: Mutex::default(),
@@ -117,7 +107,7 @@ impl LazyVars {
             return None;
         }
         let raw = self.vars.get(name)?;
-        if self.data.contains(name) {
+        if is_data(&self.vars, name) {
             let value = Value::from_serialize(raw);
             self.cache
                 .lock()

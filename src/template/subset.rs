@@ -40,7 +40,6 @@ pub(crate) fn needed(
     }
     let mut seen: HashSet<String> = HashSet::new();
     let mut out = VarMap::new();
-    let data = super::scope::data_names(vars);
     if let Some(d) = vars.get(super::scope::DATA_KEY) {
         out.insert(super::scope::DATA_KEY.to_string(), d.clone());
     }
@@ -52,7 +51,7 @@ pub(crate) fn needed(
             continue;
         }
         if let Some(v) = vars.get(&name) {
-            if data.contains(&name) {
+            if super::scope::is_data(vars, &name) {
                 out.insert(name, v.clone());
                 continue;
             }

@@ -267,7 +267,12 @@ fn build_unguarded(
                 style,
                 ..
             } => {
-                let node = b.scalar(value, style, tag, line)?;
+                let node = b.scalar(Scalar {
+                    text: value,
+                    style,
+                    tag,
+                    line,
+                })?;
                 b.push(node, anchor);
             }
             EventData::Alias { anchor } => {
@@ -328,6 +333,14 @@ struct Node {
     pos: Pos,
     /// A plain `<<`: a merge key when it stands as a mapping key.
     merge_key: bool,
+}
+
+/// A scalar as the parser gives it.
+struct Scalar {
+    text: String,
+    style: ScalarStyle,
+    tag: Option<String>,
+    line: usize,
 }
 
 /// A collection being built.
@@ -400,13 +413,7 @@ impl Builder<'_> {
         }
     }
 
-    fn scalar(
-        &mut self,
-        s: String,
-        style: ScalarStyle,
-        tag: Option<String>,
-        line: usize,
-    ) -> Result<Node, YamlError> {
+    fn scalar(&mut self, sc: Scalar) -> Result<Node, YamlError> {
         // `!unsafe` (on this scalar or a collection around it) resolves the scalar as if it had
         // no tag, then keeps its text from templating (ansible-core's
         // `construct_yaml_unsafe`). Mapping keys are never templated.
@@ -415,11 +422,11 @@ impl Builder<'_> {
             .last()
             .is_some_and(|f| f.is_map && f.items.len() % 2 == 0);
         let in_unsafe = self.stack.iter().any(|f| f.unsafe_);
-        let (tag, unsafe_) = match tag {
+        let (tag, unsafe_) = match sc.tag {
             Some(t) if t == UNSAFE => (None, !is_key),
             t => (t, in_unsafe && !is_key),
         };
-        let node = self.typed_scalar(s, style, tag, line)?;
+        let node = self.typed_scalar(Scalar { tag, ..sc })?;
         Ok(if unsafe_ {
             Node {
                 value: untemplated(node.value),
@@ -431,13 +438,13 @@ impl Builder<'_> {
     }
 
     /// A scalar's value from its text, style and tag.
-    fn typed_scalar(
-        &mut self,
-        s: String,
-        style: ScalarStyle,
-        tag: Option<String>,
-        line: usize,
-    ) -> Result<Node, YamlError> {
+    fn typed_scalar(&mut self, sc: Scalar) -> Result<Node, YamlError> {
+        let Scalar {
+            text: s,
+            style,
+            tag,
+            line,
+        } = sc;
         let leaf = |value| Node {
             value,
             pos: Pos {

@@ -4,7 +4,7 @@
 
 use crate::fixtures::netns::is_root;
 use crate::fixtures::sshd::SshLab;
-use crate::support::Test;
+use crate::support::{Ran, Test};
 
 #[test]
 fn playbook_over_ssh_with_a_jump_host_one_connection_per_host() {
@@ -83,6 +83,26 @@ fn inventory(lab: &SshLab) -> String {
     inv
 }
 
+/// `site.yml` (`playbook`) over the lab's hosts (`hosts.ini`), ready to `run`.
+fn site(lab: &SshLab, playbook: &str) -> Test {
+    with_known_hosts(Test::new(), lab)
+        .write("hosts.ini", &inventory(lab))
+        .write("site.yml", playbook)
+        .args(["playbook", "site.yml", "-i", "hosts.ini"])
+}
+
+/// `ran`, which must have exited 0.
+fn succeeded(ran: Ran) -> Ran {
+    assert_eq!(
+        ran.output.status.code(),
+        Some(0),
+        "{}\n{}",
+        ran.stdout(),
+        ran.stderr()
+    );
+    ran
+}
+
 fn with_known_hosts(test: Test, lab: &SshLab) -> Test {
     let test = test.write(
         ".home/.ssh/known_hosts",
@@ -100,19 +120,10 @@ fn playbook_twenty_hosts_fifty_tasks_one_connection_per_host() {
     for i in 0..50 {
         playbook.push_str(&format!("    - name: task {i}\n      command: 'true'\n"));
     }
-    let test = with_known_hosts(Test::new(), &lab)
-        .write("hosts.ini", &inventory(&lab))
-        .write("site.yml", &playbook);
-    let ran = test
-        .args(["playbook", "site.yml", "-i", "hosts.ini"])
-        .run()
-        .partial_output("twenty hosts report in parallel: the order of their lines varies");
-    assert_eq!(
-        ran.output.status.code(),
-        Some(0),
-        "{}\n{}",
-        ran.stdout(),
-        ran.stderr()
+    let ran = succeeded(
+        site(&lab, &playbook)
+            .run()
+            .partial_output("twenty hosts report in parallel: the order of their lines varies"),
     );
     let out = ran.stdout();
     assert_eq!(out.matches("ok=50 ").count(), 20, "{out}");
@@ -182,20 +193,7 @@ fn gather_facts_defines_ansible_distribution_over_ssh() {
         \x20         - ansible_os_family | length > 0\n\
         \x20         - ansible_hostname == ansible_facts.hostname\n\
         \x20         - ansible_facts.distribution == ansible_distribution\n";
-    let test = with_known_hosts(Test::new(), &lab)
-        .write("hosts.ini", &inventory(&lab))
-        .write("site.yml", playbook);
-    let ran = test
-        .args(["playbook", "site.yml", "-i", "hosts.ini"])
-        .run()
-        .snapshot();
-    assert_eq!(
-        ran.output.status.code(),
-        Some(0),
-        "{}\n{}",
-        ran.stdout(),
-        ran.stderr()
-    );
+    let ran = succeeded(site(&lab, playbook).run().snapshot());
     assert!(ran.stdout().contains("Gathering Facts"), "{}", ran.stdout());
 }
 
@@ -418,19 +416,10 @@ fn fire_and_forget_job_runs_on_after_its_task_over_ssh() {
                     \x20   - stat:\n        path: '{{ job.results_file }}'\n      register: gone\n\
                     \x20   - assert:\n        that: not gone.stat.exists\n"
         .replace("PID", &std::process::id().to_string());
-    let test = with_known_hosts(Test::new(), &lab)
-        .write("hosts.ini", &inventory(&lab))
-        .write("site.yml", &playbook);
-    let ran = test
-        .args(["playbook", "site.yml", "-i", "hosts.ini"])
-        .run()
-        .partial_output("how many times async_status polls depends on the machine's speed");
-    assert_eq!(
-        ran.output.status.code(),
-        Some(0),
-        "{}\n{}",
-        ran.stdout(),
-        ran.stderr()
+    let ran = succeeded(
+        site(&lab, &playbook)
+            .run()
+            .partial_output("how many times async_status polls depends on the machine's speed"),
     );
     assert_eq!(ran.stderr(), "");
     assert!(ran.stdout().contains("ok=8 "), "{}", ran.stdout());
