@@ -5,7 +5,7 @@
 //! rename), and one command for owner/group only when they need fixing. A directory tree is one
 //! probe for every file, one `mkdir -p` for missing folders, then one upload per changed file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 
@@ -333,7 +333,8 @@ async fn copy_tree(
     .with("src", local.display().to_string()))
 }
 
-fn local_mode(p: &PathBuf) -> u32 {
+/// The permission bits of a local file (`mode: preserve` of `copy` and `template`).
+pub(super) fn local_mode(p: &std::path::Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p)
         .map(|m| m.permissions().mode() & 0o7777)

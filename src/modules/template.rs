@@ -220,8 +220,14 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             )));
         }
     }
+    // `mode: preserve`: the template file's own mode, as ansible-core's template action
+    // passes it on to `copy`.
+    let mode = match p.mode {
+        Some(Mode::Preserve) => Some(Mode::Octal(super::copy::local_mode(&local))),
+        m => m,
+    };
     let attrs = Attrs {
-        mode: p.mode,
+        mode,
         owner: p.owner,
         group: p.group,
     };
