@@ -157,11 +157,14 @@ impl Executor {
             Some(super::Job::Started { launched, dir, .. }) => (dir, Some(launched)),
             None => (self.async_dir(ctx), None),
         };
-        let target = match self.target_for(host, host, kw, ctx) {
-            Ok(r) => r.target,
+        let resolved = match self.target_for(host, host, kw, ctx) {
+            Ok(r) => r,
             Err(e) => return Attempt::failed(e.to_string()),
         };
-        let conn = match self.conns.get(&target).await {
+        // The job's files are the launching user's: read them as the task becomes, as
+        // ansible-core's async_status does.
+        let become_ = self.become_options(kw, &resolved, ctx);
+        let conn = match self.conns.get(&resolved.target).await {
             Ok(c) => c,
             Err(e) => return Attempt::failed(e.to_string()),
         };
@@ -190,6 +193,7 @@ impl Executor {
             async move {
                 conn.exec(&crate::transport::ExecRequest {
                     script,
+                    become_,
                     ..Default::default()
                 })
                 .await

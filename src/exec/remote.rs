@@ -313,7 +313,7 @@ impl Executor {
     }
 
     /// Task/play `become` keywords over the host's `ansible_become*` variables.
-    fn become_options(
+    pub(crate) fn become_options(
         &self,
         kw: &Keywords,
         host: &ResolvedHost,

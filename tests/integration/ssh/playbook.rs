@@ -425,3 +425,26 @@ fn fire_and_forget_job_runs_on_after_its_task_over_ssh() {
     assert!(ran.stdout().contains("ok=8 "), "{}", ran.stdout());
     assert_eq!(lab.hosts[0].accepted_logins(), 1, "{}", lab.hosts[0].log());
 }
+
+/// A job started with `become` lives in the become user's async folder: `async_status` of the
+/// same play reads it as that user (ansible-core's async_status runs with the task's become).
+#[test]
+fn fire_and_forget_job_with_become_is_read_as_the_become_user() {
+    if !is_root() {
+        crate::support::cannot_run("become in the SSH lab needs the tests to run as root");
+        return;
+    }
+    let lab = SshLab::new(1);
+    let playbook = "- hosts: all\n  gather_facts: false\n  become: true\n  tasks:\n\
+                    \x20   - command: id -un\n      async: 30\n      poll: 0\n      register: job\n\
+                    \x20   - async_status:\n        jid: '{{ job.ansible_job_id }}'\n      register: done\n      until: done.finished\n      retries: 30\n      delay: 1\n\
+                    \x20   - assert:\n        that: [done.rc == 0, done.stdout == 'root']\n\
+                    \x20   - async_status:\n        jid: '{{ job.ansible_job_id }}'\n        mode: cleanup\n";
+    let ran = succeeded(
+        site(&lab, playbook)
+            .run()
+            .partial_output("how many times async_status polls depends on the machine's speed"),
+    );
+    assert_eq!(ran.stderr(), "");
+    assert!(ran.stdout().contains("ok=4 "), "{}", ran.stdout());
+}
