@@ -249,8 +249,9 @@ pub async fn run_script(
     Ok(finish(out, started, script, c.strip_empty_ends))
 }
 
-/// Python's `str.splitlines` for the line breaks a command prints (`\n`, `\r\n`, `\r`).
-fn splitlines(text: &str) -> Vec<String> {
+/// Python's `str.splitlines` for the line breaks a command prints or a crontab holds (`\n`,
+/// `\r\n`, `\r`).
+pub(super) fn splitlines(text: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {

@@ -25,26 +25,6 @@ pub struct Found {
     pub adopted: bool,
 }
 
-/// Split as Python's `str.splitlines()` does for the line ends a crontab can hold.
-pub fn split_lines(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        match rest.find(['\n', '\r']) {
-            Some(i) => {
-                out.push(rest[..i].to_string());
-                let skip = if rest[i..].starts_with("\r\n") { 2 } else { 1 };
-                rest = &rest[i + skip..];
-            }
-            None => {
-                out.push(rest.to_string());
-                break;
-            }
-        }
-    }
-    out
-}
-
 /// `NAME=` at the start of a line, with `name` taken as a regular expression as upstream's
 /// `re.match('^%s=' % name)` does (escaped when it is not a valid one).
 fn env_re(name: &str) -> PyRegex {
@@ -60,7 +40,7 @@ impl CronTab {
     /// A crontab file's text (`cron_file`).
     pub fn from_file(text: &str) -> Self {
         Self {
-            lines: split_lines(text),
+            lines: super::command::splitlines(text),
             existing: text.to_string(),
         }
     }
@@ -75,7 +55,7 @@ impl CronTab {
         ];
         let mut existing = text.to_string();
         let mut lines = Vec::new();
-        for (count, l) in split_lines(text).into_iter().enumerate() {
+        for (count, l) in super::command::splitlines(text).into_iter().enumerate() {
             if count > 2 || !header.iter().any(|re| re.is_match(&l)) {
                 lines.push(l);
             } else if let Some(i) = existing.find(&l) {
@@ -286,7 +266,10 @@ mod tests {
 
     #[test]
     fn render_ends_in_one_newline_and_splitting_knows_cr() {
-        assert_eq!(split_lines("a\r\nb\rc\n"), ["a", "b", "c"]);
+        assert_eq!(
+            crate::modules::command::splitlines("a\r\nb\rc\n"),
+            ["a", "b", "c"]
+        );
         let t = CronTab::from_file("a\n\n");
         assert_eq!(t.render(), "a\n");
         assert_eq!(CronTab::from_file("").render(), "");

@@ -194,8 +194,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
 mod tests {
     use super::*;
 
-    fn spec(regexp: &str, replace: &str, after: Option<&str>, before: Option<&str>) -> Edit {
-        build(&Params {
+    fn params(regexp: &str, replace: &str, after: Option<&str>, before: Option<&str>) -> Params {
+        Params {
             path: "/f".into(),
             regexp: regexp.into(),
             replace: replace.into(),
@@ -207,8 +207,11 @@ mod tests {
             owner: None,
             group: None,
             validate: None,
-        })
-        .unwrap()
+        }
+    }
+
+    fn spec(regexp: &str, replace: &str, after: Option<&str>, before: Option<&str>) -> Edit {
+        build(&params(regexp, replace, after, before)).unwrap()
     }
 
     #[test]
@@ -264,19 +267,8 @@ mod tests {
 
     #[test]
     fn bad_patterns_and_templates_name_the_parameter() {
-        let p = |regexp: &str, replace: &str, after: Option<&str>| Params {
-            path: "/f".into(),
-            regexp: regexp.into(),
-            replace: replace.into(),
-            after: after.map(str::to_string),
-            before: None,
-            backup: false,
-            encoding: None,
-            mode: None,
-            owner: None,
-            group: None,
-            validate: None,
-        };
+        let p =
+            |regexp: &str, replace: &str, after: Option<&str>| params(regexp, replace, after, None);
         let msg = |p: Params| match build(&p) {
             Err(ModuleError::BadArgs { detail, .. }) => detail,
             _ => panic!("expected an argument error"),
