@@ -40,6 +40,7 @@ use std::sync::Arc;
 use minijinja::{ErrorKind, UndefinedBehavior};
 use serde_json::Value;
 
+pub use filters::serial::dumps as json_dumps;
 pub use lookup::NAMES as LOOKUPS;
 pub use lookup::{WITH_SUBDIR_VAR, is_lookup_failure, lookup_failed};
 pub use now::{datetime_str, local_now};
@@ -120,6 +121,15 @@ impl Templar {
         env.add_function("q", lookup::query);
         env.add_function("now", now::now);
         env.add_function("dict", filters::core::dict);
+        env.add_function(
+            crate::yaml::UNDECRYPTABLE,
+            |error: String| -> Result<String, _> {
+                Err(minijinja::Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!("Attempt to use undecryptable variable: {error}"),
+                ))
+            },
+        );
         filters::register(&mut env);
         pyops::register(&mut env);
         Self {

@@ -128,6 +128,10 @@ const MAX_DEPTH: usize = 256;
 /// How many values aliases may copy in one text.
 const ALIAS_BUDGET: usize = 1_000_000;
 
+/// The template function an undecryptable `!vault` value calls: it fails with its argument
+/// (registered by kinit's templating).
+pub const UNDECRYPTABLE: &str = "__kinit_undecryptable__";
+
 /// Read one document of `text` (from `file`, for vault messages). `vault` decrypts `!vault`
 /// values; without it they are an error naming the line. An empty text is null.
 pub fn parse(text: &str, file: &Path, vault: Option<&Vault>) -> Result<Parsed, YamlError> {
@@ -489,7 +493,9 @@ impl Builder<'_> {
             // `!` alone is the non-specific tag: a string.
             None => match tag.as_str() {
                 "!" => Value::String(s.clone()),
-                "!vault" | "!vault-encrypted" => Value::String(self.decrypt(&s, line)?),
+                // A decrypted value is data, never a template (ansible-core 2.19 does not
+                // trust vaulted text for templating).
+                "!vault" | "!vault-encrypted" => self.decrypt(&s, line),
                 _ => return Err(unknown()),
             },
         };
@@ -497,14 +503,23 @@ impl Builder<'_> {
     }
 
     /// The plaintext of a `!vault` value on `line` (the tag's line, as Ansible names it).
-    fn decrypt(&self, cipher: &str, line: usize) -> Result<String, YamlError> {
+    /// A value that cannot be decrypted (no secret, no matching secret, a damaged envelope)
+    /// fails where it is used, not where it is read, as in ansible-core 2.19 ("Attempt to
+    /// use undecryptable variable"): a play that never reads it runs.
+    fn decrypt(&self, cipher: &str, line: usize) -> Value {
         let fail = |reason| DecryptError {
             file: self.file.to_path_buf(),
             line: Some(line),
             reason,
         };
-        let vault = self.vault.ok_or_else(|| fail(VaultError::NoSecrets))?;
-        Ok(vault.decrypt_text(cipher).map_err(fail)?)
+        let plain = match self.vault {
+            None => Err(fail(VaultError::NoSecrets)),
+            Some(vault) => vault.decrypt_text(cipher).map_err(fail),
+        };
+        match plain {
+            Ok(text) => untemplated(Value::String(text)),
+            Err(e) => Value::String(undecryptable(&e)),
+        }
     }
 
     fn finish(&mut self, frame: Frame) -> Result<Node, YamlError> {
@@ -582,11 +597,28 @@ impl Builder<'_> {
 fn untemplated(v: Value) -> Value {
     match v {
         Value::String(s) if s.contains("{{") || s.contains("{%") || s.contains("{#") => {
-            let parts: Vec<String> = s.split('\'').map(|p| format!("'{p}'")).collect();
-            Value::String(format!("{{{{ {} }}}}", parts.join(" ~ \"'\" ~ ")))
+            Value::String(format!("{{{{ {} }}}}", literal(&s)))
         }
         other => other,
     }
+}
+
+/// A `!vault` value that could not be decrypted, as a template that fails with `error` (file,
+/// line and reason; never the ciphertext) when something renders it (see
+/// `UNDECRYPTABLE`).
+fn undecryptable(error: &DecryptError) -> String {
+    format!(
+        "{{{{ {}({}) }}}}",
+        UNDECRYPTABLE,
+        literal(&error.to_string())
+    )
+}
+
+/// `s` as a template string literal (quotes joined in with `~ "'" ~`, as kinit's templating
+/// reads backslashes in literals as themselves).
+fn literal(s: &str) -> String {
+    let parts: Vec<String> = s.split('\'').map(|p| format!("'{p}'")).collect();
+    parts.join(" ~ \"'\" ~ ")
 }
 
 fn count_values(v: &Value) -> usize {

@@ -230,15 +230,19 @@ fn a_wrong_password_names_the_file_and_line_of_the_value() {
     let test = Test::new()
         .write("pw1.txt", PW1)
         .write("wrong.txt", "not-the-password\n");
+    // As in ansible-core 2.19, the value fails where a task uses it, not when the play is
+    // read: the first task, which does not read it, runs.
     let play = format!(
-        "- hosts: localhost\n  gather_facts: false\n  vars:\n    plain: 1\n{}  tasks: []\n",
+        "- hosts: localhost\n  gather_facts: false\n  vars:\n    plain: 1\n{}  tasks:\n    \
+         - debug: msg={{{{ plain }}}}\n    - debug: msg={{{{ word }}}}\n",
         inline(&tool, test.path(), "dev@pw1.txt", "word", "hidden", 4)
     );
     test.write("site.yml", &play)
         .args(["playbook", "site.yml", "--vault-password-file", "wrong.txt"])
-        .fails_with(4)
-        .stderr_has(
-            "error: site.yml:5: Decryption failed (no vault secrets were found that could decrypt)",
+        .fails_with(2)
+        .stdout_has(
+            "Attempt to use undecryptable variable: site.yml:5: Decryption failed (no vault \
+             secrets were found that could decrypt)",
         )
         .snapshot();
 }
@@ -246,14 +250,17 @@ fn a_wrong_password_names_the_file_and_line_of_the_value() {
 #[test]
 fn with_one_of_two_labels_the_values_of_the_other_do_not_open() {
     let Some(tool) = ansible_vault() else { return };
-    // Only `prod` (pw2): `-e @extra.yml` and the play's inline value open; the inventory's
-    // `dev` value (pw1) on line 5 cannot.
+    // Only `prod` (pw2): `-e @extra.yml` and the play's inline value open. The inventory's
+    // `dev` value (pw1) on line 5 cannot, but it would fail only where it is used; the whole
+    // file `group_vars/all.yml` (pw1) cannot be read at all, which stops the run.
     run_kinit(
         vaulted_project(&tool),
         &["--vault-id", "prod@pw2.txt", "-e", "out=k"],
     )
     .code(1)
-    .stderr_has("inv.yml:5: Decryption failed (no vault secrets were found that could decrypt)")
+    .stderr_has(
+        "group_vars/all.yml: Decryption failed (no vault secrets were found that could decrypt)",
+    )
     .snapshot();
 }
 
