@@ -64,9 +64,11 @@ impl Executor {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let a = self.attempt(t, ctx).await;
-            let mut a = self.post_process(task, kw, ctx, a);
+            let mut a = self.attempt(t, ctx).await;
+            // Set before `changed_when`/`failed_when` so they can read it, as in
+            // ansible-core's TaskExecutor ("make attempts available early").
             a.result.set("attempts", json!(attempt));
+            let mut a = self.post_process(task, kw, ctx, a);
             if a.result.unreachable || self.cancel.is_cancelled() {
                 return a;
             }

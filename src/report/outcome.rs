@@ -62,8 +62,16 @@ impl TaskResult {
         self
     }
 
+    /// Whether the task failed. A result with `failed_when_result` is failed by that value, not
+    /// by `failed`, as ansible-core's `TaskResult.is_failed`: a task whose `until` ran out of
+    /// retries has `failed: true`, but its `failed_when` had the last word.
     pub fn is_failed(&self) -> bool {
-        self.failed == Some(true)
+        match self.fields.get("failed_when_result") {
+            Some(Value::Bool(b)) => *b,
+            // An error while evaluating `failed_when` (its text) counts as a failure.
+            Some(Value::String(s)) => !s.is_empty(),
+            Some(_) | None => self.failed == Some(true),
+        }
     }
 
     pub fn is_skipped(&self) -> bool {
