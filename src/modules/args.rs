@@ -21,10 +21,74 @@ pub fn parse<T: DeserializeOwned>(module: &'static str, args: &Value) -> Result<
     };
     // Deserialize from the borrowed value: this runs per task per host, and cloning the
     // argument tree first (as `serde_json::from_value` needs) is pure overhead.
-    T::deserialize(args).map_err(|e| ModuleError::BadArgs {
+    match T::deserialize(args) {
+        Ok(p) => Ok(p),
+        Err(_) => parse_slowly(module, args.clone()),
+    }
+}
+
+/// The error path of `parse`, deserializing again with the path of the failing value known:
+/// a number or boolean where a string is expected becomes its Python text and the arguments
+/// are read again (ansible-core's `str` type converts them: `content: 3` writes "3"); any
+/// other error names the argument it is about.
+fn parse_slowly<T: DeserializeOwned>(
+    module: &'static str,
+    mut args: Value,
+) -> Result<T, ModuleError> {
+    // Each round converts one value; a bound keeps a pathological argument tree finite.
+    for _ in 0..64 {
+        let err = match serde_path_to_error::deserialize::<_, T>(&args) {
+            Ok(p) => return Ok(p),
+            Err(e) => e,
+        };
+        let detail = err.inner().to_string();
+        let converted = detail.ends_with("expected a string")
+            && value_at(&mut args, err.path()).is_some_and(to_python_str);
+        if !converted {
+            let detail = explain(&detail);
+            let path = err.path().to_string();
+            // serde names unknown and missing fields itself; `.` is the top level.
+            let detail = if path == "." || detail.contains('`') && !detail.starts_with("invalid") {
+                detail
+            } else {
+                format!("argument `{path}`: {detail}")
+            };
+            return Err(ModuleError::BadArgs { module, detail });
+        }
+    }
+    Err(ModuleError::BadArgs {
         module,
-        detail: explain(&e.to_string()),
+        detail: "too many values of the wrong type".into(),
     })
+}
+
+/// The value at `path` in `args` (mappings and lists).
+fn value_at<'v>(args: &'v mut Value, path: &serde_path_to_error::Path) -> Option<&'v mut Value> {
+    use serde_path_to_error::Segment;
+    let mut v = args;
+    for seg in path.iter() {
+        v = match (seg, v) {
+            (Segment::Map { key }, Value::Object(m)) => m.get_mut(key)?,
+            (Segment::Seq { index }, Value::Array(a)) => a.get_mut(*index)?,
+            _ => return None,
+        };
+    }
+    Some(v)
+}
+
+/// Replace a number or boolean with the text Python's `str()` gives it; false for any other
+/// value.
+fn to_python_str(v: &mut Value) -> bool {
+    let text = match v {
+        Value::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+        Value::Number(n) if n.is_f64() => {
+            crate::template::pyrepr::float(n.as_f64().unwrap_or_default())
+        }
+        Value::Number(n) => n.to_string(),
+        _ => return false,
+    };
+    *v = Value::String(text);
+    true
 }
 
 /// Load-time check of a task's arguments. Arguments may still hold `{{ templates }}` whose

@@ -28,7 +28,9 @@ pub struct Params {
     /// Local file or directory to copy (relative paths are looked up in the role's `files/`,
     /// then beside the playbook). A directory ending in `/` copies its contents only.
     src: Option<String>,
-    /// Text to write instead of `src`.
+    /// Text to write instead of `src`. A list or mapping is written as JSON, as ansible-core's
+    /// copy action does (`json.dumps`).
+    #[serde(default, deserialize_with = "content_text")]
     content: Option<String>,
     /// Path on the host; a directory (or a path ending in `/`) receives `basename(src)`.
     /// Required; a task without it fails when it runs (as in Ansible), not at load.
@@ -70,6 +72,25 @@ pub struct Params {
     /// The SHA-1 the copied file must have; a different one fails the task, as upstream's
     /// "Copied file does not match the expected checksum".
     checksum: Option<String>,
+}
+
+fn content_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(v @ (serde_json::Value::Array(_) | serde_json::Value::Object(_))) => {
+            Some(crate::template::json_dumps(&v, None, false))
+        }
+        Some(other) => {
+            return Err(serde::de::Error::invalid_type(
+                match &other {
+                    serde_json::Value::Bool(b) => serde::de::Unexpected::Bool(*b),
+                    _ => serde::de::Unexpected::Other("a number"),
+                },
+                &"a string",
+            ));
+        }
+    })
 }
 
 /// The file the task would write, for `kinit plan --render`: `content`, or the local file
