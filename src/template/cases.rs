@@ -27,6 +27,7 @@ const KINIT_ERRORS: &[(&str, &str)] = &[
     ("{{ u | mandatory }}", "mandatory"),
     ("{{ x + }}", "syntax error"),
     ("{{ u ~ 'x' }}", "`u` is undefined"),
+    ("{{ u | upper }}", "`u` is undefined"),
     ("{{ u + 1 }}", "`u` is undefined"),
     ("{{ 'pre ' ~ u.v.w ~ ' post' }}", "`u"),
     ("{{ 'yes' if u else 'no' }}", "`u` is undefined"),

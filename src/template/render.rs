@@ -84,11 +84,7 @@ pub(crate) fn eval_as(
     };
     let v = with_fallback(env, &src, ctx, once)?;
     if v.is_undefined() {
-        let e = Error::new(
-            ErrorKind::UndefinedError,
-            format!("`{}` is undefined", expr.trim()),
-        );
-        return Err(super::undefined::no_attribute(env, ctx, e));
+        return Err(super::undefined::undefined_result(env, &src, expr.trim(), ctx));
     }
     Ok(v)
 }

@@ -59,6 +59,18 @@ pub(super) fn with_fallback<T>(
     Err(no_attribute(env, ctx, e))
 }
 
+/// The error for expression `expr` (compiled from `src`) whose value is undefined: it names
+/// the undefined variables it reads (`missing | upper` passes `missing` through, see
+/// `filters::propagating`), else the expression.
+pub(super) fn undefined_result(env: &Environment<'_>, src: &str, expr: &str, ctx: &Value) -> Error {
+    let names = env
+        .compile_expression(src)
+        .map(|c| c.undeclared_variables(false))
+        .unwrap_or_default();
+    let msg = undefined_message(Some(expr), &missing(env, names, ctx));
+    no_attribute(env, ctx, Error::new(ErrorKind::UndefinedError, msg))
+}
+
 /// `` `d.zz` is undefined `` over a base that is defined gets Ansible's reason appended:
 /// `object of type 'dict' has no attribute 'zz'` (the text ansible-core 2.19 reports for a
 /// missing attribute or key; playbooks test for it, e.g. a loop label reading `r.stdout`).

@@ -15,14 +15,45 @@ use minijinja::Environment;
 
 use super::predicates as p;
 
-/// Add `name` and `<prefix>.name` for each filter.
+/// Add `name` and `<prefix>.name` for each filter, passing undefined values through (see
+/// `propagating`).
 macro_rules! filters {
     ($env:expr, $prefix:literal, { $($name:literal => $f:expr),* $(,)? }) => {
         $(
-            $env.add_filter($name, $f);
-            $env.add_filter(concat!($prefix, ".", $name), $f);
+            let f = propagating($name, minijinja::Value::from_function($f));
+            $env.add_filter($name, f.clone());
+            $env.add_filter(concat!($prefix, ".", $name), f);
         )*
     };
+}
+
+/// The filters that see undefined arguments themselves (`@accept_args_markers` in
+/// ansible-core's `plugins/filter/core.py` and `encryption.py`).
+const SEE_UNDEFINED: &[&str] = &["default", "d", "ternary", "mandatory", "type_debug"];
+
+/// Filter `inner` as ansible-core 2.19 calls plugins (`_invoke_plugin` in
+/// `_internal/_templating/_jinja_plugins.py`): when an argument (the input included) is
+/// undefined, the filter does not run and the result is that undefined value. So
+/// `missing | map('upper') is undefined` holds, `missing | select(..) | default([])` is `[]`,
+/// and rendering `missing | upper` fails as `missing` is undefined.
+fn propagating(
+    name: &str,
+    inner: minijinja::Value,
+) -> impl Fn(
+    &minijinja::State<'_, '_>,
+    minijinja::value::Rest<minijinja::Value>,
+) -> Result<minijinja::Value, minijinja::Error>
++ Clone
++ Send
++ Sync
++ 'static {
+    let sees = SEE_UNDEFINED.contains(&name);
+    move |state, args| {
+        if !sees && let Some(undefined) = args.iter().find(|a| a.is_undefined()) {
+            return Ok(undefined.clone());
+        }
+        inner.call(state, &args)
+    }
 }
 
 macro_rules! tests {
@@ -34,35 +65,20 @@ macro_rules! tests {
     };
 }
 
-/// Jinja built-ins that must not silently turn an undefined input into `''`/`0`/`[]`, as
-/// Ansible's undefined refuses: each stays reachable as `__builtin_<name>` behind a guard.
-macro_rules! strict_builtins {
+/// Jinja built-ins, each reachable as `__builtin_<name>` behind `propagating`: an undefined
+/// input passes through instead of becoming `''`/`0`/`[]`.
+macro_rules! builtins {
     ($env:expr, { $($name:literal => $f:path),* $(,)? }) => {
         $(
             $env.add_filter(concat!("__builtin_", $name), $f);
-            $env.add_filter(
-                $name,
-                |state: &minijinja::State<'_, '_>,
-                 value: minijinja::Value,
-                 args: minijinja::value::Rest<minijinja::Value>| {
-                    if value.is_undefined() {
-                        return Err(minijinja::Error::new(
-                            minijinja::ErrorKind::UndefinedError,
-                            "undefined value",
-                        ));
-                    }
-                    let mut all = vec![value];
-                    all.extend(args.iter().cloned());
-                    state.apply_filter(concat!("__builtin_", $name), &all)
-                },
-            );
+            $env.add_filter($name, propagating($name, minijinja::Value::from_function($f)));
         )*
     };
 }
 
 pub fn register(env: &mut Environment<'static>) {
     use minijinja::filters as b;
-    strict_builtins!(env, {
+    builtins!(env, {
         "lower" => b::lower, "upper" => b::upper, "title" => b::title,
         "capitalize" => b::capitalize, "replace" => b::replace, "length" => b::length,
         "count" => b::length, "trim" => b::trim, "join" => b::join, "split" => b::split,
