@@ -505,6 +505,10 @@ impl Executor {
                 }
             }
             Action::Block { .. } => Attempt::failed("a block is not a single task"),
+            Action::Python { module, path, args } => {
+                let m = crate::modules::pymodule::PythonModule { name: module, path };
+                self.run_module_as(t, module, &m, args, ctx).await
+            }
             Action::Unimplemented { module } => Attempt::failed(format!(
                 "module `{module}` is not implemented by kinit, so this task cannot run here \
                  (kinit warned about it when loading the playbook)"

@@ -184,6 +184,21 @@ impl Executor {
         args: &Value,
         ctx: &VarMap,
     ) -> Attempt {
+        let Some(module) = crate::modules::lookup(name) else {
+            return Attempt::failed(format!("module `{name}` is not available in this build"));
+        };
+        self.run_module_as(t, name, module, args, ctx).await
+    }
+
+    /// `run_module` with the implementation given (a built-in one, or a custom module).
+    pub(crate) async fn run_module_as(
+        &self,
+        t: OnHost<'_>,
+        name: &str,
+        module: &dyn crate::modules::Module,
+        args: &Value,
+        ctx: &VarMap,
+    ) -> Attempt {
         let OnHost {
             task,
             kw,
@@ -191,9 +206,6 @@ impl Executor {
             host,
             ..
         } = t;
-        let Some(module) = crate::modules::lookup(name) else {
-            return Attempt::failed(format!("module `{name}` is not available in this build"));
-        };
         let with_defaults;
         let args = if inh.module_defaults.is_empty() && kw.module_defaults.is_none() {
             args

@@ -302,6 +302,13 @@ pub enum Action {
     IncludeTasks { file: Value, args: Value },
     /// `include_role` (dynamic).
     IncludeRole { args: Value },
+    /// A custom Python module (a file in a `library/` folder), run by the host's Python
+    /// (`modules::pymodule`).
+    Python {
+        module: String,
+        path: std::path::PathBuf,
+        args: Value,
+    },
     /// A module Ansible knows and kinit does not implement: loads with a warning, fails on a
     /// host that reaches it.
     Unimplemented { module: String },
@@ -335,7 +342,9 @@ impl Task {
             },
             Action::IncludeTasks { .. } => "include_tasks".into(),
             Action::IncludeRole { .. } => "include_role".into(),
-            Action::Unimplemented { module } | Action::Invalid { module, .. } => module.clone(),
+            Action::Python { module, .. }
+            | Action::Unimplemented { module }
+            | Action::Invalid { module, .. } => module.clone(),
         }
     }
 

@@ -66,8 +66,9 @@ pub fn loc(node: &Node<'_>) -> Location {
 
 /// A custom plugin Ansible would run for the action `name`: a module in a `library/` folder or
 /// an action plugin in an `action_plugins/` folder, looked up in the current role, beside the
-/// tasks file, beside the playbook, and in ansible.cfg's `library`. kinit runs no Python
-/// plugins, so such an action is named in a warning at load and fails where a host reaches it.
+/// tasks file, beside the playbook, and in ansible.cfg's `library`. kinit runs Python modules
+/// (`Action::Python`); an action plugin or a module in another language is named in a warning
+/// at load and fails where a host reaches it.
 fn custom_plugin(ctx: &TaskCtx<'_>, name: &str) -> Option<(PathBuf, &'static str)> {
     let mut roots: Vec<PathBuf> = Vec::new();
     if let Some(r) = &ctx.role {
@@ -80,14 +81,14 @@ fn custom_plugin(ctx: &TaskCtx<'_>, name: &str) -> Option<(PathBuf, &'static str
     roots.push(ctx.loader.base_dir().to_path_buf());
     let mut dirs: Vec<(PathBuf, &'static str)> = Vec::new();
     for root in &roots {
-        dirs.push((root.join("library"), "a custom module"));
+        dirs.push((root.join("library"), CUSTOM_MODULE));
         dirs.push((root.join("action_plugins"), "a custom action plugin"));
     }
     dirs.extend(
         ctx.loader
             .library_path()
             .iter()
-            .map(|d| (d.clone(), "a custom module")),
+            .map(|d| (d.clone(), CUSTOM_MODULE)),
     );
     dirs.into_iter().find_map(|(d, kind)| {
         std::fs::read_dir(&d)
@@ -97,6 +98,23 @@ fn custom_plugin(ctx: &TaskCtx<'_>, name: &str) -> Option<(PathBuf, &'static str
             .find(|p| p.is_file() && p.file_stem().and_then(|s| s.to_str()) == Some(name))
             .map(|p| (p, kind))
     })
+}
+
+const CUSTOM_MODULE: &str = "a custom module";
+
+/// Whether a custom module is Python (kinit runs those): a `.py` file or one whose `#!` line
+/// names Python. Modules in other languages load with a warning and fail where they run.
+fn is_python(path: &Path) -> bool {
+    if path.extension().is_some_and(|e| e == "py") {
+        return true;
+    }
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut head = [0u8; 128];
+    let n = std::io::Read::read(&mut f, &mut head).unwrap_or(0);
+    let first = head[..n].split(|b| *b == b'\n').next().unwrap_or_default();
+    first.starts_with(b"#!") && String::from_utf8_lossy(first).contains("python")
 }
 
 /// Parse a list of tasks.
@@ -228,7 +246,24 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                 format!("`{module}` next to another action in one task"),
             ));
         }
-        let origin = match custom_plugin(ctx, &module) {
+        let custom = custom_plugin(ctx, &module);
+        if let Some((path, CUSTOM_MODULE)) = &custom
+            && is_python(path)
+        {
+            let args = build_args(&module, val.value, node.get("args").as_ref(), &val)?;
+            return Ok(Task {
+                name,
+                action: Action::Python {
+                    module,
+                    path: path.clone(),
+                    args,
+                },
+                kw,
+                loc: task_loc,
+                role: None,
+            });
+        }
+        let origin = match custom {
             Some((file, kind)) => format!(" ({kind}, `{}`)", file.display()),
             None => String::new(),
         };

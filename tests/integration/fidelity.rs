@@ -388,23 +388,36 @@ fn a_templated_keyword_with_a_bad_value_fails_clearly() {
     );
 }
 
-/// A custom module in a `library/` folder (beside the playbook or in a role) loads like a
-/// module kinit lacks: named in a warning, failing only where reached.
+/// A custom Python module in a role's `library/` folder runs on the host by its Python (its
+/// `AnsibleModule` from kinit's runner); a custom module in another language (a shell script
+/// beside the playbook) loads like a module kinit lacks: named in a warning, failing only
+/// where reached. Diff playbook 77 compares custom modules with ansible-playbook.
 #[test]
-fn custom_library_modules_load_with_a_warning() {
+fn custom_python_modules_run_and_other_languages_load_with_a_warning() {
     let ran = Test::new()
-        .write("library/kube.py", "# a custom Ansible module\n")
+        .write(
+            "roles/r/library/shout.py",
+            "from ansible.module_utils.basic import AnsibleModule\n\
+             m = AnsibleModule(dict(text=dict(type='str', required=True)))\n\
+             m.exit_json(changed=True, msg=m.params['text'].upper())\n",
+        )
+        .write(
+            "roles/r/tasks/main.yml",
+            "- shout: {text: hi}\n  register: s\n- debug: var=s.msg\n",
+        )
+        .write("library/kube", "#!/bin/sh\n# WANT_JSON\n")
         .write(
             "site.yml",
-            "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - kube:\n        name: x\n      when: false\n",
+            "- hosts: localhost\n  gather_facts: false\n  roles: [r]\n  tasks:\n    - kube:\n        name: x\n      when: false\n",
         )
         .args(["playbook", "site.yml"])
-        .succeeds().snapshot();
+        .succeeds()
+        .snapshot();
     assert!(
         ran.stderr().contains("module `kube` (a custom module, `")
             && ran
                 .stderr()
-                .contains("library/kube.py`) is not implemented by kinit"),
+                .contains("library/kube`) is not implemented by kinit"),
         "{}",
         ran.stderr()
     );

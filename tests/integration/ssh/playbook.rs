@@ -442,3 +442,34 @@ fn fire_and_forget_job_with_become_is_read_as_the_become_user() {
     assert_eq!(ran.stderr(), "");
     assert!(ran.stdout().contains("ok=4 "), "{}", ran.stdout());
 }
+
+/// A custom Python module (`library/`) runs over SSH as the login user and, with become, as
+/// the become user: the runner and the module go on the host Python's stdin after sudo's
+/// password line, in the one session.
+#[test]
+fn custom_python_module_runs_over_ssh_as_the_login_and_the_become_user() {
+    if !is_root() {
+        crate::support::cannot_run("become in the SSH lab needs the tests to run as root");
+        return;
+    }
+    let lab = SshLab::new(1);
+    let playbook = format!(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n\
+         \x20   - who77: {{}}\n      register: plain\n\
+         \x20   - who77: {{}}\n      become: true\n      become_user: nobody\n      register: other\n\
+         \x20   - assert:\n        that: [plain.user == '{}', other.user == 'nobody', not other.changed]\n",
+        lab.user
+    );
+    let ran = succeeded(
+        site(&lab, &playbook)
+            .write(
+                "library/who77.py",
+                "import getpass\nfrom ansible.module_utils.basic import AnsibleModule\n\
+                 m = AnsibleModule({})\nm.exit_json(user=getpass.getuser())\n",
+            )
+            .run()
+            .partial_output("the recap and assertion are what this test checks"),
+    );
+    assert_eq!(ran.stderr(), "");
+    assert!(ran.stdout().contains("ok=3 "), "{}", ran.stdout());
+}

@@ -1,0 +1,198 @@
+//! Custom Python modules: a module file in a `library/` folder (beside the playbook, in a
+//! role, or in ansible.cfg's `library`), run on the host by its Python as Ansible runs it.
+//!
+//! kinit ships no Ansible, so `pymodule_runner.py` stands in for the part of
+//! `ansible.module_utils` such modules import (`basic.AnsibleModule` and the text helpers).
+//! The runner, the arguments and the module's text go on the interpreter's stdin in one
+//! command (nothing is left on the host), and the JSON the module prints is the task's result,
+//! read as ansible-core's `_parse_returned_data` reads it: text before the JSON object is
+//! skipped.
+
+use std::path::Path;
+
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult};
+
+const RUNNER: &str = include_str!("pymodule_runner.py");
+
+/// The interpreters tried, in order, when `ansible_python_interpreter` is not set (or is one
+/// of Ansible's `auto` values): the first of ansible-core's discovery candidates that exist.
+const CANDIDATES: &[&str] = &[
+    "/usr/bin/python3",
+    "/usr/libexec/platform-python",
+    "/usr/bin/python",
+    "python3",
+];
+
+/// One custom module: its name in the task and its file on the controller.
+pub struct PythonModule<'p> {
+    pub name: &'p str,
+    pub path: &'p Path,
+}
+
+impl Module for PythonModule<'_> {
+    fn validate(&self, _args: &Value) -> Result<(), ModuleError> {
+        // The module's `argument_spec` is checked on the host, as Ansible does.
+        Ok(())
+    }
+
+    fn run<'a>(
+        &'a self,
+        ctx: &'a ModuleCtx<'a>,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ModuleResult, ModuleError>> {
+        Box::pin(run(self, ctx, args))
+    }
+}
+
+async fn run(
+    m: &PythonModule<'_>,
+    ctx: &ModuleCtx<'_>,
+    args: Value,
+) -> Result<ModuleResult, ModuleError> {
+    if let Some(refusal) = super::posix_only(m.name, ctx) {
+        return Ok(refusal);
+    }
+    let source = tokio::fs::read(m.path)
+        .await
+        .map_err(|e| ModuleError::Failed {
+            msg: format!("cannot read custom module `{}`: {e}", m.path.display()),
+        })?;
+    let mut params = match args {
+        Value::Object(map) => map,
+        Value::Null => Map::new(),
+        other => {
+            return Ok(ModuleResult::failed(format!(
+                "the arguments of `{}` must be a mapping, not {other}",
+                m.name
+            )));
+        }
+    };
+    params.insert("_ansible_check_mode".into(), json!(ctx.check_mode));
+    params.insert("_ansible_diff".into(), json!(ctx.diff));
+    params.insert("_ansible_module_name".into(), json!(m.name));
+    params.insert("_ansible_verbosity".into(), json!(0));
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    // JSON string literals are Python string literals too.
+    let payload = format!(
+        "_KINIT_NAME = {}\n_KINIT_ARGS = {}\n_KINIT_SOURCE = {}\n{RUNNER}",
+        json!(m.name),
+        json!(b64(Value::Object(params).to_string().as_bytes())),
+        json!(b64(&source)),
+    );
+    let out = ctx
+        .run_with_stdin(interpreter_script(ctx), Some(payload.into_bytes()))
+        .await?;
+    Ok(result_of(&out.stdout_str(), &out.stderr_str(), out.rc))
+}
+
+/// The command that runs the payload on stdin with the host's Python.
+fn interpreter_script(ctx: &ModuleCtx<'_>) -> String {
+    let set = ctx
+        .vars
+        .get("ansible_python_interpreter")
+        .and_then(Value::as_str)
+        .and_then(|v| ctx.render.render(v).ok())
+        .filter(|v| !v.is_empty() && !v.starts_with("auto"));
+    if let Some(python) = set {
+        return format!("{} -", crate::transport::quote::sh(&python));
+    }
+    let list = CANDIDATES.join(" ");
+    format!(
+        "for p in {list}; do command -v \"$p\" >/dev/null 2>&1 && exec \"$p\" -; done; \
+         echo 'no Python interpreter on this host (tried {list}); set ansible_python_interpreter' >&2; \
+         exit 127"
+    )
+}
+
+/// The task's result from what the module printed: the first JSON object in its output, or a
+/// failure holding the output when there is none.
+fn result_of(stdout: &str, stderr: &str, rc: i32) -> ModuleResult {
+    let parsed = stdout
+        .match_indices('{')
+        .filter(|(i, _)| stdout[..*i].ends_with('\n') || *i == 0)
+        .find_map(|(i, _)| {
+            serde_json::Deserializer::from_str(&stdout[i..])
+                .into_iter::<Value>()
+                .next()
+                .and_then(Result::ok)
+                .and_then(|v| match v {
+                    Value::Object(m) => Some(m),
+                    _ => None,
+                })
+        });
+    let Some(mut data) = parsed else {
+        let mut r = ModuleResult::failed(
+            "Module result deserialization failed. See stdout/stderr for the returned output.",
+        );
+        r.data.insert("module_stdout".into(), json!(stdout));
+        r.data.insert("module_stderr".into(), json!(stderr));
+        r.data.insert("rc".into(), json!(rc));
+        return r;
+    };
+    let flag = |data: &mut Map<String, Value>, key: &str| {
+        data.remove(key).is_some_and(|v| match v {
+            Value::Bool(b) => b,
+            Value::Null => false,
+            Value::Number(n) => n.as_f64() != Some(0.0),
+            Value::String(s) => !s.is_empty(),
+            Value::Array(a) => !a.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+        })
+    };
+    // As ansible-core's action base does for every module result.
+    for key in ["stdout", "stderr"] {
+        let lines = format!("{key}_lines");
+        if let Some(Value::String(text)) = data.get(key)
+            && !data.contains_key(&lines)
+        {
+            let split = super::command::splitlines(text);
+            data.insert(lines, json!(split));
+        }
+    }
+    let changed = flag(&mut data, "changed");
+    let failed = flag(&mut data, "failed");
+    let skipped = flag(&mut data, "skipped");
+    let msg = data.remove("msg").map(|m| match m {
+        Value::String(s) => s,
+        other => other.to_string(),
+    });
+    ModuleResult {
+        changed,
+        failed,
+        skipped,
+        msg,
+        diff: None,
+        data,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_json_object_on_its_own_line_is_the_result() {
+        let r = result_of(
+            "noise {not json\n{\"changed\": true, \"rc\": 0, \"msg\": \"hi\"}\ntrailing\n",
+            "",
+            0,
+        );
+        assert!(r.changed && !r.failed);
+        assert_eq!(r.msg.as_deref(), Some("hi"));
+        assert_eq!(r.data.get("rc"), Some(&json!(0)));
+    }
+
+    #[test]
+    fn no_json_is_a_failure_that_keeps_the_output() {
+        let r = result_of("", "Traceback ...\nNameError: x\n", 1);
+        assert!(r.failed);
+        assert_eq!(
+            r.data["module_stderr"],
+            json!("Traceback ...\nNameError: x\n")
+        );
+        assert_eq!(r.data["rc"], json!(1));
+    }
+}
