@@ -84,7 +84,12 @@ pub(crate) fn eval_as(
     };
     let v = with_fallback(env, &src, ctx, once)?;
     if v.is_undefined() {
-        return Err(super::undefined::undefined_result(env, &src, expr.trim(), ctx));
+        return Err(super::undefined::undefined_result(
+            env,
+            &src,
+            expr.trim(),
+            ctx,
+        ));
     }
     Ok(v)
 }
