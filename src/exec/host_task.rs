@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, json};
+use serde_json::{Map, Value, json};
 
 use super::include::IncludeReq;
 use super::inherit::Inherit;
@@ -152,6 +152,21 @@ impl Executor {
         self.finish(OnHost { kw, ..t }, started, Attempt { result, flow })
     }
 
+    /// The `warnings` a module returned (a loop's items' too), each as a `[WARNING]` line, as
+    /// ansible-playbook's callback shows them.
+    fn show_warnings(&self, result: &TaskResult) {
+        let items = result.fields.get("results").and_then(Value::as_array);
+        let lists = std::iter::once(result.fields.get("warnings"))
+            .chain(items.into_iter().flatten().map(|i| i.get("warnings")));
+        for list in lists.flatten().filter_map(Value::as_array) {
+            for w in list.iter().filter_map(Value::as_str) {
+                self.emit(Event::Warning {
+                    message: w.to_string(),
+                });
+            }
+        }
+    }
+
     /// Register, notify, update the host's standing and report.
     fn finish(&self, t: OnHost<'_>, started: Instant, ended: Attempt) -> HostOutcome {
         let OnHost {
@@ -164,6 +179,9 @@ impl Executor {
         } = t;
         let Attempt { result, flow } = ended;
         let no_log = kw.no_log == Some(true);
+        if !no_log {
+            self.show_warnings(&result);
+        }
         // A loop whose items never ran (skipped, or its items could not be made) reports as
         // one task.
         let looped = kw.loop_.is_some() && result.fields.contains_key("results");
@@ -458,7 +476,7 @@ impl Executor {
             ..t.kw.clone()
         };
         let mut a = self.until_loop(OnHost { kw: &kw, ..t }, ctx).await;
-        let jid = format!("j{}.{}", t.task_id, t.host);
+        let jid = crate::modules::async_job::new_jid();
         let r = &mut a.result;
         r.set("ansible_job_id", json!(jid));
         r.set("started", json!(true));

@@ -42,26 +42,31 @@ pub struct Launched {
     pub strip_empty_ends: bool,
 }
 
+/// A job id shaped like Ansible's: `j` + up to 12 random digits + `.` + a process id.
+pub fn new_jid() -> String {
+    let mut b = [0u8; 8];
+    // An id only needs to be unlikely to repeat; the time is enough when randomness fails.
+    if getrandom::fill(&mut b).is_err() {
+        b = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos()
+            .to_le_bytes()[..8]
+            .try_into()
+            .unwrap_or_default();
+    }
+    format!(
+        "j{}.{}",
+        u64::from_le_bytes(b) % 1_000_000_000_000,
+        std::process::id()
+    )
+}
+
 impl AsyncJob {
-    /// A new job with an id shaped like Ansible's (`j` + digits + `.` + a process id).
+    /// A new job with an id shaped like Ansible's (see `new_jid`).
     pub fn new(dir: String, limit: u64) -> AsyncJob {
-        let mut b = [0u8; 8];
-        // An id only needs to be unlikely to repeat; the time is enough when randomness fails.
-        if getrandom::fill(&mut b).is_err() {
-            b = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_nanos()
-                .to_le_bytes()[..8]
-                .try_into()
-                .unwrap_or_default();
-        }
         AsyncJob {
-            jid: format!(
-                "j{}.{}",
-                u64::from_le_bytes(b) % 1_000_000_000_000,
-                std::process::id()
-            ),
+            jid: new_jid(),
             dir,
             limit,
             launched: OnceLock::new(),

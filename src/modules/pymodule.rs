@@ -114,16 +114,13 @@ fn result_of(stdout: &str, stderr: &str, rc: i32) -> ModuleResult {
         .match_indices('{')
         .filter(|(i, _)| stdout[..*i].ends_with('\n') || *i == 0)
         .find_map(|(i, _)| {
-            serde_json::Deserializer::from_str(&stdout[i..])
-                .into_iter::<Value>()
-                .next()
-                .and_then(Result::ok)
-                .and_then(|v| match v {
-                    Value::Object(m) => Some(m),
-                    _ => None,
-                })
+            let mut values = serde_json::Deserializer::from_str(&stdout[i..]).into_iter::<Value>();
+            match values.next() {
+                Some(Ok(Value::Object(m))) => Some((m, &stdout[i + values.byte_offset()..])),
+                _ => None,
+            }
         });
-    let Some(mut data) = parsed else {
+    let Some((mut data, after)) = parsed else {
         let mut r = ModuleResult::failed(
             "Module result deserialization failed. See stdout/stderr for the returned output.",
         );
@@ -142,6 +139,21 @@ fn result_of(stdout: &str, stderr: &str, rc: i32) -> ModuleResult {
             Value::Object(o) => !o.is_empty(),
         })
     };
+    // ansible-core's `_filter_non_json_lines` words for text after the JSON, kept in the
+    // result's `warnings` (as its async wrapper keeps it; a direct run only shows it).
+    let junk = after.trim_start_matches(['\n', '\r', ' ']);
+    if !junk.trim().is_empty() {
+        let warning = json!(format!(
+            "Module invocation had junk after the JSON data: {}",
+            junk.trim_end_matches('\n')
+        ));
+        match data.get_mut("warnings") {
+            Some(Value::Array(list)) => list.push(warning),
+            _ => {
+                data.insert("warnings".into(), json!([warning]));
+            }
+        }
+    }
     // As ansible-core's action base does for every module result.
     for key in ["stdout", "stderr"] {
         let lines = format!("{key}_lines");
@@ -183,6 +195,10 @@ mod tests {
         assert!(r.changed && !r.failed);
         assert_eq!(r.msg.as_deref(), Some("hi"));
         assert_eq!(r.data.get("rc"), Some(&json!(0)));
+        assert_eq!(
+            r.data["warnings"],
+            json!(["Module invocation had junk after the JSON data: trailing"])
+        );
     }
 
     #[test]
