@@ -28,6 +28,10 @@ const KINIT_ERRORS: &[(&str, &str)] = &[
     ("{{ x + }}", "syntax error"),
     ("{{ u ~ 'x' }}", "`u` is undefined"),
     ("{{ u | upper }}", "`u` is undefined"),
+    (
+        "{{ [{'name': 1}, {'x': 2}] | map(attribute='name') | list }}",
+        "object of type 'dict' has no attribute 'name'",
+    ),
     ("{{ u + 1 }}", "`u` is undefined"),
     ("{{ 'pre ' ~ u.v.w ~ ' post' }}", "`u"),
     ("{{ 'yes' if u else 'no' }}", "`u` is undefined"),

@@ -76,6 +76,41 @@ macro_rules! builtins {
     };
 }
 
+/// Jinja's `map`, except that `map(attribute='x')` over an item without `x` (and no
+/// `default`) is Ansible's error, `object of type 'dict' has no attribute 'x'`, rather than a
+/// list holding an undefined value.
+fn map_strict(
+    state: &minijinja::State<'_, '_>,
+    value: minijinja::Value,
+    args: minijinja::value::Rest<minijinja::Value>,
+) -> Result<Vec<minijinja::Value>, minijinja::Error> {
+    let original = value.clone();
+    let out = minijinja::filters::map(state, value, minijinja::value::Rest(args.to_vec()))?;
+    let kwargs = args
+        .last()
+        .and_then(|v| minijinja::value::Kwargs::try_from(v.clone()).ok());
+    let attribute = kwargs.as_ref().and_then(|k| {
+        (!k.has("default"))
+            .then(|| k.peek::<minijinja::Value>("attribute").ok())
+            .flatten()
+    });
+    if let Some(attr) = attribute
+        && let Some(i) = out.iter().position(minijinja::Value::is_undefined)
+    {
+        let ty = original
+            .try_iter()
+            .ok()
+            .and_then(|mut it| it.nth(i))
+            .map(core::type_debug)
+            .unwrap_or("object");
+        return Err(minijinja::Error::new(
+            minijinja::ErrorKind::UndefinedError,
+            format!("object of type '{ty}' has no attribute '{attr}'"),
+        ));
+    }
+    Ok(out)
+}
+
 pub fn register(env: &mut Environment<'static>) {
     use minijinja::filters as b;
     builtins!(env, {
@@ -85,7 +120,7 @@ pub fn register(env: &mut Environment<'static>) {
         "lines" => b::lines, "first" => b::first, "last" => b::last, "min" => b::min,
         "max" => b::max, "sort" => b::sort, "list" => b::list, "reverse" => b::reverse,
         "sum" => b::sum, "indent" => b::indent, "select" => b::select, "reject" => b::reject,
-        "selectattr" => b::selectattr, "rejectattr" => b::rejectattr, "map" => b::map,
+        "selectattr" => b::selectattr, "rejectattr" => b::rejectattr, "map" => map_strict,
         "items" => b::items, "dictsort" => b::dictsort, "batch" => b::batch,
         "slice" => b::slice, "round" => core::round, "abs" => b::abs, "format" => b::format,
         "urlencode" => url::urlencode,
