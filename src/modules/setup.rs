@@ -66,7 +66,9 @@ echo '[mac]'; for i in /sys/class/net/*; do echo "${i##*/} $(cat $i/address 2>/d
 /// The `python` fact as ansible-core's setup module reports it
 /// (module_utils/facts/system/python.py: the running interpreter's version, version_info,
 /// executable, has_sslcontext and implementation name), printed as one JSON line by the
-/// interpreter the host's Python modules would use. Part of the one gathering command.
+/// interpreter the host's Python modules would use, with `python_version` (the platform
+/// collector's `platform.python_version()`) and `selinux_python_present` (the selinux
+/// collector's: whether `libselinux.so.1` loads, which its ctypes binding needs). Part of the one gathering command.
 const PYTHON: &str = r#"echo '[python]'
 for p in $KINIT_PY; do command -v "$p" >/dev/null 2>&1 && { "$p" -c '
 import json, sys
@@ -74,10 +76,16 @@ try:
     import ssl; ctx = hasattr(ssl, "SSLContext")
 except ImportError:
     ctx = False
+try:
+    import ctypes; ctypes.CDLL("libselinux.so.1"); se = True
+except (ImportError, OSError):
+    se = False
+import platform
 v = sys.version_info
 print(json.dumps({"version": {"major": v[0], "minor": v[1], "micro": v[2], "releaselevel": v[3], "serial": v[4]},
   "version_info": list(v), "executable": sys.executable, "has_sslcontext": ctx,
-  "type": getattr(getattr(sys, "implementation", None), "name", None)}))' 2>/dev/null; break; }
+  "type": getattr(getattr(sys, "implementation", None), "name", None),
+  "_python_version": platform.python_version(), "_selinux_python_present": se}))' 2>/dev/null; break; }
 done
 "#;
 
@@ -215,7 +223,16 @@ pub fn parse(text: &str) -> Map<String, Value> {
         "service_mgr",
         json!(kv.get("service_mgr").map_or("service", |s| s.as_str())),
     );
-    put("python", python.unwrap_or(Value::Null));
+    let mut python = python.unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut python {
+        if let Some(v) = m.remove("_python_version") {
+            put("python_version", v);
+        }
+        if let Some(v) = m.remove("_selinux_python_present") {
+            put("selinux_python_present", v);
+        }
+    }
+    put("python", python);
 
     let id = os.get("ID").cloned().unwrap_or_default();
     let like = os.get("ID_LIKE").cloned().unwrap_or_default();
