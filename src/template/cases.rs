@@ -28,6 +28,7 @@ const KINIT_ERRORS: &[(&str, &str)] = &[
     ("{{ x + }}", "syntax error"),
     ("{{ u ~ 'x' }}", "`u` is undefined"),
     ("{{ u | upper }}", "`u` is undefined"),
+    ("{{ d.zz is match('a') }}", "`d.zz` is undefined"),
     (
         "{{ [{'name': 1}, {'x': 2}] | map(attribute='name') | list }}",
         "object of type 'dict' has no attribute 'name'",

@@ -56,7 +56,75 @@ pub(super) fn with_fallback<T>(
         failed
     };
     let e = explain(failed.e, src, missing(env, failed.names, ctx));
+    let e = undefined_path(env, src, ctx, e);
     Err(no_attribute(env, ctx, e))
+}
+
+/// `` `match('a')` is undefined `` (the engine points at the call that received the undefined
+/// value) becomes `` `d.missing` is undefined ``: the first attribute path of the template
+/// whose value is undefined, so `no_attribute` can say which key is missing, as Ansible does.
+fn undefined_path(env: &Environment<'_>, src: &str, ctx: &Value, e: Error) -> Error {
+    let named = e
+        .detail()
+        .and_then(|d| d.strip_prefix('`'))
+        .and_then(|d| d.strip_suffix("` is undefined"));
+    if named.is_none_or(is_path) {
+        return e;
+    }
+    let found = paths(src).into_iter().find(|p| {
+        env.compile_expression(p)
+            .and_then(|c| c.eval(ctx))
+            .is_ok_and(|v| v.is_undefined())
+    });
+    match found {
+        Some(p) => Error::new(ErrorKind::UndefinedError, format!("`{p}` is undefined")),
+        None => e,
+    }
+}
+
+/// The dotted paths (`a.b`, `a.b.c`) a template reads, outside string literals.
+fn paths(src: &str) -> Vec<&str> {
+    let bytes = src.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut quote: Option<u8> = None;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'\'' || c == b'"' {
+            quote = Some(c);
+            i += 1;
+            continue;
+        }
+        let starts = (c.is_ascii_alphabetic() || c == b'_')
+            && (i == 0
+                || !(bytes[i - 1].is_ascii_alphanumeric()
+                    || bytes[i - 1] == b'_'
+                    || bytes[i - 1] == b'.'));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len()
+            && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b'.')
+        {
+            i += 1;
+        }
+        let word = src[start..i].trim_end_matches('.');
+        // `s.startswith(..)` is a method call, not a value to read.
+        let called = src[i..].trim_start().starts_with('(');
+        if word.contains('.') && !called {
+            out.push(word);
+        }
+    }
+    out
 }
 
 /// The error for expression `expr` (compiled from `src`) whose value is undefined: it names
