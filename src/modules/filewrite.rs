@@ -4,11 +4,12 @@
 //! One probe reads the destination's stat and checksum (and its content when a diff or an edit
 //! needs it); the decision is made on the controller; the upload goes through
 //! `Connection::put` (temp file + rename, so nothing is left half-written); one more command
-//! takes a backup before it, one more fixes owner/group after it, only when needed.
+//! takes a backup before it, one more fixes owner/group after it, only when needed. Results
+//! name the written file's owner: over SSH the upload's own finishing command reads it, else
+//! it is read together with the fix (or alone, on the local transport).
 
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncReadExt;
 
 use crate::transport::Source;
 use crate::transport::quote::sh;
@@ -36,27 +37,7 @@ impl Content {
 
     /// A local file, hashed by streaming (it may be a large image).
     pub async fn file(path: &std::path::Path) -> Result<Self, ModuleError> {
-        let fail = |e: std::io::Error| ModuleError::Failed {
-            msg: format!("cannot read `{}`: {e}", path.display()),
-        };
-        let mut f = tokio::fs::File::open(path).await.map_err(fail)?;
-        let (mut s256, mut s1, mut size) = (Sha256::new(), Sha1::new(), 0u64);
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            let n = f.read(&mut buf).await.map_err(fail)?;
-            if n == 0 {
-                break;
-            }
-            s256.update(&buf[..n]);
-            s1.update(&buf[..n]);
-            size += n as u64;
-        }
-        Ok(Self {
-            source: Source::File(path.to_path_buf()),
-            sha256: hex::encode(s256.finalize()),
-            sha1: hex::encode(s1.finalize()),
-            size,
-        })
+        Self::local(path, false).await
     }
 
     /// The MD5 of the content, which ansible-core's `copy` reports as `md5sum` for a file it
@@ -67,32 +48,43 @@ impl Content {
         match &self.source {
             Source::Bytes(b) => Some(hex::encode(Md5::digest(b))),
             Source::File(path) => {
-                let mut f = tokio::fs::File::open(path).await.ok()?;
-                let (mut h, mut buf) = (Md5::new(), vec![0u8; 256 * 1024]);
-                loop {
-                    let n = f.read(&mut buf).await.ok()?;
-                    if n == 0 {
-                        break;
-                    }
-                    h.update(&buf[..n]);
-                }
-                Some(hex::encode(h.finalize()))
+                let path = path.clone();
+                let sum = move || -> std::io::Result<String> {
+                    let mut h = Md5::new();
+                    read_chunks(&path, |chunk| h.update(chunk))?;
+                    Ok(hex::encode(h.finalize()))
+                };
+                tokio::task::spawn_blocking(sum).await.ok()?.ok()
             }
         }
     }
 
     /// A local file to copy: its plaintext when it is vault-encrypted and `decrypt` is on
-    /// (`copy`'s default, Ansible's `decrypt: true`), else the file as it is.
+    /// (`copy`'s default, Ansible's `decrypt: true`), else the file as it is, hashed by
+    /// streaming. One pass on a blocking thread: the file is opened once, and the vault header
+    /// is looked for in its first bytes (each `tokio::fs` call is a hand-off to the blocking
+    /// pool, which a copy per task paid several times over; see ci/bench/RESULTS.md).
     pub async fn local(path: &std::path::Path, decrypt: bool) -> Result<Self, ModuleError> {
-        if decrypt && starts_vaulted(path).await {
-            let fail = |msg: String| ModuleError::Failed { msg };
-            let bytes = tokio::fs::read(path)
-                .await
-                .map_err(|e| fail(format!("cannot read `{}`: {e}", path.display())))?;
-            let plain = crate::vault::file_bytes(path, bytes).map_err(|e| fail(e.to_string()))?;
-            return Ok(Self::bytes(plain));
+        let fail = |msg: String| ModuleError::Failed { msg };
+        let cannot =
+            |e: &dyn std::fmt::Display| fail(format!("cannot read `{}`: {e}", path.display()));
+        let owned = path.to_path_buf();
+        let read = tokio::task::spawn_blocking(move || read_local(&owned, decrypt))
+            .await
+            .map_err(|e| cannot(&e))?;
+        match read.map_err(|e| cannot(&e))? {
+            Local::Vaulted(bytes) => {
+                let plain =
+                    crate::vault::file_bytes(path, bytes).map_err(|e| fail(e.to_string()))?;
+                Ok(Self::bytes(plain))
+            }
+            Local::Hashed { sha256, sha1, size } => Ok(Self {
+                source: Source::File(path.to_path_buf()),
+                sha256,
+                sha1,
+                size,
+            }),
         }
-        Self::file(path).await
     }
 
     /// The content as text for a diff; async because a file source is read from disk.
@@ -105,13 +97,65 @@ impl Content {
     }
 }
 
-/// Whether the file at `path` begins with the vault header (an unreadable file is read, and
-/// its error reported, by the caller).
-async fn starts_vaulted(path: &std::path::Path) -> bool {
-    let mut head = [0u8; crate::vault::HEADER.len()];
-    match tokio::fs::File::open(path).await {
-        Ok(mut f) => f.read_exact(&mut head).await.is_ok() && crate::vault::is_vaulted(&head),
-        Err(_) => false,
+/// What one blocking pass over a local file found.
+enum Local {
+    /// The whole file, which starts with the vault header (to decrypt).
+    Vaulted(Vec<u8>),
+    /// The file's hashes and size, its bytes left on disk.
+    Hashed {
+        sha256: String,
+        sha1: String,
+        size: u64,
+    },
+}
+
+/// Read `path` once: the whole of it when `decrypt` is on and it starts with the vault header,
+/// else only its hashes.
+fn read_local(path: &std::path::Path, decrypt: bool) -> std::io::Result<Local> {
+    let (mut s256, mut s1, mut size) = (Sha256::new(), Sha1::new(), 0u64);
+    // The head is kept until it is long enough to tell a vault header from the rest.
+    let head_len = crate::vault::HEADER.len();
+    let mut head = Vec::new();
+    let mut vaulted = None;
+    read_chunks(path, |chunk| {
+        s256.update(chunk);
+        s1.update(chunk);
+        size += chunk.len() as u64;
+        match vaulted {
+            None if decrypt => {
+                head.extend_from_slice(chunk);
+                if head.len() >= head_len {
+                    vaulted = Some(crate::vault::is_vaulted(&head));
+                }
+            }
+            Some(true) => head.extend_from_slice(chunk),
+            _ => {}
+        }
+    })?;
+    // A file shorter than the header is not vaulted (`vaulted` stays `None`).
+    if vaulted == Some(true) {
+        return Ok(Local::Vaulted(head));
+    }
+    Ok(Local::Hashed {
+        sha256: hex::encode(s256.finalize()),
+        sha1: hex::encode(s1.finalize()),
+        size,
+    })
+}
+
+/// Feed `path`'s bytes to `each` in chunks (blocking reads).
+fn read_chunks(path: &std::path::Path, mut each: impl FnMut(&[u8])) -> std::io::Result<()> {
+    use std::io::Read as _;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        each(&buf[..n]);
     }
 }
 
@@ -319,14 +363,16 @@ pub async fn apply(
         }
         result = result.with("backup_file", out.stdout_str());
     }
-    match w.validate {
-        None => ctx.conn.put(&content.source, w.dest, mode).await?,
+    // Over SSH the upload itself reads the new file's owner back (see `fix_and_read_owner`).
+    let owner = match w.validate {
+        None => ctx.conn.put_owned(&content.source, w.dest, mode).await?,
         Some(check) => {
             if let Some(failed) = validated_put(ctx, w.dest, check, &content, mode).await? {
                 return Ok(failed);
             }
+            None
         }
-    }
+    };
     // After the upload the file belongs to the connecting user.
     let uploaded = RemoteStat {
         kind: Kind::File,
@@ -351,11 +397,23 @@ pub async fn apply(
             .or_else(|| exists.then(|| stat.gid.to_string())),
     };
     let fix = keep.fix_script(w.dest, &uploaded, false);
+    if fix.is_empty()
+        && let Some(o) = owner
+    {
+        return Ok(result
+            .with("uid", o.uid)
+            .with("gid", o.gid)
+            .with("owner", o.user)
+            .with("group", o.group));
+    }
     fix_and_read_owner(ctx, &fix, w.dest, result, "cannot set owner of").await
 }
 
 /// Run `fix` (may be empty) and read the file's owner back in the same run: the result names
-/// the file's owner and group, as ansible-core's copy/template results do.
+/// the file's owner and group, as ansible-core's copy/template results do. A write with
+/// nothing to fix has its owner from the upload where the transport reads it (SSH): one
+/// command less per written file, which the `file` benchmark's controller CPU showed
+/// (ci/bench/RESULTS.md).
 async fn fix_and_read_owner(
     ctx: &ModuleCtx<'_>,
     fix: &str,

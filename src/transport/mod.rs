@@ -137,6 +137,33 @@ pub enum TransportError {
     },
 }
 
+/// Who owns a file on a POSIX host: numbers and names, as `stat -c '%u %g %U %G'` prints
+/// them (a name the host does not know is `UNKNOWN`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileOwner {
+    pub uid: u64,
+    pub gid: u64,
+    pub user: String,
+    pub group: String,
+}
+
+impl FileOwner {
+    /// The owner from one line of `stat -c '%u %g %U %G'`; `None` for anything else.
+    pub fn parse(line: &str) -> Option<Self> {
+        let mut f = line.split_whitespace();
+        let (uid, gid, user, group) = (f.next()?, f.next()?, f.next()?, f.next()?);
+        if f.next().is_some() {
+            return None;
+        }
+        Some(Self {
+            uid: uid.parse().ok()?,
+            gid: gid.parse().ok()?,
+            user: user.to_string(),
+            group: group.to_string(),
+        })
+    }
+}
+
 /// An open connection to one host. One dispatch point: every operation matches here once.
 pub enum Connection {
     Local(local::LocalConnection),
@@ -191,6 +218,24 @@ impl Connection {
             Connection::Local(c) => c.put(src, dest, mode).await,
             Connection::Ssh(c) => c.put(src, dest, mode).await,
             Connection::WinRm(c) => c.put(src, dest, mode).await,
+        }
+    }
+
+    /// [`put`](Self::put), and who owns `dest` once it is in place. Over SSH the upload's own
+    /// finishing command reads it (no round trip of its own, which a file module writing one
+    /// file per task would otherwise pay on every write); `None` from the other transports,
+    /// or when the host could not say: the caller asks the host itself then.
+    pub async fn put_owned(
+        &self,
+        src: &Source,
+        dest: &str,
+        mode: Option<u32>,
+    ) -> Result<Option<FileOwner>, TransportError> {
+        match self {
+            Connection::Ssh(c) => c.put_owned(src, dest, mode).await,
+            Connection::Local(_) | Connection::WinRm(_) => {
+                self.put(src, dest, mode).await.map(|()| None)
+            }
         }
     }
 

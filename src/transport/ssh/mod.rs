@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
-use super::{ExecOutput, ExecRequest, HostTarget, Source, TransportError};
+use super::{ExecOutput, ExecRequest, FileOwner, HostTarget, Source, TransportError};
 use session::Connected;
 
 /// sshd's default `MaxSessions` is 10; staying below it leaves room for a user's own session.
@@ -120,7 +120,19 @@ impl SshConnection {
         dest: &str,
         mode: Option<u32>,
     ) -> Result<(), TransportError> {
-        self.unless_lost("an upload", sftp::put(self, src, dest, mode))
+        self.unless_lost("an upload", sftp::put(self, src, dest, mode, false))
+            .await
+            .map(drop)
+    }
+
+    /// `put`, reading who owns `dest` in the upload's finishing command.
+    pub async fn put_owned(
+        &self,
+        src: &Source,
+        dest: &str,
+        mode: Option<u32>,
+    ) -> Result<Option<FileOwner>, TransportError> {
+        self.unless_lost("an upload", sftp::put(self, src, dest, mode, true))
             .await
     }
 

@@ -15,9 +15,11 @@
 //! fails only when no byte has moved for `STALL` (the cause then says so); the library's own
 //! per-request limit is set well above that.
 //!
-//! The finishing command also lists the destination's other temporary files owned by the SSH
-//! user; those `upload_temp` finds stale (left by an upload whose connection was cut) are
-//! removed by one more command, run only when there are any.
+//! The finishing command can also read who owns the destination once it is in place (for
+//! `put_owned`: a file module's result names the owner, and a command of its own for that
+//! would be one more round trip per written file). It also lists the destination's other
+//! temporary files owned by the SSH user; those `upload_temp` finds stale (left by an upload
+//! whose connection was cut) are removed by one more command, run only when there are any.
 
 use std::path::Path;
 
@@ -29,7 +31,7 @@ use tokio::sync::{OnceCell, OwnedSemaphorePermit};
 use super::SshConnection;
 use super::upload_temp::{self, UploadTemp};
 use crate::transport::local::temp_sibling;
-use crate::transport::{ExecOutput, ExecRequest, Source, TransportError, quote};
+use crate::transport::{ExecOutput, ExecRequest, FileOwner, Source, TransportError, quote};
 
 const CHUNK: usize = 256 * 1024;
 /// Uploads up to this size go inline through one command instead of SFTP. The bytes travel
@@ -103,7 +105,8 @@ pub(super) async fn put(
     src: &Source,
     dest: &str,
     mode: Option<u32>,
-) -> Result<(), TransportError> {
+    owner: bool,
+) -> Result<Option<FileOwner>, TransportError> {
     let temp = UploadTemp::new(dest);
     let tmp = temp.path().to_string();
     let inline = match src {
@@ -121,23 +124,34 @@ pub(super) async fn put(
     if let Some(bytes) = inline {
         // The remote shell runs the whole command even when this future is dropped, and the
         // command itself removes the temporary file on every failure it sees.
-        let found = put_inline(c, bytes, dest, mode, &tmp).await?;
+        let found = put_inline(c, bytes, dest, mode, owner, &tmp).await?;
         drop(temp);
-        return tidy(c, dest, found).await;
+        return tidy(c, dest, found, owner).await;
     }
     let sftp = c.sftp.get(c).await?;
     c.sftp.pending.lock().unwrap().push(tmp.clone());
-    let done = put_via(c, sftp, src, dest, mode, &tmp).await;
+    let done = put_via(c, sftp, src, dest, mode, owner, &tmp).await;
     if done.is_ok() {
         c.sftp.pending.lock().unwrap().retain(|p| p != &tmp);
     }
     drop(temp);
-    tidy(c, dest, done?).await
+    tidy(c, dest, done?, owner).await
 }
 
 /// Remove the stale ones among `found`, the temp files of `dest` that its finishing command
-/// listed. Best effort: the upload itself succeeded, and a leftover is tried again next time.
-async fn tidy(c: &SshConnection, dest: &str, found: Vec<String>) -> Result<(), TransportError> {
+/// listed (after the owner's line when `owner` asked for one). Best effort: the upload itself
+/// succeeded, and a leftover is tried again next time. Returns the owner read.
+async fn tidy(
+    c: &SshConnection,
+    dest: &str,
+    mut found: Vec<String>,
+    owner: bool,
+) -> Result<Option<FileOwner>, TransportError> {
+    let owner = if owner && !found.is_empty() {
+        FileOwner::parse(&found.remove(0))
+    } else {
+        None
+    };
     let dir = match dest.rfind('/') {
         Some(i) => &dest[..=i],
         None => "",
@@ -151,7 +165,7 @@ async fn tidy(c: &SshConnection, dest: &str, found: Vec<String>) -> Result<(), T
         let rm = format!("rm -f -- {}", quote::sh_join(&stale));
         let _ = c.exec(&ExecRequest::new(rm)).await;
     }
-    Ok(())
+    Ok(owner)
 }
 
 /// Write `bytes` to `dest` in one command: stdin into `tmp`, then [`install_script`].
@@ -161,13 +175,14 @@ async fn put_inline(
     bytes: Vec<u8>,
     dest: &str,
     mode: Option<u32>,
+    owner: bool,
     tmp: &str,
 ) -> Result<Vec<String>, TransportError> {
     let expected = hex::encode(Sha256::digest(&bytes));
     let t = quote::sh(tmp);
     let script = format!(
         "cat > {t} || {{ rc=$?; rm -f {t}; exit $rc; }}; {}",
-        install_script(tmp, dest, mode, &expected)
+        install_script(tmp, dest, mode, owner, &expected)
     );
     let req = ExecRequest {
         stdin: Some(bytes),
@@ -185,6 +200,7 @@ async fn put_via(
     src: &Source,
     dest: &str,
     mode: Option<u32>,
+    owner: bool,
     tmp: &str,
 ) -> Result<Vec<String>, TransportError> {
     let tmp = tmp.to_string();
@@ -223,25 +239,31 @@ async fn put_via(
             return Err(e);
         }
     };
-    let script = install_script(&tmp, dest, mode, &expected);
+    let script = install_script(&tmp, dest, mode, owner, &expected);
     finish(c, dest, c.exec(&ExecRequest::new(script)).await?)
 }
 
 /// The finishing command of every upload: check the temporary file's SHA-256, apply the
-/// mode, rename it into place; remove it on any failure. Once in place, print the names of
-/// the destination's other temp files that the SSH user owns, one a line.
-fn install_script(tmp: &str, dest: &str, mode: Option<u32>, expected: &str) -> String {
+/// mode, rename it into place; remove it on any failure. Once in place, print (with `owner`)
+/// one line of the destination's owner, empty when `stat` cannot tell, then the names of the
+/// destination's other temp files that the SSH user owns, one a line.
+fn install_script(tmp: &str, dest: &str, mode: Option<u32>, owner: bool, expected: &str) -> String {
     let (t, d) = (quote::sh(tmp), quote::sh(dest));
     let chmod = match mode {
         Some(m) => format!("chmod {m:o} {t}"),
         // Replacing a file keeps its permissions, as writing into it would.
         None => format!("if [ -e {d} ]; then chmod --reference={d} {t} 2>/dev/null; fi"),
     };
+    let owner = if owner {
+        format!("o=$(stat -c '%u %g %U %G' -- {d} 2>/dev/null); printf '%s\\n' \"$o\"; ")
+    } else {
+        String::new()
+    };
     format!(
         "h=$(sha256sum < {t}); h=${{h%% *}}; if [ \"$h\" != {expected} ]; then rm -f {t}; \
          exit {MISMATCH}; fi; {chmod} && mv -f {t} {d} || {{ rc=$?; rm -f {t}; exit $rc; }}; \
-         for f in {glob}; do [ -f \"$f\" ] && [ -O \"$f\" ] && printf '%s\\n' \"${{f##*/}}\"; \
-         done; :",
+         {owner}for f in {glob}; do [ -f \"$f\" ] && [ -O \"$f\" ] && \
+         printf '%s\\n' \"${{f##*/}}\"; done; :",
         glob = upload_temp::sibling_glob(dest),
     )
 }

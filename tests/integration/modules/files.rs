@@ -19,6 +19,9 @@ pub async fn copy_content(fx: &Fixture<'_>) {
         "f572d396fae9206628714fb2ce00f72e94f2258f"
     );
     assert_eq!(fx.sh(&probe).await, "hello\n640\n");
+    // The result names who owns the written file (over SSH the upload reads it back).
+    let owner = fx.sh(&format!("stat -c '%u %g %U %G' {dest}")).await;
+    assert_eq!(owner_of(&r), owner.trim_end());
 
     // Only the mode differs: changed, content untouched.
     let r = fx
@@ -44,6 +47,7 @@ pub async fn copy_content(fx: &Fixture<'_>) {
     );
     assert_eq!(fx.sh(&format!("cat {backup}")).await, "hello\n");
     assert_eq!(fx.sh(&probe).await, "bye\n600\n");
+    assert_eq!(owner_of(&r), owner.trim_end());
 
     // force: no leaves an existing file alone.
     let r = fx
@@ -91,6 +95,19 @@ pub async fn copy_content(fx: &Fixture<'_>) {
             "1:1\n"
         );
     }
+}
+
+/// A file result's `uid gid owner group`, as `stat -c '%u %g %U %G'` prints them.
+fn owner_of(r: &ModuleResult) -> String {
+    let d = &r.data;
+    let name = |k: &str| d[k].as_str().unwrap_or("<missing>").to_string();
+    format!(
+        "{} {} {} {}",
+        d["uid"],
+        d["gid"],
+        name("owner"),
+        name("group")
+    )
 }
 
 pub async fn copy_file_and_directory(fx: &Fixture<'_>) {
