@@ -1,5 +1,5 @@
 //! Per-command cost over SSH: persistent shell vs exec channel, direct vs through a jump
-//! host, and round trips per command on a slow link.
+//! host, and round trips per command, per upload and per file-writing module on a slow link.
 //!
 //! `ms_per_command` only prints numbers (timing is a benchmark's job, not a test's):
 //! `cargo test --release --test integration ms_per_command -- --ignored --nocapture`.
@@ -8,10 +8,12 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kinit::transport::ssh::SshConnection;
-use kinit::transport::{ExecRequest, Source};
+use kinit::transport::{Connection, ExecRequest, Source};
+use serde_json::json;
 
 use crate::fixtures::delay_proxy::DelayProxy;
 use crate::fixtures::sshd::SshLab;
+use crate::modules::Fixture;
 
 async fn per_command(c: &SshConnection, n: u32, shell: bool) -> Duration {
     let req = ExecRequest::new("true");
@@ -169,4 +171,51 @@ async fn slow_link_small_upload_is_one_round_trip() {
     assert!(!out.contains("kinit-tmp"), "temp files left behind: {out}");
     c.close().await;
     direct.close().await;
+}
+
+/// The fastest of `n` `copy` runs that each write a new small file.
+async fn fastest_new_copy(fx: &Fixture<'_>, n: u32, tag: &str) -> Duration {
+    let mut best = Duration::MAX;
+    for i in 0..n {
+        let args = json!({"content": "x\n", "dest": fx.path(&format!("{tag}{i}"))});
+        let start = Instant::now();
+        let r = fx.run("copy", args).await;
+        best = best.min(start.elapsed());
+        assert!(r.changed && !r.failed, "{r:?}");
+        assert!(
+            r.data["owner"].is_string() && r.data["uid"].is_u64(),
+            "{r:?}"
+        );
+    }
+    best
+}
+
+/// A `copy` that writes a new file is two round trips on a slow link: the probe of its
+/// destination and the upload, whose finishing command also reads the new file's owner for
+/// the result (a command of its own for that made it three, and cost the `file` benchmark a
+/// third more controller CPU; ci/bench/RESULTS.md). Measured as the tests above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_link_copy_of_a_new_file_is_two_round_trips() {
+    let lab = SshLab::new(1);
+    // Longer than the other tests' 40 ms: a module run in a debug build varies by more than
+    // a few milliseconds under load.
+    let rtt = Duration::from_millis(100);
+    let (direct, slow, _proxy) = slow_link(&lab, rtt).await;
+    let (direct, slow) = (Connection::Ssh(direct), Connection::Ssh(slow));
+    let (fx_direct, fx_slow) = (Fixture::new(&direct).await, Fixture::new(&slow).await);
+    // Warm up: both persistent shells started on each connection.
+    fastest_new_copy(&fx_direct, 2, "warm").await;
+    fastest_new_copy(&fx_slow, 2, "warm").await;
+    let floor = fastest_new_copy(&fx_direct, 8, "f").await;
+    let slow_best = fastest_new_copy(&fx_slow, 8, "f").await;
+    let rt = slow_best.saturating_sub(floor).as_secs_f64() / rtt.as_secs_f64();
+    eprintln!("round trips per new-file copy: {rt:.2} (direct floor {floor:?})");
+    assert!(
+        (1.8..=2.5).contains(&rt),
+        "new-file copy: {rt:.2} round trips"
+    );
+    fx_direct.finish().await;
+    fx_slow.finish().await;
+    direct.close().await;
+    slow.close().await;
 }
