@@ -303,6 +303,36 @@ impl ModuleResult {
     pub fn ok() -> Self {
         Self::default()
     }
+
+    /// A result a module printed as a JSON object (a custom Python module, a PowerShell
+    /// module): `changed`, `failed` and `skipped` (true when truthy, as Python reads them) and
+    /// `msg` (text; another value as its JSON) become the result's own fields, every other
+    /// key its data.
+    pub fn from_map(mut data: serde_json::Map<String, Value>) -> Self {
+        let mut flag = |key: &str| {
+            data.remove(key).is_some_and(|v| match v {
+                Value::Bool(b) => b,
+                Value::Null => false,
+                Value::Number(n) => n.as_f64() != Some(0.0),
+                Value::String(s) => !s.is_empty(),
+                Value::Array(a) => !a.is_empty(),
+                Value::Object(o) => !o.is_empty(),
+            })
+        };
+        let (changed, failed, skipped) = (flag("changed"), flag("failed"), flag("skipped"));
+        let msg = data.remove("msg").map(|m| match m {
+            Value::String(s) => s,
+            other => other.to_string(),
+        });
+        Self {
+            changed,
+            failed,
+            skipped,
+            msg,
+            diff: None,
+            data,
+        }
+    }
     pub fn changed() -> Self {
         Self {
             changed: true,

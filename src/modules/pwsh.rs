@@ -6,7 +6,7 @@
 //! (one round trip): it reads the state, sets `$r.changed`, and changes things only when
 //! `-not $check`. User values enter scripts only through `crate::transport::quote::ps`.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::transport::quote::{ps, ps_command_line};
 use crate::transport::{ExecOutput, ShellKind};
@@ -98,25 +98,9 @@ pub fn parse(out: &ExecOutput) -> ModuleResult {
             out.stderr_str().trim()
         ));
     };
-    let mut map: Map<String, Value> = match serde_json::from_str(json) {
-        Ok(Value::Object(m)) => m,
-        _ => return ModuleResult::failed(format!("unreadable module result: {json}")),
-    };
-    let flag =
-        |m: &mut Map<String, Value>, k: &str| m.remove(k).and_then(|v| v.as_bool()) == Some(true);
-    let changed = flag(&mut map, "changed");
-    let failed = flag(&mut map, "failed");
-    let skipped = flag(&mut map, "skipped");
-    let msg = map
-        .remove("msg")
-        .and_then(|m| m.as_str().map(str::to_string));
-    ModuleResult {
-        changed,
-        failed,
-        skipped,
-        msg,
-        diff: None,
-        data: map,
+    match serde_json::from_str(json) {
+        Ok(Value::Object(m)) => ModuleResult::from_map(m),
+        _ => ModuleResult::failed(format!("unreadable module result: {json}")),
     }
 }
 

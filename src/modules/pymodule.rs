@@ -129,16 +129,6 @@ fn result_of(stdout: &str, stderr: &str, rc: i32) -> ModuleResult {
         r.data.insert("rc".into(), json!(rc));
         return r;
     };
-    let flag = |data: &mut Map<String, Value>, key: &str| {
-        data.remove(key).is_some_and(|v| match v {
-            Value::Bool(b) => b,
-            Value::Null => false,
-            Value::Number(n) => n.as_f64() != Some(0.0),
-            Value::String(s) => !s.is_empty(),
-            Value::Array(a) => !a.is_empty(),
-            Value::Object(o) => !o.is_empty(),
-        })
-    };
     // ansible-core's `_filter_non_json_lines` words for text after the JSON, kept in the
     // result's `warnings` (as its async wrapper keeps it; a direct run only shows it).
     let junk = after.trim_start_matches(['\n', '\r', ' ']);
@@ -164,21 +154,7 @@ fn result_of(stdout: &str, stderr: &str, rc: i32) -> ModuleResult {
             data.insert(lines, json!(split));
         }
     }
-    let changed = flag(&mut data, "changed");
-    let failed = flag(&mut data, "failed");
-    let skipped = flag(&mut data, "skipped");
-    let msg = data.remove("msg").map(|m| match m {
-        Value::String(s) => s,
-        other => other.to_string(),
-    });
-    ModuleResult {
-        changed,
-        failed,
-        skipped,
-        msg,
-        diff: None,
-        data,
-    }
+    ModuleResult::from_map(data)
 }
 
 #[cfg(test)]
