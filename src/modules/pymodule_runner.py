@@ -37,18 +37,28 @@ def _errors(errors):
     return "surrogateescape" if errors is None or errors.startswith("surrogate_") else errors
 
 
-def to_bytes(obj, encoding="utf-8", errors=None, nonstring="simplerepr"):
-    if isinstance(obj, bytes):
-        return obj
-    if isinstance(obj, str):
-        return obj.encode(encoding, _errors(errors))
+def _nonstring(obj, nonstring):
+    """What `to_bytes`/`to_text` make of a value that is neither text nor bytes: the value
+    (`passthru`), nothing (`empty`, as None), an error (`strict`), else its `str()`."""
     if nonstring == "passthru":
         return obj
     if nonstring == "empty":
-        return b""
+        return None
     if nonstring == "strict":
         raise TypeError("obj must be a string type")
-    return str(obj).encode(encoding, _errors(errors))
+    return str(obj)
+
+
+def to_bytes(obj, encoding="utf-8", errors=None, nonstring="simplerepr"):
+    if isinstance(obj, bytes):
+        return obj
+    if not isinstance(obj, str):
+        obj = _nonstring(obj, nonstring)
+        if obj is None:
+            return b""
+        if not isinstance(obj, str):
+            return obj
+    return obj.encode(encoding, _errors(errors))
 
 
 def to_text(obj, encoding="utf-8", errors=None, nonstring="simplerepr"):
@@ -56,19 +66,16 @@ def to_text(obj, encoding="utf-8", errors=None, nonstring="simplerepr"):
         return obj
     if isinstance(obj, bytes):
         return obj.decode(encoding, _errors(errors))
-    if nonstring == "passthru":
-        return obj
-    if nonstring == "empty":
-        return ""
-    if nonstring == "strict":
-        raise TypeError("obj must be a string type")
-    return str(obj)
+    text = _nonstring(obj, nonstring)
+    return "" if text is None else text
 
 
 to_native = to_text
 
 
 def boolean(value, strict=True):
+    # ansible-core lists the valid words in set order, which varies with Python's hash seed;
+    # kinit lists them sorted.
     if isinstance(value, bool):
         return value
     normalized = value.lower().strip() if isinstance(value, str) else value
@@ -76,7 +83,7 @@ def boolean(value, strict=True):
         return True
     if normalized in BOOLEANS_FALSE or (normalized is None and not strict):
         return False
-    raise TypeError("The value '%s' is not a valid boolean.  Valid booleans include: %s"
+    raise TypeError("The value '%s' is not a valid boolean. Valid booleans include: %s"
                     % (to_text(value), ", ".join(repr(i) for i in sorted(BOOLEANS_TRUE | BOOLEANS_FALSE, key=str))))
 
 
@@ -117,12 +124,10 @@ def _convert(value, kind, name):
         if kind == "bool":
             return boolean(value)
         if kind == "int":
-            if isinstance(value, bool):
+            # Whole numbers only: a bool or a float with a fraction is refused, as
+            # ansible-core's check_type_int refuses it (int(3.5) would silently give 3).
+            if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
                 raise ValueError
-            if isinstance(value, int):
-                return value
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
             return int(value)
         if kind == "float":
             return float(value)
@@ -140,6 +145,8 @@ def _convert(value, kind, name):
             if isinstance(value, str):
                 if value.startswith("{"):
                     return json.loads(value)
+                if "=" not in value:
+                    raise ValueError
                 pairs = {}
                 for field in shlex.split(value.replace(",", " ")):
                     k, _, v = field.partition("=")
@@ -154,10 +161,19 @@ def _convert(value, kind, name):
             return _human_to_bytes(value)
         if kind == "bits":
             return _human_to_bytes(value, isbits=True)
-    except (TypeError, ValueError):
-        pass
-    raise _Invalid("argument '%s' is of type %s and we were unable to convert to %s"
-                   % (name, type(value).__name__, kind))
+    except (TypeError, ValueError) as e:
+        # The reason in ansible-core's words (module_utils/common/validation.py).
+        if kind == "int":
+            reason = '"%r" cannot be converted to an int' % (value,)
+        elif kind == "bool" and isinstance(value, str):
+            reason = str(e)
+        elif kind == "dict" and isinstance(value, str):
+            reason = "dictionary requested, could not parse JSON or key=value"
+        else:
+            article = "an" if kind[:1] in "aeiou" else "a"
+            reason = "%s cannot be converted to %s %s" % (type(value), article, kind)
+    raise _Invalid("argument '%s' is of type %s and we were unable to convert to %s: %s"
+                   % (name, type(value).__name__, kind, reason))
 
 
 def _human_to_bytes(value, isbits=False):
