@@ -49,11 +49,17 @@ impl Executor {
         // hold bare expressions and are evaluated instead.
         macro_rules! rendered {
             ($args:expr) => {
-                match self.rendered_args($args, ctx, no_log) {
+                match self.rendered_args(task.module_name().unwrap_or_default(), $args, ctx, no_log)
+                {
                     Ok(a) => a,
                     Err(e) => return Attempt::of(self.error_result(task, e)),
                 }
             };
+        }
+        // ansible-core templates every task's keywords, `environment` too, before its action
+        // runs, so one that cannot be templated fails a `debug` or `set_fact` as well.
+        if let Err(msg) = self.environment(inh, kw, ctx) {
+            return Attempt::of(self.error_result(task, msg));
         }
         match action {
             // Render mode: waiting for a host or a pause would only wait; a `fail` that judges
@@ -105,6 +111,7 @@ impl Executor {
     /// `args` with every template rendered and omitted values left out.
     fn rendered_args<T: Serialize + DeserializeOwned>(
         &self,
+        module: &str,
         args: &T,
         ctx: &VarMap,
         no_log: bool,
@@ -113,7 +120,7 @@ impl Executor {
         let mut v = self
             .templar
             .render_value(&raw, ctx)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| self.args_failed(module, &raw, ctx, e))?;
         crate::template::strip_omit(&mut v);
         if no_log {
             self.events.redactor.add_task_data(&v);
@@ -337,7 +344,7 @@ impl Executor {
                 Err(e) => {
                     return Attempt::of(self.error_result(
                         task,
-                        format!("the conditional check `{cond}` failed: {e}"),
+                        format!("{}{e}", super::host_task::CONDITIONAL_ERROR),
                     ));
                 }
             }

@@ -53,6 +53,14 @@ impl Attempt {
     }
 }
 
+/// ansible-core 2.19's `exception` on a failed result that carries no traceback (it keeps
+/// tracebacks only with `ANSIBLE_DISPLAY_TRACEBACK`): `_transform.error_summary`.
+pub(crate) const NO_TRACEBACK: &str = "(traceback unavailable)";
+
+/// How ansible-core 2.19 begins the reason a condition (`when`, `until`, `changed_when`,
+/// `failed_when`, `assert`) could not be evaluated.
+pub(crate) const CONDITIONAL_ERROR: &str = "Error while evaluating conditional: ";
+
 const CENSORED: &str =
     "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
 
@@ -284,6 +292,9 @@ impl Executor {
         if !t.kw.diff.unwrap_or(self.opts.diff) {
             shown.fields.shift_remove("diff");
         }
+        // Registered for `result.exception is defined`; ansible-playbook shows it only with
+        // `-vvv`, and kinit's is never more than `NO_TRACEBACK` or a module's traceback.
+        shown.fields.shift_remove("exception");
         self.emit(Event::TaskResult {
             host: host.to_string(),
             task_id,
@@ -323,12 +334,50 @@ impl Executor {
         }
     }
 
-    pub(crate) fn error_result(&self, task: &Task, msg: String) -> TaskResult {
-        TaskResult::failed(format!(
-            "task `{}` ({}): {msg}",
-            task.display_name(),
-            task.loc
-        ))
+    /// A task kinit could not run on a host (a template, a condition or a loop failed),
+    /// registered as ansible-core 2.19 registers it: `msg` is `Task failed: ` and the chain of
+    /// reasons (`reason` is that chain, e.g. `Error while evaluating conditional: 'x' is
+    /// undefined`), with `exception` set. Where it happened is shown, not registered.
+    pub(crate) fn error_result(&self, task: &Task, reason: String) -> TaskResult {
+        let (reason, variable) = crate::template::variable_context(&reason);
+        let mut r = TaskResult::failed(format!("Task failed: {reason}"));
+        r.set("exception", json!(NO_TRACEBACK));
+        r.origin = Some(match variable {
+            Some(v) => format!("{} ({v})", task.loc),
+            None => task.loc.to_string(),
+        });
+        r
+    }
+
+    /// ansible-core 2.19's reason for arguments of `module` that could not be templated,
+    /// naming the argument (`_raw_params` for free-form text). Which one failed is found only
+    /// here, after the fact, so templating the arguments costs nothing more when it works.
+    pub(crate) fn args_failed(
+        &self,
+        module: &str,
+        args: &Value,
+        ctx: &VarMap,
+        e: impl std::fmt::Display,
+    ) -> String {
+        let fqcn = if module.contains('.') {
+            module.to_string()
+        } else if module.starts_with("win_") {
+            format!("ansible.windows.{module}")
+        } else {
+            format!("ansible.builtin.{module}")
+        };
+        let key = args.as_object().and_then(|m| {
+            m.iter()
+                .find(|(_, v)| self.templar.render_value(v, ctx).is_err())
+                .map(|(k, _)| k)
+        });
+        match key {
+            Some(k) => format!(
+                "Finalization of task args for '{fqcn}' failed: Error while resolving value \
+                 for '{k}': {e}"
+            ),
+            None => format!("Finalization of task args for '{fqcn}' failed: {e}"),
+        }
     }
 
     /// `None` when every condition holds, else the first one that does not.
@@ -342,7 +391,7 @@ impl Executor {
             match self.templar.eval_bool(&c, ctx) {
                 Ok(true) => {}
                 Ok(false) => return Ok(Some(c.into_owned())),
-                Err(e) => return Err(format!("error in condition `{c}`: {e}")),
+                Err(e) => return Err(format!("{CONDITIONAL_ERROR}{e}")),
             }
         }
         Ok(None)
@@ -391,7 +440,7 @@ impl Executor {
                 let rendered = self
                     .templar
                     .render_str(literal, ctx)
-                    .map_err(|e| format!("error in condition `{cond}`: {e}"))?;
+                    .map_err(|e| format!("{CONDITIONAL_ERROR}{e}"))?;
                 out.push_str(&serde_json::to_string(&rendered).unwrap_or_default());
                 changed = true;
             } else {
@@ -626,5 +675,7 @@ pub(crate) fn censor(r: &TaskResult) -> TaskResult {
         unreachable: r.unreachable,
         msg: None,
         fields,
+        // Where the task is, and a variable's name: nothing of the content.
+        origin: r.origin.clone(),
     }
 }

@@ -56,7 +56,7 @@ impl Executor {
             leaf => match self.templar.render_value(leaf, ctx) {
                 Ok(r) => r,
                 Err(crate::template::TemplateError::Undefined { .. }) => return Ok(None),
-                Err(e) => return Err(format!("error in loop: {e}")),
+                Err(e) => return Err(e.to_string()),
             },
         }))
     }
@@ -77,7 +77,7 @@ impl Executor {
         } else {
             self.templar
                 .render_value(&spec.value, ctx)
-                .map_err(|e| format!("error in loop: {e}"))?
+                .map_err(|e| e.to_string())?
         };
         let v = match v {
             Value::String(s) if spec.kind != LoopKind::Sequence => {

@@ -79,6 +79,7 @@ pub fn task_result(r: ModuleResult) -> TaskResult {
         skipped: r.skipped.then_some(true),
         unreachable: false,
         msg: r.msg.map(Value::String),
+        origin: None,
         fields: {
             let mut fields = r.data;
             if let Some(d) = r.diff {
@@ -218,7 +219,10 @@ impl Executor {
                 crate::template::strip_omit(&mut a);
                 a
             }
-            Err(e) => return Attempt::of(self.error_result(task, e.to_string())),
+            Err(e) => {
+                let reason = self.args_failed(name, args, ctx, e);
+                return Attempt::of(self.error_result(task, reason));
+            }
         };
         if kw.no_log == Some(true) {
             self.events.redactor.add_task_data(&args);
@@ -355,7 +359,7 @@ impl Executor {
     }
 
     /// `environment:` of the play, blocks and task, rendered and merged (inner wins).
-    fn environment(
+    pub(crate) fn environment(
         &self,
         inh: &Inherit,
         kw: &Keywords,
@@ -367,7 +371,7 @@ impl Executor {
             let v = self
                 .templar
                 .render_value(e, ctx)
-                .map_err(|e| format!("error in environment: {e}"))?;
+                .map_err(|e| format!("Error processing keyword 'environment': {e}"))?;
             let Value::Object(m) = v else {
                 return Err(format!("`environment` must be a mapping, got `{v}`"));
             };

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Executor;
-use super::host_task::{Attempt, OnHost};
+use super::host_task::{Attempt, CONDITIONAL_ERROR, NO_TRACEBACK, OnHost};
 use crate::playbook::{Keywords, Task};
 use crate::report::Event;
 use crate::vars::VarMap;
@@ -87,9 +87,9 @@ impl Executor {
                 Some(until) => match self.templar.eval_bool(until, &c) {
                     Ok(b) => b,
                     Err(e) => {
-                        return Attempt::failed(format!(
-                            "error in `until` condition `{until}`: {e}"
-                        ));
+                        return Attempt::of(
+                            self.error_result(task, format!("{CONDITIONAL_ERROR}{e}")),
+                        );
                     }
                 },
             };
@@ -114,6 +114,7 @@ impl Executor {
 
     /// `changed_when` / `failed_when`, evaluated with the result registered.
     fn post_process(&self, task: &Task, kw: &Keywords, ctx: &VarMap, mut a: Attempt) -> Attempt {
+        normalize_failure(&mut a.result);
         if a.result.unreachable || (kw.changed_when.is_none() && kw.failed_when.is_none()) {
             return a;
         }
@@ -134,7 +135,7 @@ impl Executor {
             for cond in conds {
                 match self.templar.eval_bool(cond, &c) {
                     Ok(b) => all &= b,
-                    Err(e) => return Err(format!("error in `{key}` condition `{cond}`: {e}")),
+                    Err(e) => return Err(format!("{CONDITIONAL_ERROR}{e}")),
                 }
             }
             a.result.set(key, json!(all));
@@ -159,14 +160,14 @@ impl Executor {
             // As ansible-core's TaskExecutor: the module's own result stays (its `stdout`,
             // `rc`...), failed, with the error under `<key>_when_result`. The error is the
             // message too when the module gave none, so the output says what went wrong.
+            a.result.set(&format!("{key}_when_result"), json!(e));
             let err = self.error_result(task, e);
             a.result.failed = Some(true);
-            if let Some(text) = &err.msg {
-                a.result.set(&format!("{key}_when_result"), text.clone());
-            }
+            a.result.origin = err.origin;
             if a.result.msg.is_none() {
                 a.result.msg = err.msg;
             }
+            normalize_failure(&mut a.result);
             return a;
         }
         if let Some(conds) = &kw.failed_when
@@ -174,7 +175,19 @@ impl Executor {
         {
             let failed = a.result.is_failed();
             a.result.set("failed_when_result", json!(failed));
+            if !failed && let Some(e) = a.result.fields.shift_remove("exception") {
+                a.result.set("failed_when_suppressed_exception", e);
+            }
         }
         a
+    }
+}
+
+/// A failed result gets an `exception` if it has none, as ansible-core 2.19 normalizes every
+/// result that failed (`AnsibleResultCapturedError.normalize_result_exception`), so
+/// `result.exception is defined` tells a failure apart the same way.
+fn normalize_failure(result: &mut crate::report::TaskResult) {
+    if result.failed == Some(true) && !result.fields.contains_key("exception") {
+        result.set("exception", json!(NO_TRACEBACK));
     }
 }

@@ -166,7 +166,7 @@ impl Executor {
             let value = self
                 .templar
                 .render_str(&template, &ctx)
-                .map_err(|e| format!("error in `{key}: {template}`: {e}"))?;
+                .map_err(|e| format!("Error processing keyword '{key}': {e}"))?;
             crate::playbook::set_templated(&mut kw, &key, &value)?;
         }
         Ok(kw)

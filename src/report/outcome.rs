@@ -5,7 +5,8 @@
 //!
 //! The value form has exactly the keys Ansible's has: `changed` always, `failed` except on
 //! skipped and unreachable results, `skipped` and `unreachable` only when they mean something.
-//! The event log carries that form, and reading the log back yields the same `TaskResult`.
+//! The event log carries that form, and reading the log back yields the same `TaskResult`,
+//! less `origin`: where kinit found an error of its own, which only the live output shows.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -22,6 +23,11 @@ pub struct TaskResult {
     pub msg: Option<Value>,
     /// Every other key, in the order the module returned them.
     pub fields: Map<String, Value>,
+    /// For an error kinit raised preparing the task (a template, a condition, a loop): the
+    /// task's file:line and what was being templated, shown under the message as
+    /// ansible-playbook shows its `Origin:`. Not part of the value form: Ansible registers no
+    /// such key.
+    pub origin: Option<String>,
 }
 
 impl TaskResult {

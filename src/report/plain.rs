@@ -186,6 +186,9 @@ impl Plain {
                 if let Some(a) = result.str_field("assertion") {
                     let _ = write!(tail, " (assertion: {a})");
                 }
+                if let Some(o) = &result.origin {
+                    let _ = write!(tail, "\n    origin: {o}");
+                }
                 if status != Status::Unreachable && self.verbose == 0 {
                     failure_details(&mut tail, result);
                 }

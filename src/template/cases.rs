@@ -18,78 +18,27 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// For cases Ansible rejects: a piece of text kinit's error message must contain.
+/// For cases Ansible rejects, kinit's error must contain Ansible's message (its exception
+/// class left off). The exceptions, where kinit's words
+/// differ, give the piece of text kinit's error must contain instead.
 const KINIT_ERRORS: &[(&str, &str)] = &[
-    ("{{ u }}", "`u` is undefined"),
-    ("{{ d.zz }}", "`d.zz` is undefined"),
-    ("{{ d.zz }}", "object of type 'dict' has no attribute 'zz'"),
-    ("{{ u.v }}", "`u.v` is undefined"),
-    ("{{ u | mandatory }}", "mandatory"),
+    // Jinja2's parser and minijinja's word a syntax error differently.
     ("{{ x + }}", "syntax error"),
-    ("{{ u ~ 'x' }}", "`u` is undefined"),
-    ("{{ u | upper }}", "`u` is undefined"),
-    ("{{ d.zz is match('a') }}", "`d.zz` is undefined"),
-    (
-        "{{ [{'name': 1}, {'x': 2}] | map(attribute='name') | list }}",
-        "object of type 'dict' has no attribute 'name'",
-    ),
-    ("{{ u + 1 }}", "`u` is undefined"),
-    ("{{ 'pre ' ~ u.v.w ~ ' post' }}", "`u"),
-    ("{{ 'yes' if u else 'no' }}", "`u` is undefined"),
-    ("{{ u == 1 }}", "`u` is undefined"),
-    ("{{ [u, 1] }}", "`u` is undefined"),
-    ("{{ {'k': u} }}", "`u` is undefined"),
-    ("{{ [x, [u]] }}", "`u` is undefined"),
-    ("{{ 'x' ~ [u] }}", "`u` is undefined"),
-    (
-        "{{ 2.0 * 'ab' }}",
-        "can't multiply sequence by non-int of type `float`",
-    ),
-    (
-        "{{ 'ab' * 2.0 }}",
-        "can't multiply sequence by non-int of type `float`",
-    ),
-    (
-        "{{ 2.0 * [1] }}",
-        "can't multiply sequence by non-int of type `float`",
-    ),
-    (
-        "{{ (x / 5) * s }}",
-        "can't multiply sequence by non-int of type `float`",
-    ),
-    (
-        "{{ '10' < 5 }}",
-        "`<` not supported between instances of `str` and `int`",
-    ),
-    (
-        "{{ 'a' > 1 }}",
-        "`>` not supported between instances of `str` and `int`",
-    ),
-    (
-        "{{ 5 >= '3' }}",
-        "`>=` not supported between instances of `int` and `str`",
-    ),
-    (
-        "{{ 1.5 <= '2' }}",
-        "`<=` not supported between instances of `float` and `str`",
-    ),
+    // Ansible names its own string subclass; kinit says `str`, as Python does for a string.
     (
         "{{ intstr > 40 }}",
-        "`>` not supported between instances of `str` and `int`",
+        "'>' not supported between instances of 'str' and 'int'",
     ),
     (
         "{{ s < 5 }}",
-        "`<` not supported between instances of `str` and `int`",
-    ),
-    (
-        "{{ [1, 'a'] < [1, 2] }}",
-        "`<` not supported between instances of `str` and `int`",
-    ),
-    (
-        "{{ none < 1 }}",
-        "`<` not supported between instances of `NoneType` and `int`",
+        "'<' not supported between instances of 'str' and 'int'",
     ),
 ];
+
+/// Ansible's message for a case it rejects, without the exception class.
+fn ansible_message(err: &str) -> &str {
+    err.split_once(": ").map_or(err, |(_, m)| m)
+}
 
 #[test]
 fn filters_and_tests_match_ansible() {
@@ -114,7 +63,7 @@ fn filters_and_tests_match_ansible() {
                     .iter()
                     .find(|(t, _)| *t == template)
                     .map(|(_, n)| *n)
-                    .unwrap_or_else(|| panic!("no KINIT_ERRORS entry for `{template}`"));
+                    .unwrap_or_else(|| ansible_message(case["err"].as_str().unwrap_or_default()));
                 if !e.to_string().contains(needle) {
                     failures.push(format!(
                         "{template}\n  want error with {needle}\n  got  {e}"

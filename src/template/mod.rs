@@ -19,6 +19,7 @@ pub mod kv;
 mod lookup;
 mod now;
 mod predicates;
+mod pyformat;
 mod pyops;
 pub mod pyrepr;
 mod pyyaml;
@@ -45,7 +46,7 @@ pub use lookup::NAMES as LOOKUPS;
 pub use lookup::{WITH_SUBDIR_VAR, is_lookup_failure, lookup_failed};
 pub use now::{datetime_str, local_now};
 pub use pyrepr::quote_str as py_quote;
-pub use scope::{DATA_KEY, HostVarsSource};
+pub use scope::{DATA_KEY, HostVarsSource, variable_context};
 pub use sequence::sequence;
 
 use crate::vars::VarMap;

@@ -1,15 +1,17 @@
 //! Python's rules for the operators where minijinja answers and Jinja2 under Ansible raises
-//! a `TypeError`: ordering values of unrelated types (`'10' < 5`, `none > 1`) and
-//! multiplying a string or list by a float, even a whole one (`2.0 * 'ab'`). `==` and `!=`
-//! between unrelated types stay false and true, as in Python. `~` joins Python's `str()`
-//! of each side (`'x' ~ ['a']` is `x['a']`), which refuses an undefined item.
+//! a `TypeError` or `ZeroDivisionError`: ordering values of unrelated types (`'10' < 5`,
+//! `none > 1`), multiplying a string or list by a float, even a whole one (`2.0 * 'ab'`), and
+//! dividing a number by zero (`1 / 0`). `==` and `!=` between unrelated types stay false and
+//! true, as in Python. `~` joins Python's `str()` of each side (`'x' ~ ['a']` is `x['a']`),
+//! which refuses an undefined item.
 //!
 //! minijinja has no hook for operators, so templates are compiled here (with its
-//! `unstable_machinery` API, pinned by Cargo.lock) and their `<`, `<=`, `>`, `>=`, `*` and `~`
-//! instructions are replaced by calls to the functions `register` adds, which check the
-//! operand types and then do what minijinja would have done. An operation on two literals
-//! (`2.0 * 'ab'`) is computed by minijinja's compiler instead, so expressions are checked for
-//! those first (`check_literals`); in template text around other text they are not.
+//! `unstable_machinery` API, pinned by Cargo.lock) and their `<`, `<=`, `>`, `>=`, `*`, `/`,
+//! `//`, `%` and `~` instructions are replaced by calls to the functions `register` adds,
+//! which check the operand types and then do what minijinja would have done. An operation on
+//! two literals (`2.0 * 'ab'`) is computed by minijinja's compiler instead, so expressions are
+//! checked for those first (`check_literals`); in template text around other text they are
+//! not.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -28,6 +30,9 @@ const GT: &str = "__kinit_op_gt";
 const GTE: &str = "__kinit_op_gte";
 const MUL: &str = "__kinit_op_mul";
 const CONCAT: &str = "__kinit_op_concat";
+const DIV: &str = "__kinit_op_div";
+const FLOORDIV: &str = "__kinit_op_floordiv";
+const MOD: &str = "__kinit_op_mod";
 
 /// Add the functions the patched instructions call.
 pub(super) fn register(env: &mut Environment<'static>) {
@@ -45,6 +50,15 @@ pub(super) fn register(env: &mut Environment<'static>) {
     });
     env.add_function(MUL, mul);
     env.add_function(CONCAT, concat);
+    env.add_function(DIV, |s: &State<'_, '_>, a: Value, b: Value| {
+        divide(s, "/", a, b)
+    });
+    env.add_function(FLOORDIV, |s: &State<'_, '_>, a: Value, b: Value| {
+        divide(s, "//", a, b)
+    });
+    env.add_function(MOD, |s: &State<'_, '_>, a: Value, b: Value| {
+        divide(s, "%", a, b)
+    });
 }
 
 /// Compile template text the way `env` would, with Python's operators.
@@ -92,6 +106,7 @@ fn check_literals(expr: &Expr<'_>) -> Result<(), Error> {
     };
     let pair = |op: &str, a: &Expr<'_>, b: &Expr<'_>| match (a.as_const(), b.as_const()) {
         (Some(a), Some(b)) if op == "*" => mul_types(&a, &b),
+        (Some(a), Some(b)) if matches!(op, "/" | "//" | "%") => nonzero(op, &a, &b),
         (Some(a), Some(b)) => orderable(op, &a, &b),
         _ => Ok(()),
     };
@@ -114,6 +129,9 @@ fn check_literals(expr: &Expr<'_>) -> Result<(), Error> {
                 BinOpKind::Gt => pair(">", &b.left, &b.right),
                 BinOpKind::Gte => pair(">=", &b.left, &b.right),
                 BinOpKind::Mul => pair("*", &b.left, &b.right),
+                BinOpKind::Div => pair("/", &b.left, &b.right),
+                BinOpKind::FloorDiv => pair("//", &b.left, &b.right),
+                BinOpKind::Rem => pair("%", &b.left, &b.right),
                 _ => Ok(()),
             }
         }
@@ -175,6 +193,9 @@ fn patch(instructions: &mut Instructions<'_>) {
             Instruction::Gte => GTE,
             Instruction::Mul => MUL,
             Instruction::StringConcat => CONCAT,
+            Instruction::Div => DIV,
+            Instruction::IntDiv => FLOORDIV,
+            Instruction::Rem => MOD,
             _ => continue,
         };
         // Both pop two operands and push one result, so nothing else moves.
@@ -236,8 +257,8 @@ fn orderable(op: &str, a: &Value, b: &Value) -> Result<(), Error> {
         _ => Err(Error::new(
             ErrorKind::InvalidOperation,
             format!(
-                "`{op}` not supported between instances of `{}` and `{}` (convert one side, \
-                 e.g. with `| int` or `| string`)",
+                "Error rendering template: '{op}' not supported between instances of '{}' and \
+                 '{}'",
                 py_type(a),
                 py_type(b)
             ),
@@ -276,10 +297,52 @@ fn mul_types(a: &Value, b: &Value) -> Result<(), Error> {
     if (sequence(a) && float(b)) || (float(a) && sequence(b)) {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
-            "can't multiply sequence by non-int of type `float`",
+            "Error rendering template: can't multiply sequence by non-int of type 'float'",
         ));
     }
     Ok(())
+}
+
+/// `a / b`, `a // b`, `a % b`: a number divided by zero is Python's `ZeroDivisionError`
+/// (minijinja answers `inf` or its own words), and a string's `%` formats it
+/// (`pyformat`); everything else is minijinja's own operator.
+fn divide(state: &State<'_, '_>, op: &str, a: Value, b: Value) -> Result<Value, Error> {
+    check_defined(state, &a, &b)?;
+    if op == "%"
+        && let Some(fmt) = a.as_str()
+    {
+        return super::pyformat::percent(fmt, &b).map(Value::from);
+    }
+    nonzero(op, &a, &b)?;
+    let expr = state.env().compile_expression(match op {
+        "/" => "a / b",
+        "//" => "a // b",
+        _ => "a % b",
+    })?;
+    expr.eval(minijinja::context! { a, b })
+}
+
+/// Python 3.11's `ZeroDivisionError` for `a op b` when both are numbers and `b` is zero (a
+/// string's `%` formats instead).
+fn nonzero(op: &str, a: &Value, b: &Value) -> Result<(), Error> {
+    let number = |v: &Value| matches!(v.kind(), ValueKind::Number | ValueKind::Bool);
+    let zero = f64::try_from(b.clone()).is_ok_and(|z| z == 0.0);
+    if !(number(a) && number(b) && zero) {
+        return Ok(());
+    }
+    let ints = a.is_integer() && b.is_integer() || a.kind() == ValueKind::Bool;
+    let why = match (op, ints) {
+        ("/", true) => "division by zero",
+        ("/", false) => "float division by zero",
+        ("//", true) => "integer division or modulo by zero",
+        ("//", false) => "float floor division by zero",
+        (_, true) => "integer modulo by zero",
+        (_, false) => "float modulo",
+    };
+    Err(Error::new(
+        ErrorKind::InvalidOperation,
+        format!("Error rendering template: {why}"),
+    ))
 }
 
 /// `a ~ b`: Python's `str()` of each side, as Jinja2 joins them.

@@ -22,6 +22,13 @@ pub fn to_str(value: &Value) -> Result<String, Error> {
     Ok(out)
 }
 
+/// `repr(value)`: a string quoted, everything else as `str`.
+pub fn to_repr(value: &Value) -> Result<String, Error> {
+    let mut out = String::new();
+    repr_into(value, &mut out)?;
+    Ok(out)
+}
+
 fn repr_into(value: &Value, out: &mut String) -> Result<(), Error> {
     match value.kind() {
         ValueKind::Undefined => {

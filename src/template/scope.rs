@@ -160,13 +160,13 @@ impl LazyVars {
             Ok(v) => v,
             // The innermost variable is the one to report; outer ones only repeat it.
             Err(e)
-                if describe(&e).starts_with("while templating")
+                if describe(&e).starts_with(IN_VARIABLE)
                     || describe(&e).starts_with("recursive loop") =>
             {
                 Value::from(e)
             }
             Err(e) => {
-                let msg = format!("while templating variable `{name}`: {}", describe(&e));
+                let msg = format!("{IN_VARIABLE}{name}`: {}", describe(&e));
                 Value::from(Error::new(e.kind(), msg))
             }
         };
@@ -176,6 +176,26 @@ impl LazyVars {
             .insert(name.to_string(), value.clone());
         Some(value)
     }
+}
+
+/// How an error met while templating a variable's own value begins; the variable's name and
+/// a backtick follow.
+const IN_VARIABLE: &str = "while templating variable `";
+
+/// `msg` without the variable it was met in, and that variable (`while templating variable
+/// `a``): ansible-core's message says only the reason, kinit shows the variable beside it.
+pub fn variable_context(msg: &str) -> (String, Option<String>) {
+    let Some(at) = msg.find(IN_VARIABLE) else {
+        return (msg.to_string(), None);
+    };
+    let after = &msg[at + IN_VARIABLE.len()..];
+    let Some((name, rest)) = after.split_once("`: ") else {
+        return (msg.to_string(), None);
+    };
+    (
+        format!("{}{rest}", &msg[..at]),
+        Some(format!("{IN_VARIABLE}{name}`")),
+    )
 }
 
 /// An error's text without minijinja's `(in template:line)` suffix noise duplicated.

@@ -77,17 +77,20 @@ fn undefined_errors_name_the_variable() {
     assert!(matches!(err, TemplateError::Undefined { .. }), "{err:?}");
     let msg = err.to_string();
     assert!(
-        msg.contains("`missing_thing`") && msg.contains("`a`"),
+        msg.contains("'missing_thing' is undefined") && msg.contains("`a`"),
         "{msg}"
     );
     let err = render(v.clone(), "text {{ d.nope }} more")
         .unwrap_err()
         .to_string();
-    assert!(err.contains("`d.nope`"), "{err}");
+    assert!(
+        err.contains("object of type 'dict' has no attribute 'nope'"),
+        "{err}"
+    );
     let err = Templar::new()
         .eval_bool("nope_var", &vars(v.clone()))
         .unwrap_err();
-    assert!(err.to_string().contains("`nope_var`"), "{err}");
+    assert!(err.to_string().contains("'nope_var' is undefined"), "{err}");
     assert!(
         Templar::new()
             .eval_bool("d.k == 1", &vars(v.clone()))
@@ -343,7 +346,7 @@ fn python_operator_type_rules_hold_in_conditions_and_template_text() {
     let t = Templar::new();
     let err = t.eval_bool("ver < 9", &v).unwrap_err().to_string();
     assert!(
-        err.contains("`<` not supported between instances of `str` and `int`"),
+        err.contains("'<' not supported between instances of 'str' and 'int'"),
         "{err}"
     );
     assert!(
@@ -355,7 +358,7 @@ fn python_operator_type_rules_hold_in_conditions_and_template_text() {
         .render_str("line {% if ver > 7 %}new{% endif %}", &v)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("`>` not supported"), "{err}");
+    assert!(err.contains("'>' not supported"), "{err}");
     let err = t.render_str("x{{ f * ver }}", &v).unwrap_err().to_string();
     assert!(err.contains("can't multiply sequence"), "{err}");
     assert_eq!(
@@ -365,7 +368,7 @@ fn python_operator_type_rules_hold_in_conditions_and_template_text() {
     );
     // An undefined operand still names the variable.
     let err = t.eval_bool("nope > 1", &v).unwrap_err().to_string();
-    assert!(err.contains("`nope` is undefined"), "{err}");
+    assert!(err.contains("'nope' is undefined"), "{err}");
     assert!(t.eval_bool("nope is not defined or nope > 1", &v).unwrap());
 }
 
@@ -386,10 +389,7 @@ fn a_missing_attribute_of_a_defined_value_says_its_type() {
     let err = render(json!({"d": {"k": 1}, "l": [1]}), "{{ d.zz }}")
         .unwrap_err()
         .to_string();
-    assert_eq!(
-        err,
-        "`d.zz` is undefined: object of type 'dict' has no attribute 'zz'"
-    );
+    assert_eq!(err, "object of type 'dict' has no attribute 'zz'");
     let err = render(json!({"l": [1]}), "{{ l[3] }}")
         .unwrap_err()
         .to_string();
@@ -398,7 +398,7 @@ fn a_missing_attribute_of_a_defined_value_says_its_type() {
         "{err}"
     );
     let err = render(json!({}), "{{ u.v }}").unwrap_err().to_string();
-    assert_eq!(err, "`u.v` is undefined");
+    assert_eq!(err, "'u' is undefined");
 }
 
 #[test]

@@ -57,7 +57,53 @@ pub(super) fn with_fallback<T>(
     };
     let e = explain(failed.e, src, missing(env, failed.names, ctx));
     let e = undefined_path(env, src, ctx, e);
-    Err(no_attribute(env, ctx, e))
+    Err(in_ansible_words(no_attribute(env, ctx, e), src))
+}
+
+/// The message as ansible-core 2.19 words it, which playbooks test for (`msg is search(..)`
+/// in a `rescue`): the steps above name the undefined path in backticks
+/// (`` `d.zz` is undefined ``) to find the reason; Ansible says only the reason when the base
+/// is defined (`object of type 'dict' has no attribute 'zz'`), else the undefined variable
+/// the template reads first (`'u' is undefined` for `u.v`, and for `u + w`).
+fn in_ansible_words(e: Error, src: &str) -> Error {
+    if e.kind() != ErrorKind::UndefinedError {
+        return e;
+    }
+    let Some(rest) = e.detail().and_then(|d| d.strip_prefix('`')) else {
+        return e;
+    };
+    if let Some((_, reason)) = rest.split_once("` is undefined: ") {
+        return Error::new(ErrorKind::UndefinedError, reason.to_string());
+    }
+    let Some((named, after)) = rest.split_once(" is undefined") else {
+        return e;
+    };
+    // `a`, `b` (several undefined names) or one path; each starts with its variable.
+    let bases: Vec<&str> = named
+        .split(", ")
+        .map(|n| n.trim_matches('`'))
+        .map(|n| n.split(['.', '[']).next().unwrap_or(n))
+        .collect();
+    if !bases.iter().all(|b| is_path(b)) {
+        return e;
+    }
+    let first = bases
+        .iter()
+        .min_by_key(|b| word_at(src, b).unwrap_or(usize::MAX))
+        .unwrap_or(&bases[0]);
+    Error::new(
+        ErrorKind::UndefinedError,
+        format!("'{first}' is undefined{after}"),
+    )
+}
+
+/// Where `word` first appears in `src` as a whole name.
+fn word_at(src: &str, word: &str) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    src.match_indices(word).map(|(i, _)| i).find(|&i| {
+        !src[..i].ends_with(|c: char| ident(c) || c == '.')
+            && !src[i + word.len()..].starts_with(ident)
+    })
 }
 
 /// `` `match('a')` is undefined `` (the engine points at the call that received the undefined
@@ -68,14 +114,30 @@ fn undefined_path(env: &Environment<'_>, src: &str, ctx: &Value, e: Error) -> Er
         .detail()
         .and_then(|d| d.strip_prefix('`'))
         .and_then(|d| d.strip_suffix("` is undefined"));
-    if named.is_none_or(is_path) {
+    let Some(named) = named else {
         return e;
-    }
-    let found = paths(src).into_iter().find(|p| {
+    };
+    let undefined = |p: &&str| {
         env.compile_expression(p)
             .and_then(|c| c.eval(ctx))
             .is_ok_and(|v| v.is_undefined())
-    });
+    };
+    // A variable is named (`u + d.zz`): a missing attribute read before it (`d.zz + u`) is
+    // what Python meets first, when its base is defined.
+    if is_path(named) {
+        let base = named.split(['.', '[']).next().unwrap_or(named);
+        let at = word_at(src, base).unwrap_or(usize::MAX);
+        let offset = |p: &str| p.as_ptr() as usize - src.as_ptr() as usize;
+        let earlier = paths(src).into_iter().filter(|p| offset(p) < at).find(|p| {
+            let b = p.split(['.', '[']).next().unwrap_or(p);
+            undefined(p) && !undefined(&b)
+        });
+        return match earlier {
+            Some(p) => Error::new(ErrorKind::UndefinedError, format!("`{p}` is undefined")),
+            None => e,
+        };
+    }
+    let found = paths(src).into_iter().find(undefined);
     match found {
         Some(p) => Error::new(ErrorKind::UndefinedError, format!("`{p}` is undefined")),
         None => e,
@@ -136,7 +198,10 @@ pub(super) fn undefined_result(env: &Environment<'_>, src: &str, expr: &str, ctx
         .map(|c| c.undeclared_variables(false))
         .unwrap_or_default();
     let msg = undefined_message(Some(expr), &missing(env, names, ctx));
-    no_attribute(env, ctx, Error::new(ErrorKind::UndefinedError, msg))
+    in_ansible_words(
+        no_attribute(env, ctx, Error::new(ErrorKind::UndefinedError, msg)),
+        src,
+    )
 }
 
 /// `` `d.zz` is undefined `` over a base that is defined gets Ansible's reason appended:
@@ -219,8 +284,8 @@ pub(super) fn check_items(value: &Value) -> Result<(), Error> {
 }
 
 /// The engine's bare "undefined" error raised at an attribute or item lookup (`a.b.c`,
-/// `a['b'].c`) over an undefined base, where the chain ends in `is defined`, `is undefined`
-/// or `| default(..)`: allowed in Ansible. Any other use of the chain stays an error.
+/// `a['b'].c`) over an undefined base, where the chain ends in `is defined`, `is undefined`,
+/// `| default(..)` or `| mandatory` (which names the base): allowed in Ansible. Any other use of the chain stays an error.
 fn is_chain_on_undefined(e: &Error, src: &str) -> bool {
     if e.kind() != ErrorKind::UndefinedError || e.detail().is_some() {
         return false;
@@ -249,6 +314,7 @@ fn is_chain_on_undefined(e: &Error, src: &str) -> bool {
         || guard(&["is", "not", "undefined"])
         || guard(&["|", "default"])
         || guard(&["|", "d"])
+        || guard(&["|", "mandatory"])
 }
 
 /// `text` after any further `.name` and `[...]` lookups of a chain.
@@ -303,6 +369,16 @@ fn explain(e: Error, source: &str, missing: Vec<String>) -> Error {
     }
     if e.kind() != ErrorKind::UndefinedError {
         return e;
+    }
+    // `mandatory` names the variable as ansible-core does: the first undefined one read.
+    let unnamed = super::filters::core::MANDATORY_UNNAMED;
+    if let Some(d) = e.detail().filter(|d| d.ends_with(unnamed))
+        && let Some(first) = missing
+            .iter()
+            .min_by_key(|m| word_at(source, m).unwrap_or(usize::MAX))
+    {
+        let named = format!("Mandatory variable '{first}' not defined.");
+        return Error::new(ErrorKind::UndefinedError, d.replace(unnamed, &named));
     }
     // Only the engine's anonymous "undefined" errors get a name; messages that already say
     // what is missing (a lazily templated variable, `mandatory`) stay as they are.

@@ -177,11 +177,18 @@ pub fn ternary(value: Value, yes: Value, no: Value, none: Option<Value>) -> Valu
 /// `mandatory`: fail on an undefined value.
 pub fn mandatory(value: Value, msg: Option<String>) -> Result<Value, Error> {
     if value.is_undefined() {
-        let msg = msg.unwrap_or_else(|| "mandatory variable not defined".into());
-        return Err(Error::new(ErrorKind::UndefinedError, msg));
+        // The variable's name goes in where the template is known (`undefined::explain`).
+        let msg = msg.unwrap_or_else(|| MANDATORY_UNNAMED.into());
+        return Err(Error::new(
+            ErrorKind::UndefinedError,
+            format!("The filter plugin 'ansible.builtin.mandatory' failed: {msg}"),
+        ));
     }
     Ok(value)
 }
+
+/// ansible-core's message for `mandatory` on an undefined value whose name it does not know.
+pub(in crate::template) const MANDATORY_UNNAMED: &str = "Mandatory variable not defined.";
 
 /// `type_debug`: the Python type name.
 pub fn type_debug(value: Value) -> &'static str {
