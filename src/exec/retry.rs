@@ -100,6 +100,7 @@ impl Executor {
                 // Ansible reports the retries (not the runs) once they are exhausted.
                 a.result.failed = Some(true);
                 a.result.set("attempts", json!(retries));
+                normalize_failure(&mut a.result);
                 return a;
             }
             self.emit(Event::Retry {

@@ -21,7 +21,6 @@ const DROP: &[&str] = &[
     "start",
     "end",
     "cmd",
-    "exception",
     "warnings",
     "deprecations",
     "uid",
@@ -43,7 +42,6 @@ const DROP: &[&str] = &[
     "dev",
     // ext4's file generation number (`lsattr -v`), new for every file.
     "version",
-    "failed_when_suppressed_exception",
     "ansible_job_id",
     "results_file",
 ];
@@ -71,6 +69,8 @@ const CORE: &[&str] = &[
     "skipped_reason",
     "false_condition",
     "failed_when_result",
+    "exception",
+    "failed_when_suppressed_exception",
 ];
 
 pub(crate) fn ansible_playbook() -> Option<PathBuf> {
