@@ -164,7 +164,9 @@ pub fn render(job: RenderJob<'_>) -> Result<Arc<RenderDir>, crate::Error> {
             } = ev
             {
                 let msg = result.msg_str().unwrap_or("failed");
-                failures.push(format!("{host}: task `{task}` ({location}): {msg}"));
+                // An error kinit met preparing the task says where, with the variable.
+                let at = result.origin.as_deref().unwrap_or(&location);
+                failures.push(format!("{host}: task `{task}` ({at}): {msg}"));
             }
         }
         failures
