@@ -30,28 +30,40 @@ impl Executor {
 
     /// `value` rendered leaf by leaf, leaving out each leaf that is undefined: ansible-core
     /// gives `first_found` its terms so when a `with_first_found` loop invokes it
-    /// (`_recurse_terms(omit_undefined=True)` in plugins/lookup/first_found.py).
+    /// (`_recurse_terms(omit_undefined=True)` in plugins/lookup/first_found.py). A leaf that
+    /// is only a variable holding a list or mapping (`files: "{{ files }}"`) is that value's
+    /// leaves, as Ansible templates such a variable lazily, item by item.
     fn render_omitting_undefined(
         &self,
         value: &Value,
         ctx: &VarMap,
+        depth: usize,
     ) -> Result<Option<Value>, String> {
+        let nested = |v: &Value| self.render_omitting_undefined(v, ctx, depth + 1);
         Ok(Some(match value {
             Value::Array(a) => {
                 let mut out = Vec::new();
                 for x in a {
-                    out.extend(self.render_omitting_undefined(x, ctx)?);
+                    out.extend(nested(x)?);
                 }
                 Value::Array(out)
             }
             Value::Object(m) => {
                 let mut out = serde_json::Map::new();
                 for (k, x) in m {
-                    if let Some(r) = self.render_omitting_undefined(x, ctx)? {
+                    if let Some(r) = nested(x)? {
                         out.insert(k.clone(), r);
                     }
                 }
                 Value::Object(out)
+            }
+            Value::String(s)
+                if depth < MAX_TERM_DEPTH
+                    && let Some(raw) = lone_variable(s)
+                        .and_then(|name| ctx.get(name))
+                        .filter(|v| v.is_array() || v.is_object()) =>
+            {
+                return nested(raw);
             }
             leaf => match self.templar.render_value(leaf, ctx) {
                 Ok(r) => r,
@@ -72,7 +84,7 @@ impl Executor {
         let first_found = matches!(&spec.kind, LoopKind::Lookup(n)
             if n.strip_prefix("ansible.builtin.").unwrap_or(n) == "first_found");
         let v = if first_found {
-            self.render_omitting_undefined(&spec.value, ctx)?
+            self.render_omitting_undefined(&spec.value, ctx, 0)?
                 .unwrap_or(Value::Null)
         } else {
             self.templar
@@ -368,4 +380,18 @@ impl Executor {
         };
         (agg, flow)
     }
+}
+
+/// How deep `first_found` terms that are variables holding terms are followed (a variable
+/// that holds itself stops here and is templated as usual).
+const MAX_TERM_DEPTH: usize = 16;
+
+/// `name` when `s` is `{{ name }}` and nothing else.
+fn lone_variable(s: &str) -> Option<&str> {
+    let inner = s.trim().strip_prefix("{{")?.strip_suffix("}}")?.trim();
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    (!inner.is_empty()
+        && inner.chars().all(ident)
+        && !inner.starts_with(|c: char| c.is_ascii_digit()))
+    .then_some(inner)
 }

@@ -82,7 +82,7 @@ fn custom_plugin(ctx: &TaskCtx<'_>, name: &str) -> Option<(PathBuf, &'static str
     let mut dirs: Vec<(PathBuf, &'static str)> = Vec::new();
     for root in &roots {
         dirs.push((root.join("library"), CUSTOM_MODULE));
-        dirs.push((root.join("action_plugins"), "a custom action plugin"));
+        dirs.push((root.join("action_plugins"), ACTION_PLUGIN));
     }
     dirs.extend(
         ctx.loader
@@ -101,6 +101,25 @@ fn custom_plugin(ctx: &TaskCtx<'_>, name: &str) -> Option<(PathBuf, &'static str
 }
 
 const CUSTOM_MODULE: &str = "a custom module";
+const ACTION_PLUGIN: &str = "a custom action plugin";
+
+/// The action a custom action plugin only re-exports (`from ansible.plugins.action.debug
+/// import ActionModule`, with no class of its own), when kinit implements it: the plugin
+/// runs as that action, as it does in Ansible.
+fn action_alias(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    if text.lines().any(|l| l.trim_start().starts_with("class ")) {
+        return None;
+    }
+    text.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix("from ansible.plugins.action.")?;
+        let (module, imported) = rest.split_once(" import ")?;
+        let imported = imported.trim();
+        (imported == "ActionModule" || imported == "ActionModule as ActionModule")
+            .then(|| resolve_action(module))
+            .flatten()
+    })
+}
 
 /// Whether a custom module is Python (kinit runs those): a `.py` file or one whose `#!` line
 /// names Python. Modules in other languages load with a warning and fail where they run.
@@ -155,6 +174,13 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                     format!("conflicting actions `{prev}` and `{key}` in one task"),
                 ));
             }
+            action_key = Some((key.to_string(), short, *val));
+        } else if !is_block
+            && action_key.is_none()
+            && let Some(short) = custom_plugin(ctx, key)
+                .filter(|(_, kind)| *kind == ACTION_PLUGIN)
+                .and_then(|(path, _)| action_alias(&path))
+        {
             action_key = Some((key.to_string(), short, *val));
         } else if !is_block
             && action_key.is_none()
