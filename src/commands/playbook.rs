@@ -60,6 +60,11 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
     for p in &config.playbooks {
         books.push(loader.load_playbook(p)?);
     }
+    for b in &books {
+        crate::playbook::reserved::warnings(b)
+            .into_iter()
+            .for_each(|w| loader.warn(w));
+    }
     for w in loader.take_warnings() {
         eprintln!("[WARNING]: {w}");
     }

@@ -198,6 +198,11 @@ impl Executor {
             }
             None => vars,
         };
+        for name in facts.keys() {
+            if let Some(w) = crate::playbook::reserved::warning(name, &task.loc) {
+                self.warn_once(w);
+            }
+        }
         // `hash_behaviour: merge` (include_vars.py): the loaded dicts merged into the
         // variables of the same name the task sees.
         let facts = match args.hash_behaviour.as_ref().and_then(Value::as_str) {

@@ -20,6 +20,7 @@ pub mod list;
 mod load;
 mod play;
 mod prompt;
+pub mod reserved;
 mod role;
 mod role_argspec;
 mod tags;
