@@ -160,17 +160,24 @@ impl Executor {
         self.finish(OnHost { kw, ..t }, started, Attempt { result, flow })
     }
 
-    /// The `warnings` a module returned (a loop's items' too), each as a `[WARNING]` line, as
-    /// ansible-playbook's callback shows them.
-    fn show_warnings(&self, result: &TaskResult) {
+    /// The `warnings` and `deprecations` a module returned (a loop's items' too), each as a
+    /// `[WARNING]` or `[DEPRECATION WARNING]` line, as ansible-playbook's callback shows them.
+    fn show_warnings(&self, task: &Task, result: &TaskResult) {
         let items = result.fields.get("results").and_then(Value::as_array);
-        let lists = std::iter::once(result.fields.get("warnings"))
-            .chain(items.into_iter().flatten().map(|i| i.get("warnings")));
-        for list in lists.flatten().filter_map(Value::as_array) {
-            for w in list.iter().filter_map(Value::as_str) {
+        let results = std::iter::once(&result.fields)
+            .chain(items.into_iter().flatten().filter_map(Value::as_object));
+        for r in results {
+            let warnings = r.get("warnings").and_then(Value::as_array);
+            for w in warnings.into_iter().flatten().filter_map(Value::as_str) {
                 self.emit(Event::Warning {
                     message: w.to_string(),
                 });
+            }
+            let deprecations = r.get("deprecations").and_then(Value::as_array);
+            for d in deprecations.into_iter().flatten() {
+                if let Some(message) = deprecation(task.module_name().unwrap_or_default(), d) {
+                    self.emit(Event::Deprecation { message });
+                }
             }
         }
     }
@@ -188,7 +195,7 @@ impl Executor {
         let Attempt { result, flow } = ended;
         let no_log = kw.no_log == Some(true);
         if !no_log {
-            self.show_warnings(&result);
+            self.show_warnings(task, &result);
         }
         // A loop whose items never ran (skipped, or its items could not be made) reports as
         // one task.
@@ -662,6 +669,27 @@ pub(crate) fn skipped(cond: &str) -> TaskResult {
         fields,
         ..TaskResult::default()
     }
+}
+
+/// A module's deprecation (`{msg, version | date, collection_name}`) as ansible-core 2.19
+/// words it (`_event_formatting`): who removes the feature, and when.
+fn deprecation(module: &str, d: &Value) -> Option<String> {
+    let msg = d.get("msg")?.as_str()?;
+    let text = |k: &str| d.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let who = match text("collection_name") {
+        Some("ansible.builtin") => "ansible-core".to_string(),
+        Some(c) => format!("collection '{c}'"),
+        None => format!("module '{module}' in collection 'ansible.legacy'"),
+    };
+    let when = match (text("version"), text("date")) {
+        (Some(v), _) => format!(" version {v}"),
+        (None, Some(date)) => format!(" in a release after {date}"),
+        (None, None) => " in a future release".to_string(),
+    };
+    Some(format!(
+        "{}. This feature will be removed from {who}{when}.",
+        msg.trim_end_matches('.')
+    ))
 }
 
 /// What a `no_log` result shows: its outcome and nothing of its content.

@@ -376,6 +376,7 @@ impl Task {
         match &self.action {
             Action::Module { name, .. } => Some(name),
             Action::Exec(a) => Some(a.name()),
+            Action::Python { module, .. } => Some(module),
             _ => None,
         }
     }

@@ -132,6 +132,10 @@ pub enum Event {
     Warning {
         message: String,
     },
+    /// A deprecation a module reported (its `deprecations`), in ansible-core's words.
+    Deprecation {
+        message: String,
+    },
     PlayEnd {
         name: String,
     },

@@ -190,7 +190,7 @@ async fn run(
             None if !text.is_empty() => {
                 // Warnings go to stderr, as ansible-playbook's `Display.warning` writes them
                 // (utils/display.py), so a task's lines on stdout stay together.
-                if matches!(ev, Event::Warning { .. }) {
+                if matches!(ev, Event::Warning { .. } | Event::Deprecation { .. }) {
                     let mut err = std::io::stderr().lock();
                     let _ = err.write_all(text.as_bytes());
                     let _ = err.flush();

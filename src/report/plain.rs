@@ -118,6 +118,9 @@ impl Plain {
             Event::Warning { message } => {
                 let _ = writeln!(out, "[WARNING]: {message}");
             }
+            Event::Deprecation { message } => {
+                let _ = writeln!(out, "[DEPRECATION WARNING]: {message}");
+            }
             Event::RunEnd { interrupted: true } => out.push_str("\n[interrupted]\n"),
             Event::PhaseStart { phase } => {
                 let _ = writeln!(out, "\nPHASE [{phase}] {}", "*".repeat(40));

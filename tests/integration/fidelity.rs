@@ -451,6 +451,91 @@ fn custom_action_plugins_load_with_a_warning_and_fail_where_reached() {
     );
 }
 
+/// A module's `deprecations` are shown as ansible-playbook shows them, on stderr: who removes
+/// the feature and when (checked against ansible-core 2.19.4's output for the same module).
+#[test]
+fn module_deprecations_are_shown_in_ansible_words() {
+    let ran = Test::new()
+        .write(
+            "library/olden.py",
+            "from ansible.module_utils.basic import AnsibleModule\n\
+             m = AnsibleModule(argument_spec={})\n\
+             m.deprecate('old thing', version='2.0', collection_name='ns.col')\n\
+             m.deprecate('dated thing', date='2030-01-01', collection_name='ns.col')\n\
+             m.deprecate('bare thing')\n\
+             m.exit_json(changed=False)\n",
+        )
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - olden:\n",
+        )
+        .args(["playbook", "site.yml"])
+        .succeeds()
+        .snapshot();
+    for line in [
+        "[DEPRECATION WARNING]: old thing. This feature will be removed from collection \
+         'ns.col' version 2.0.",
+        "[DEPRECATION WARNING]: dated thing. This feature will be removed from collection \
+         'ns.col' in a release after 2030-01-01.",
+        "[DEPRECATION WARNING]: bare thing. This feature will be removed from module 'olden' \
+         in collection 'ansible.legacy' in a future release.",
+    ] {
+        assert!(ran.stderr().contains(line), "{line}\n{}", ran.stderr());
+    }
+}
+
+/// An action plugin that only re-exports a builtin action (`from ansible.plugins.action.debug
+/// import ActionModule`) runs as that action; one with a class of its own still warns.
+#[test]
+fn an_action_plugin_that_re_exports_a_builtin_runs_as_it() {
+    let ran = Test::new()
+        .write(
+            "action_plugins/say.py",
+            "from __future__ import annotations\n\n\
+             from ansible.plugins.action.debug import ActionModule\n\nassert ActionModule\n",
+        )
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - say: {msg: through the alias}\n",
+        )
+        .args(["playbook", "site.yml"])
+        .succeeds()
+        .snapshot();
+    assert!(
+        ran.stdout()
+            .contains("ok: [localhost] => through the alias")
+            && !ran.stderr().contains("not implemented"),
+        "{}\n{}",
+        ran.stdout(),
+        ran.stderr()
+    );
+}
+
+/// Variables named like a keyword or a template global are warned about as ansible-core 2.19
+/// warns (`Found variable using reserved name 'q'.` and where), first on stderr; a variable
+/// `q` hides the `q()` function, so the task using it fails.
+#[test]
+fn variables_with_reserved_names_are_warned_about_with_their_origin() {
+    let ran = Test::new()
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - debug: msg=\"{{ q('pipe', 'pwd') }}\"\n      vars:\n        q: hidden\n      ignore_errors: true\n    - set_fact: {lookup: 1}\n    - debug: {msg: fine}\n      vars: {web_port: 1}\n",
+        )
+        .args(["playbook", "site.yml"])
+        .succeeds()
+        .snapshot();
+    assert!(
+        ran.stderr().starts_with(
+            "[WARNING]: Found variable using reserved name 'q'.\nOrigin: site.yml:4\n"
+        ) && ran.stderr().contains(
+            "[WARNING]: Found variable using reserved name 'lookup'.\nOrigin: site.yml:8"
+        ) && !ran.stderr().contains("'web_port'"),
+        "{}",
+        ran.stderr()
+    );
+    assert!(ran.stdout().contains("ignored=1"), "{}", ran.stdout());
+}
+
 /// `serial` as a template is rendered with the play's variables when the play starts.
 #[test]
 fn templated_serial() {
