@@ -36,6 +36,8 @@ pub struct Params {
     force: bool,
     /// Line ending of the rendered file: `\n` (default), `\r\n` or `\r`.
     newline_sequence: Option<String>,
+    /// The rendered file's character encoding (default `utf-8`; empty is the default too).
+    output_encoding: Option<String>,
     /// A command (with `%s` for the new file) that must accept the file before it replaces
     /// the old one (`visudo -cf %s`).
     validate: Option<String>,
@@ -185,10 +187,11 @@ pub fn render(
         ctx.render,
         ctx.vars,
     )?;
+    let content = encoded(text, p.output_encoding.as_deref().unwrap_or_default())?;
     Ok(super::render::Rendered::target(vec![
         super::render::RenderedFile {
             name: super::render::host_path(&p.dest),
-            content: text.into_bytes(),
+            content,
         },
     ]))
 }
@@ -238,8 +241,89 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         force: p.force,
         validate: p.validate.as_deref(),
     };
-    let r = filewrite::apply(ctx, &w, Content::bytes(text.into_bytes()), &before).await?;
+    let bytes = encoded(text, p.output_encoding.as_deref().unwrap_or_default())?;
+    let r = filewrite::apply(ctx, &w, Content::bytes(bytes), &before).await?;
     Ok(filewrite::with_file_state(r, ctx, &before).with("src", p.src.as_str()))
+}
+
+/// `text` in the `output_encoding` Python calls `encoding` (`utf-8`, `utf-16` with its byte
+/// order mark, `latin-1`, and what the WHATWG encoding standard names: `windows-1252`,
+/// `shift_jis`, `koi8-r`...). A character the encoding lacks fails the task, as Python's
+/// strict codecs do.
+fn encoded(text: String, encoding: &str) -> Result<Vec<u8>, ModuleError> {
+    let name = encoding.trim().to_ascii_lowercase().replace('_', "-");
+    let utf16 = |big: bool, bom: bool| {
+        let mut out = Vec::with_capacity(text.len() * 2 + 2);
+        if bom {
+            out.extend_from_slice(&[0xFF, 0xFE]);
+        }
+        for unit in text.encode_utf16() {
+            out.extend_from_slice(&if big {
+                unit.to_be_bytes()
+            } else {
+                unit.to_le_bytes()
+            });
+        }
+        out
+    };
+    // Python's `UnicodeEncodeError`, as ansible-core reports it: the codec (`charmap` for
+    // the single-byte tables), the character escaped as Python's repr, and why.
+    let unencodable = |c: char, position: usize, codec: &str, why: &str| {
+        let n = u32::from(c);
+        let shown = match n {
+            0..=0xFF => format!("\\x{n:02x}"),
+            0x100..=0xFFFF => format!("\\u{n:04x}"),
+            _ => format!("\\U{n:08x}"),
+        };
+        ModuleError::Failed {
+            msg: format!(
+                "Task failed: '{codec}' codec can't encode character '{shown}' in position \
+                 {position}: {why}"
+            ),
+        }
+    };
+    Ok(match name.as_str() {
+        "" | "utf-8" | "utf8" | "u8" => text.into_bytes(),
+        "utf-16" | "utf16" => utf16(false, true),
+        "utf-16-le" | "utf-16le" => utf16(false, false),
+        "utf-16-be" | "utf-16be" => utf16(true, false),
+        // Python's latin-1 is ISO-8859-1 itself; WHATWG reads the label as windows-1252.
+        "latin-1" | "latin1" | "iso-8859-1" | "iso8859-1" | "l1" => {
+            let mut out = Vec::with_capacity(text.len());
+            for (i, c) in text.chars().enumerate() {
+                out.push(
+                    u8::try_from(u32::from(c))
+                        .map_err(|_| unencodable(c, i, "latin-1", "ordinal not in range(256)"))?,
+                );
+            }
+            out
+        }
+        _ => {
+            let Some(enc) = encoding_rs::Encoding::for_label(name.as_bytes())
+                .filter(|e| e.output_encoding() == *e)
+            else {
+                return Err(ModuleError::Failed {
+                    msg: format!("unknown encoding: {encoding}"),
+                });
+            };
+            let (bytes, _, lossy) = enc.encode(&text);
+            if lossy {
+                // The first character the encoding lacks, as Python names it.
+                let (i, c) = text
+                    .chars()
+                    .enumerate()
+                    .find(|(_, c)| enc.encode(&c.to_string()).2)
+                    .unwrap_or((0, '?'));
+                return Err(if enc.is_single_byte() {
+                    unencodable(c, i, "charmap", "character maps to <undefined>")
+                } else {
+                    let codec = encoding.trim().to_ascii_lowercase();
+                    unencodable(c, i, &codec, "illegal multibyte sequence")
+                });
+            }
+            bytes.into_owned()
+        }
+    })
 }
 
 /// The variables Ansible's `template` adds for the file it renders: `ansible_managed` (its
