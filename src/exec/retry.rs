@@ -180,6 +180,9 @@ impl Executor {
                 a.result.set("failed_when_suppressed_exception", e);
             }
         }
+        // A result `failed_when` made a failure is normalized too, as ansible-core does
+        // after its conditions.
+        normalize_failure(&mut a.result);
         a
     }
 }
