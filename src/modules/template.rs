@@ -13,7 +13,7 @@ use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Template, "template", Params, run);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Local template (looked up in the role's `templates/`, then beside the playbook).
@@ -125,6 +125,76 @@ fn search_path(local: &std::path::Path, vars: &crate::vars::VarMap) -> Vec<std::
         .collect()
 }
 
+/// A template's first line beginning so sets its options: `#jinja2: trim_blocks: False,
+/// variable_start_string: '[%'` (`TemplateOverrides._extract_template_overrides` in
+/// ansible-core 2.19); the line itself is not part of the file.
+const JINJA2_OVERRIDE: &str = "#jinja2:";
+
+/// `p` with the options of a `#jinja2:` line (`line`, after the prefix) set: pairs
+/// `key: value` separated by commas, each value a Python literal.
+fn with_overrides(p: &Params, line: &str) -> Result<Params, ModuleError> {
+    let fail = |msg: String| ModuleError::Failed { msg };
+    let mut p = p.clone();
+    for pair in line.split(',') {
+        if pair.trim().is_empty() {
+            return Err(fail(format!(
+                "Empty '{JINJA2_OVERRIDE}' override pair not allowed."
+            )));
+        }
+        let Some((key, value)) = pair.split_once(':') else {
+            return Err(fail(format!(
+                "Missing key-value separator `:` in '{JINJA2_OVERRIDE}' override pair '{pair}'."
+            )));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let text = || {
+            value
+                .strip_prefix('\'')
+                .and_then(|v| v.strip_suffix('\''))
+                .or_else(|| value.strip_prefix('"').and_then(|v| v.strip_suffix('"')))
+                .map(|v| v.replace("\\n", "\n").replace("\\r", "\r"))
+                .ok_or_else(|| {
+                    fail(format!(
+                        "'{JINJA2_OVERRIDE}' override `{key}` needs a quoted string, got `{value}`"
+                    ))
+                })
+        };
+        let flag = || match value {
+            "True" => Ok(true),
+            "False" => Ok(false),
+            _ => Err(fail(format!(
+                "'{JINJA2_OVERRIDE}' override `{key}` needs True or False, got `{value}`"
+            ))),
+        };
+        match key {
+            "trim_blocks" => p.trim_blocks = flag()?,
+            "lstrip_blocks" => p.lstrip_blocks = flag()?,
+            "block_start_string" => p.block_start_string = Some(text()?),
+            "block_end_string" => p.block_end_string = Some(text()?),
+            "variable_start_string" => p.variable_start_string = Some(text()?),
+            "variable_end_string" => p.variable_end_string = Some(text()?),
+            "comment_start_string" => p.comment_start_string = Some(text()?),
+            "comment_end_string" => p.comment_end_string = Some(text()?),
+            "newline_sequence" => p.newline_sequence = Some(text()?),
+            // kinit keeps a template's trailing newlines, as the template module does.
+            "keep_trailing_newline" => {
+                flag()?;
+            }
+            "line_statement_prefix" | "line_comment_prefix" => {
+                return Err(fail(format!(
+                    "'{JINJA2_OVERRIDE}' override `{key}` is not supported by kinit"
+                )));
+            }
+            _ => {
+                return Err(fail(format!(
+                    "Invalid '{JINJA2_OVERRIDE}' override key '{key}'."
+                )));
+            }
+        }
+    }
+    Ok(p)
+}
+
 /// The rendered text of the template (`run` and `kinit plan --render` alike).
 fn text(
     p: &Params,
@@ -140,6 +210,17 @@ fn text(
     // `DataLoader.get_real_file`, which decrypts).
     let source = crate::vault::file_text(local, source)
         .map_err(|e| ModuleError::Failed { msg: e.to_string() })?;
+    let overridden;
+    let (source, p) = match source.strip_prefix(JINJA2_OVERRIDE) {
+        Some(rest) => {
+            let (line, body) = rest.split_once('\n').ok_or_else(|| ModuleError::Failed {
+                msg: format!("Missing newline after '{JINJA2_OVERRIDE}' override."),
+            })?;
+            overridden = with_overrides(p, line)?;
+            (body.to_string(), &overridden)
+        }
+        None => (source, p),
+    };
     let mut text = render
         .render_file(
             &source,
