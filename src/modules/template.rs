@@ -60,6 +60,11 @@ pub struct Params {
     /// replaced by the file).
     #[serde(default, deserialize_with = "boolish")]
     follow: bool,
+    /// Set only by a `#jinja2:` line (`with_overrides`), not an argument of the module.
+    #[serde(skip)]
+    line_statement_prefix: Option<String>,
+    #[serde(skip)]
+    line_comment_prefix: Option<String>,
 }
 
 impl Params {
@@ -78,6 +83,8 @@ impl Params {
             &self.variable_end_string,
             &self.comment_start_string,
             &self.comment_end_string,
+            &self.line_statement_prefix,
+            &self.line_comment_prefix,
         ]
         .iter()
         .any(|o| o.is_some());
@@ -98,6 +105,8 @@ impl Params {
                     "{#",
                     "#}",
                 ),
+                line_statement_prefix: self.line_statement_prefix.clone(),
+                line_comment_prefix: self.line_comment_prefix.clone(),
             }),
         }
     }
@@ -180,11 +189,8 @@ fn with_overrides(p: &Params, line: &str) -> Result<Params, ModuleError> {
             "keep_trailing_newline" => {
                 flag()?;
             }
-            "line_statement_prefix" | "line_comment_prefix" => {
-                return Err(fail(format!(
-                    "'{JINJA2_OVERRIDE}' override `{key}` is not supported by kinit"
-                )));
-            }
+            "line_statement_prefix" => p.line_statement_prefix = Some(text()?),
+            "line_comment_prefix" => p.line_comment_prefix = Some(text()?),
             _ => {
                 return Err(fail(format!(
                     "Invalid '{JINJA2_OVERRIDE}' override key '{key}'."

@@ -785,6 +785,8 @@ impl TemplateOptions {
                 block: ("{%".into(), "%}".into()),
                 variable: (vs, ve),
                 comment: (cs, ce),
+                line_statement_prefix: None,
+                line_comment_prefix: None,
             });
         }
         Ok(Self { extra, file })

@@ -241,11 +241,18 @@ pub(crate) fn file_env<'a>(
     env.set_trim_blocks(opts.trim_blocks);
     env.set_lstrip_blocks(opts.lstrip_blocks);
     if let Some(d) = &opts.delimiters {
-        let syntax = minijinja::syntax::SyntaxConfig::builder()
+        let mut syntax = minijinja::syntax::SyntaxConfig::builder();
+        syntax
             .block_delimiters(d.block.0.clone(), d.block.1.clone())
             .variable_delimiters(d.variable.0.clone(), d.variable.1.clone())
-            .comment_delimiters(d.comment.0.clone(), d.comment.1.clone())
-            .build()?;
+            .comment_delimiters(d.comment.0.clone(), d.comment.1.clone());
+        if let Some(p) = &d.line_statement_prefix {
+            syntax.line_statement_prefix(p.clone());
+        }
+        if let Some(p) = &d.line_comment_prefix {
+            syntax.line_comment_prefix(p.clone());
+        }
+        let syntax = syntax.build()?;
         env.set_syntax(syntax);
     }
     env.set_loader(move |name: &str| {
@@ -310,6 +317,10 @@ pub struct Delimiters {
     pub block: (String, String),
     pub variable: (String, String),
     pub comment: (String, String),
+    /// A line beginning so is a statement (`: if x`), as Jinja's `line_statement_prefix`.
+    pub line_statement_prefix: Option<String>,
+    /// A line beginning so is a comment, as Jinja's `line_comment_prefix`.
+    pub line_comment_prefix: Option<String>,
 }
 
 /// One set of variables to render against, with its lazily templated variables cached.
