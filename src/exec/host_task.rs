@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use super::include::IncludeReq;
 use super::inherit::Inherit;
 use super::{Executor, PlayRun};
-use crate::modules::async_job::AsyncJob;
+use crate::modules::async_job::{AsyncJob, UNDER_ASYNC};
 use crate::playbook::{Action, Keywords, Task};
 use crate::report::{Event, Status, TaskResult};
 use crate::vars::VarMap;
@@ -508,7 +508,10 @@ impl Executor {
                 ..t.kw.clone()
             };
             let a = DETACH
-                .scope(job.clone(), self.until_loop(OnHost { kw: &kw, ..t }, ctx))
+                .scope(
+                    job.clone(),
+                    UNDER_ASYNC.scope((), self.until_loop(OnHost { kw: &kw, ..t }, ctx)),
+                )
                 .await;
             if let Some(launched) = job.launched.get() {
                 self.jobs.lock().unwrap().insert(
@@ -531,7 +534,9 @@ impl Executor {
             timeout: t.kw.timeout.or(Some(secs)),
             ..t.kw.clone()
         };
-        let mut a = self.until_loop(OnHost { kw: &kw, ..t }, ctx).await;
+        let mut a = UNDER_ASYNC
+            .scope((), self.until_loop(OnHost { kw: &kw, ..t }, ctx))
+            .await;
         let jid = crate::modules::async_job::new_jid();
         let r = &mut a.result;
         r.set("ansible_job_id", json!(jid));

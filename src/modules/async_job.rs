@@ -42,6 +42,17 @@ pub struct Launched {
     pub strip_empty_ends: bool,
 }
 
+tokio::task_local! {
+    /// Set around a task that runs with `async` (any `poll`): a Python module's stderr goes
+    /// into its result then, as ansible-core's `async_wrapper` puts it there.
+    pub static UNDER_ASYNC: ();
+}
+
+/// Whether the running task has `async`.
+pub fn under_async() -> bool {
+    UNDER_ASYNC.try_with(|_| ()).is_ok()
+}
+
 /// A job id shaped like Ansible's: `j` + up to 12 random digits + `.` + a process id.
 pub fn new_jid() -> String {
     let mut b = [0u8; 8];

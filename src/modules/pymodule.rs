@@ -85,7 +85,13 @@ async fn run(
     let out = ctx
         .run_with_stdin(interpreter_script(ctx), Some(payload.into_bytes()))
         .await?;
-    Ok(result_of(&out.stdout_str(), &out.stderr_str(), out.rc))
+    let mut r = result_of(&out.stdout_str(), &out.stderr_str(), out.rc);
+    // `async_wrapper` keeps what the module wrote to stderr (modules/async_wrapper.py).
+    let stderr = out.stderr_str();
+    if super::async_job::under_async() && !stderr.is_empty() && !r.data.contains_key("stderr") {
+        r.data.insert("stderr".into(), json!(stderr));
+    }
+    Ok(r)
 }
 
 /// The command that runs the payload on stdin with the host's Python.

@@ -114,8 +114,12 @@ fn undefined_path(env: &Environment<'_>, src: &str, ctx: &Value, e: Error) -> Er
         .detail()
         .and_then(|d| d.strip_prefix('`'))
         .and_then(|d| d.strip_suffix("` is undefined"));
-    let Some(named) = named else {
-        return e;
+    // The engine said where nothing (`r.stderr == 'x'` fails inside `==`): the template's
+    // first undefined path is the one to name, as for a call.
+    let named = match (named, e.detail()) {
+        (Some(n), _) => n,
+        (None, Some(UNNAMED)) => "",
+        (None, _) => return e,
     };
     let undefined = |p: &&str| {
         env.compile_expression(p)
@@ -416,9 +420,12 @@ fn undefined_message(what: Option<&str>, missing: &[String]) -> String {
             format!("{} is undefined", names.join(", "))
         }
         Some(expr) => format!("`{expr}` is undefined"),
-        None => "undefined variable".to_string(),
+        None => UNNAMED.to_string(),
     }
 }
+
+/// An undefined value the engine located nowhere.
+const UNNAMED: &str = "undefined variable";
 
 /// A variable with attribute or item lookups: `a`, `a.b`, `a['b'].c`.
 fn is_path(t: &str) -> bool {
