@@ -3,7 +3,7 @@
 //! the first that exists, and only it), overridden by the `ANSIBLE_*` environment variables
 //! of the same settings. `kinit playbook`'s own flags override both.
 //!
-//! Honoured: `inventory`, `roles_path`, `library` (custom modules load with a warning),
+//! Honoured: `inventory`, `roles_path`, `library` (custom Python modules), `filter_plugins`,
 //! `remote_user`, `private_key_file`, `forks`,
 //! `host_key_checking`, `timeout`, `gathering` (`[defaults]`); `become`, `become_user`,
 //! `become_method` (`[privilege_escalation]`); `ssh_args` (`[ssh_connection]`, read like
@@ -59,6 +59,8 @@ pub struct AnsibleSettings {
     pub roles_path: Vec<PathBuf>,
     /// `library`: folders of custom modules.
     pub library: Vec<PathBuf>,
+    /// `filter_plugins`: folders of custom Python filters.
+    pub filter_plugins: Vec<PathBuf>,
     pub remote_user: Option<String>,
     pub private_key_file: Option<PathBuf>,
     pub forks: Option<usize>,
@@ -174,6 +176,13 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
                     .map(rel)
                     .collect();
             }
+            ("defaults", "filter_plugins") => {
+                s.filter_plugins = value
+                    .split(':')
+                    .filter(|v| !v.is_empty())
+                    .map(rel)
+                    .collect();
+            }
             ("defaults", "remote_user") => s.remote_user = Some(value.to_string()),
             ("defaults", "private_key_file") => s.private_key_file = Some(rel(value)),
             ("defaults", "forks") => {
@@ -224,6 +233,11 @@ fn read_env(
     }
     if let Some(v) = get("ANSIBLE_LIBRARY") {
         s.library = std::env::split_paths(&v)
+            .map(|p| expand_home(&p.to_string_lossy()))
+            .collect();
+    }
+    if let Some(v) = get("ANSIBLE_FILTER_PLUGINS") {
+        s.filter_plugins = std::env::split_paths(&v)
             .map(|p| expand_home(&p.to_string_lossy()))
             .collect();
     }

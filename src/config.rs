@@ -215,6 +215,7 @@ impl PlaybookConfig {
             loader: LoaderOptions {
                 roles_path,
                 library_path: cfg.library.clone(),
+                filter_plugins: cfg.filter_plugins.clone(),
                 extra_vars,
             },
             inventory,

@@ -128,6 +128,7 @@ pub(crate) fn load_site(flag: Option<&Path>) -> Result<(Arc<Loader>, Playbook), 
     let dir = locate::playbook_dir(flag).map_err(DeployError::from)?;
     let loader = Arc::new(Loader::new(LoaderOptions {
         library_path: Vec::new(),
+        filter_plugins: Vec::new(),
         roles_path: locate::roles_path(&dir),
         extra_vars: Default::default(),
     }));

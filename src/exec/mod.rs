@@ -209,8 +209,24 @@ impl Executor {
             extra_vars: opts.extra_vars.clone(),
         };
         let tags = RwLock::new(opts.tags.clone());
-        Self {
-            templar: Templar::new().with_hostvars(Arc::new(source)),
+        let mut templar = Templar::new().with_hostvars(Arc::new(source));
+        let mut warnings = Vec::new();
+        let filter_files = crate::template::pyfilters::plugin_files(&loader.filter_plugin_dirs());
+        if !filter_files.is_empty() {
+            // The controller's own Python, as ansible-core runs filters in its process.
+            let python = std::path::Path::new("python3");
+            match crate::template::pyfilters::PythonFilters::start(python, &filter_files) {
+                Ok(host) => {
+                    warnings.extend(host.errors.iter().map(|e| {
+                        format!("filter plugin not loaded (its filters are unknown): {e}")
+                    }));
+                    templar = templar.with_python_filters(Arc::new(host));
+                }
+                Err(e) => warnings.push(format!("filter plugins not loaded: {e}")),
+            }
+        }
+        let exec = Self {
+            templar,
             forks: Semaphore::new(opts.forks.max(1)),
             started: AtomicBool::new(opts.start_at_task.is_none()),
             loader,
@@ -225,7 +241,11 @@ impl Executor {
             tags,
             warned: Mutex::default(),
             jobs: Mutex::default(),
+        };
+        for w in warnings {
+            exec.warn_once(w);
         }
+        exec
     }
 
     /// Report `message` as a warning unless it was reported already in this run.

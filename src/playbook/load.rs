@@ -20,6 +20,10 @@ pub struct LoaderOptions {
     /// Extra folders custom modules are found in (ansible.cfg's `library`, ANSIBLE_LIBRARY),
     /// after the `library/` folders beside the playbook and in roles.
     pub library_path: Vec<PathBuf>,
+    /// Extra folders of custom Python filters (ansible.cfg's `filter_plugins`,
+    /// ANSIBLE_FILTER_PLUGINS), after the `filter_plugins/` folders beside the playbooks and
+    /// in roles.
+    pub filter_plugins: Vec<PathBuf>,
     /// `-e` variables: with `role_path` and `playbook_dir`, all a static `import_tasks` file
     /// name may use, as they are known before any host runs.
     pub extra_vars: crate::vars::VarMap,
@@ -42,6 +46,8 @@ pub struct Loader {
     /// The roles the play being parsed names (`roles:`, `import_role`) and those they pull
     /// in as dependencies, for `ansible_play_role_names` and friends (`take_role_names`).
     role_names: Mutex<RoleNames>,
+    /// The `filter_plugins/` folders beside each playbook and in each role loaded.
+    filter_dirs: Mutex<Vec<PathBuf>>,
 }
 
 /// The role names a play's magic variables list (Ansible 2.19's `VariableManager`):
@@ -61,6 +67,7 @@ impl Loader {
             docs: Mutex::new(HashMap::new()),
             warnings: Mutex::new(Vec::new()),
             role_names: Mutex::new(RoleNames::default()),
+            filter_dirs: Mutex::new(Vec::new()),
         }
     }
 
@@ -78,6 +85,23 @@ impl Loader {
     /// The role names noted since the last call.
     pub(crate) fn take_role_names(&self) -> RoleNames {
         std::mem::take(&mut *self.role_names.lock().unwrap())
+    }
+
+    /// Note a folder (a playbook's or a role's) whose `filter_plugins/` Ansible searches.
+    pub(crate) fn note_plugin_root(&self, root: &Path) {
+        let dir = root.join("filter_plugins");
+        let mut dirs = self.filter_dirs.lock().unwrap();
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+
+    /// Where custom Python filters are looked for: the `filter_plugins/` folders of the
+    /// playbooks and roles loaded so far, then the configured ones.
+    pub fn filter_plugin_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = self.filter_dirs.lock().unwrap().clone();
+        dirs.extend(self.opts.filter_plugins.iter().cloned());
+        dirs
     }
 
     /// Note a load-time warning (each text once).
@@ -144,6 +168,7 @@ impl Loader {
         } else {
             dir
         };
+        self.note_plugin_root(&dir);
         *self.base.lock().unwrap() = dir;
         let mut plays = Vec::new();
         self.load_plays(path, &mut plays, &mut Vec::new())?;

@@ -122,6 +122,7 @@ impl Loader {
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| name.to_string());
+        ctx.loader.note_plugin_root(&path);
         let role = Arc::new(RoleCtx {
             name: role_name,
             path: path.clone(),

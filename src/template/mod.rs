@@ -19,6 +19,7 @@ pub mod kv;
 mod lookup;
 mod now;
 mod predicates;
+pub mod pyfilters;
 mod pyformat;
 mod pyops;
 pub mod pyrepr;
@@ -143,6 +144,45 @@ impl Templar {
     /// `hostvars[h].x` renders `x` with host `h`'s variables when a template reads it.
     pub fn with_hostvars(mut self, source: Arc<dyn HostVarsSource>) -> Self {
         self.hostvars = Some(source);
+        self
+    }
+
+    /// This templar with the custom Python filters `host` serves (`pyfilters`). An
+    /// undefined input or argument passes through without calling Python, as ansible-core
+    /// calls its plugins. A custom filter wins over a built-in one of the same name, as
+    /// plugin folders come before ansible-core's own filters in Ansible's search.
+    pub fn with_python_filters(mut self, host: Arc<pyfilters::PythonFilters>) -> Self {
+        use minijinja::value::{Kwargs, Rest};
+        let mut env = (*self.env).clone();
+        for name in host.filters.keys() {
+            let host = host.clone();
+            let filter = name.clone();
+            env.add_filter(
+                name.clone(),
+                move |value: minijinja::Value,
+                      args: Rest<minijinja::Value>,
+                      kwargs: Kwargs|
+                      -> Result<minijinja::Value, minijinja::Error> {
+                    if let Some(undefined) = std::iter::once(&value)
+                        .chain(args.iter())
+                        .find(|a| a.is_undefined())
+                    {
+                        return Ok(undefined.clone());
+                    }
+                    let json = |v: &minijinja::Value| serde_json::to_value(v).unwrap_or_default();
+                    let mut named = serde_json::Map::new();
+                    for key in kwargs.args() {
+                        let v: minijinja::Value = kwargs.get(key)?;
+                        named.insert(key.to_string(), json(&v));
+                    }
+                    let positional = args.iter().map(json).collect();
+                    host.call(&filter, json(&value), positional, named)
+                        .map(|r| minijinja::Value::from_serialize(&r))
+                        .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e))
+                },
+            );
+        }
+        self.env = Arc::new(env);
         self
     }
 

@@ -536,6 +536,30 @@ fn variables_with_reserved_names_are_warned_about_with_their_origin() {
     assert!(ran.stdout().contains("ignored=1"), "{}", ran.stdout());
 }
 
+/// Custom filters in Python (`filter_plugins/` in a role and beside the playbook) run on the
+/// controller; a plugin that cannot be imported is named in a warning and its filters stay
+/// unknown, failing only the task that uses one.
+#[test]
+fn python_filter_plugins_run_and_a_broken_one_is_named() {
+    Test::new()
+        .write(
+            "roles/r/filter_plugins/rolef.py",
+            "class FilterModule:\n    def filters(self):\n        return {'from_role': lambda v, pre='role': '%s:%s' % (pre, v)}\n",
+        )
+        .write("roles/r/tasks/main.yml", "- debug: msg=\"{{ 3 | from_role(pre='r') }}\"\n")
+        .write(
+            "filter_plugins/broken.py",
+            "raise RuntimeError('not today')\n",
+        )
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  roles: [r]\n  tasks:\n    - debug: msg=\"{{ 'x' | from_role }}\"\n    - debug: msg=\"{{ 1 | b64decode_strict }}\"\n      ignore_errors: true\n",
+        )
+        .args(["playbook", "site.yml"])
+        .succeeds()
+        .snapshot();
+}
+
 /// `serial` as a template is rendered with the play's variables when the play starts.
 #[test]
 fn templated_serial() {

@@ -1,0 +1,136 @@
+# kinit's host for custom Jinja filters written in Python (`filter_plugins/*.py`, each with a
+# `FilterModule` class whose `filters()` maps names to functions), run on the controller as
+# ansible-core runs them. One process serves a whole run: a request is one JSON line on stdin,
+# the answer one JSON line on stdout.
+#
+#   {"op": "load", "files": [path, ...]}  ->  {"filters": {name: path}, "errors": [text]}
+#   {"op": "call", "name": n, "value": v, "args": [...], "kwargs": {...}}
+#                                          ->  {"ok": result} or {"error": text}
+#
+# A plugin imports Ansible's own modules when the controller's Python has ansible-core;
+# otherwise it gets kinit's stand-ins for what filters commonly import (`ansible.errors`,
+# `ansible.module_utils.six`, the text converters), and any other `ansible` import fails
+# naming the module.
+import importlib.util
+import json
+import sys
+import types
+
+
+def _stand_ins():
+    try:
+        import ansible.errors  # noqa: F401 - the real thing, when the controller has it
+        return
+    except ImportError:
+        pass
+
+    def to_text(obj, encoding="utf-8", errors=None, nonstring="simplerepr"):
+        if isinstance(obj, str):
+            return obj
+        if isinstance(obj, bytes):
+            return obj.decode(encoding, errors or "surrogateescape")
+        return str(obj)
+
+    def to_bytes(obj, encoding="utf-8", errors=None, nonstring="simplerepr"):
+        if isinstance(obj, bytes):
+            return obj
+        return to_text(obj).encode(encoding, errors or "surrogateescape")
+
+    def package(name, **attrs):
+        mod = types.ModuleType(name)
+        mod.__path__ = []
+        mod.__dict__.update(attrs)
+        sys.modules[name] = mod
+        return mod
+
+    class AnsibleError(Exception):
+        def __init__(self, message="", *args, **kwargs):
+            super().__init__(message)
+            self.message = message
+
+    errors = dict(AnsibleError=AnsibleError)
+    for name in ("AnsibleFilterError", "AnsibleFilterTypeError", "AnsibleTemplateError",
+                 "AnsibleUndefinedVariable", "AnsibleOptionsError", "AnsibleRuntimeError",
+                 "AnsibleLookupError", "AnsibleTypeError"):
+        errors[name] = type(name, (AnsibleError,), {})
+    text = dict(to_text=to_text, to_bytes=to_bytes, to_native=to_text)
+    package("ansible")
+    package("ansible.errors", **errors)
+    utils = package("ansible.module_utils")
+    try:
+        import six
+    except ImportError:
+        six = package("ansible.module_utils.six", PY2=False, PY3=True, string_types=(str,),
+                      text_type=str, binary_type=bytes, integer_types=(int,),
+                      iteritems=lambda d, **kw: iter(d.items(**kw)))
+    sys.modules["ansible.module_utils.six"] = six
+    utils.six = six
+    utils._text = package("ansible.module_utils._text", **text)
+    package("ansible.module_utils.common")
+    package("ansible.module_utils.common.text")
+    package("ansible.module_utils.common.text.converters", **text)
+
+    class Refuse(object):
+        def find_spec(self, fullname, path=None, target=None):
+            if (fullname == "ansible" or fullname.startswith("ansible.")) and fullname not in sys.modules:
+                raise ImportError("kinit runs filter plugins without ansible-core installed on "
+                                  "this machine and does not provide `%s`" % fullname)
+            return None
+
+    sys.meta_path.insert(0, Refuse())
+
+
+FILTERS = {}
+
+
+def _load(files):
+    found, errors = {}, []
+    for path in files:
+        try:
+            spec = importlib.util.spec_from_file_location("kinit_filter_%d" % len(found), path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            for name, func in mod.FilterModule().filters().items():
+                if name not in FILTERS:
+                    FILTERS[name] = func
+                    found[name] = path
+        except Exception as e:
+            errors.append("%s: %s: %s" % (path, type(e).__name__, e))
+    return {"filters": found, "errors": errors}
+
+
+def _plain(value):
+    """A result as JSON holds it: tuples, sets and generators become lists, other objects
+    their text."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)) or type(value).__name__ == "generator":
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    return str(value)
+
+
+def _call(req):
+    name = req["name"]
+    try:
+        result = FILTERS[name](req["value"], *req["args"], **req["kwargs"])
+        return {"ok": _plain(result)}
+    except Exception as e:
+        return {"error": "The filter plugin '%s' failed: %s" % (name, e)}
+
+
+def _serve():
+    # What a plugin prints goes to stderr; stdout carries only the answers.
+    out, sys.stdout = sys.stdout, sys.stderr
+    _stand_ins()
+    for line in sys.stdin:
+        req = json.loads(line)
+        answer = _load(req["files"]) if req["op"] == "load" else _call(req)
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+
+
+_serve()

@@ -1,0 +1,204 @@
+//! Custom Jinja filters written in Python (`filter_plugins/*.py` beside the playbook, in a
+//! role, or in ansible.cfg's `filter_plugins`): ansible-core imports each file and calls
+//! `FilterModule().filters()[name](value, *args, **kwargs)` on the controller. kinit does the
+//! same in one Python process per run (`pyfilters.py`), started only when such files exist;
+//! a template calling one of its filters sends the value and arguments as JSON and gets the
+//! result back. Plugins get ansible-core's modules when the controller's Python has them,
+//! else kinit's stand-ins for the common imports.
+//!
+//! Values cross as JSON: a filter sees lists, dicts, strings, numbers, booleans and `None`
+//! (as it does in Ansible for data from YAML), and a tuple or set it returns is a list.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+const HOST: &str = include_str!("pyfilters.py");
+
+/// The running filter host and the filters it serves.
+pub struct PythonFilters {
+    io: Mutex<Io>,
+    /// Each filter's name and the file that defines it.
+    pub filters: BTreeMap<String, PathBuf>,
+    /// Files that could not be loaded, with why (shown as warnings).
+    pub errors: Vec<String>,
+}
+
+struct Io {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Drop for PythonFilters {
+    fn drop(&mut self) {
+        if let Ok(io) = self.io.get_mut() {
+            let _ = io.child.kill();
+            let _ = io.child.wait();
+        }
+    }
+}
+
+/// The `*.py` files of `dirs` (those not starting with `_`), in name order per folder.
+pub fn plugin_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.extension().is_some_and(|e| e == "py")
+                    && p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| !n.starts_with('_'))
+                    && p.is_file()
+            })
+            .collect();
+        files.sort();
+        for f in files {
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+impl PythonFilters {
+    /// Start the host with `python` and load `files`.
+    pub fn start(python: &Path, files: &[PathBuf]) -> Result<Self, String> {
+        let mut child = Command::new(python)
+            .args(["-u", "-c", HOST])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| {
+                format!(
+                    "cannot start `{}` for filter plugins: {e}",
+                    python.display()
+                )
+            })?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            return Err("the filter plugin host has no stdin or stdout".into());
+        };
+        let io = Mutex::new(Io {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+        });
+        let mut host = Self {
+            io,
+            filters: BTreeMap::new(),
+            errors: Vec::new(),
+        };
+        let answer = host.ask(&json!({"op": "load", "files": files}))?;
+        host.filters = answer
+            .get("filters")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), PathBuf::from(v.as_str().unwrap_or_default())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        host.errors = answer
+            .get("errors")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(host)
+    }
+
+    /// `value | name(*args, **kwargs)`.
+    pub fn call(
+        &self,
+        name: &str,
+        value: Value,
+        args: Vec<Value>,
+        kwargs: serde_json::Map<String, Value>,
+    ) -> Result<Value, String> {
+        let answer = self.ask(&json!({
+            "op": "call", "name": name, "value": value, "args": args, "kwargs": kwargs,
+        }))?;
+        match (answer.get("ok"), answer.get("error")) {
+            (Some(v), _) => Ok(v.clone()),
+            (_, Some(e)) => Err(e.as_str().unwrap_or("failed").to_string()),
+            _ => Err(format!("the filter plugin '{name}' gave no answer")),
+        }
+    }
+
+    /// One request and its answer; requests from several hosts' templates take turns.
+    fn ask(&self, request: &Value) -> Result<Value, String> {
+        let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
+        let gone = |e: std::io::Error| format!("the filter plugin host stopped: {e}");
+        writeln!(io.stdin, "{request}").map_err(gone)?;
+        io.stdin.flush().map_err(gone)?;
+        let mut line = String::new();
+        let n = io.stdout.read_line(&mut line).map_err(gone)?;
+        if n == 0 {
+            return Err("the filter plugin host stopped (see its output above)".into());
+        }
+        serde_json::from_str(&line)
+            .map_err(|e| format!("the filter plugin host answered badly: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host with the system Python (no ansible-core there, or its own: both give the
+    /// imports a plugin commonly makes), a filter's arguments, its error and its results.
+    #[test]
+    fn filters_run_in_the_controllers_python_with_the_common_imports() {
+        let dir = tempfile::tempdir().unwrap();
+        let plugin = dir.path().join("f.py");
+        std::fs::write(
+            &plugin,
+            "from ansible.errors import AnsibleFilterError\n\
+             from ansible.module_utils.six import string_types\n\
+             from ansible.module_utils._text import to_text\n\
+             def twice(v, sep='-', n=2):\n\
+             \x20   if not isinstance(v, string_types):\n\
+             \x20       raise AnsibleFilterError('twice wants text')\n\
+             \x20   return sep.join([to_text(v)] * n)\n\
+             class FilterModule:\n\
+             \x20   def filters(self):\n\
+             \x20       return {'twice': twice, 'pair': lambda v: (v, {v})}\n",
+        )
+        .unwrap();
+        let host = PythonFilters::start(Path::new("/usr/bin/python3"), &[plugin]).unwrap();
+        assert!(host.errors.is_empty(), "{:?}", host.errors);
+        assert_eq!(host.filters.keys().collect::<Vec<_>>(), ["pair", "twice"]);
+        let mut kw = serde_json::Map::new();
+        kw.insert("n".into(), json!(3));
+        assert_eq!(
+            host.call("twice", json!("a"), vec![json!("+")], kw)
+                .unwrap(),
+            json!("a+a+a")
+        );
+        assert_eq!(
+            host.call("twice", json!(1), vec![], Default::default())
+                .unwrap_err(),
+            "The filter plugin 'twice' failed: twice wants text"
+        );
+        assert_eq!(
+            host.call("pair", json!(1), vec![], Default::default())
+                .unwrap(),
+            json!([1, [1]])
+        );
+    }
+}
