@@ -3,7 +3,7 @@
 //! the first that exists, and only it), overridden by the `ANSIBLE_*` environment variables
 //! of the same settings. `kinit playbook`'s own flags override both.
 //!
-//! Honoured: `inventory`, `roles_path`, `library` (custom Python modules), `filter_plugins`,
+//! Honoured: `inventory`, `roles_path`, `library` (custom Python modules), `filter_plugins`, `test_plugins`,
 //! `remote_user`, `private_key_file`, `forks`,
 //! `host_key_checking`, `timeout`, `gathering` (`[defaults]`); `become`, `become_user`,
 //! `become_method` (`[privilege_escalation]`); `ssh_args` (`[ssh_connection]`, read like
@@ -61,6 +61,8 @@ pub struct AnsibleSettings {
     pub library: Vec<PathBuf>,
     /// `filter_plugins`: folders of custom Python filters.
     pub filter_plugins: Vec<PathBuf>,
+    /// `test_plugins`: folders of custom Python tests.
+    pub test_plugins: Vec<PathBuf>,
     pub remote_user: Option<String>,
     pub private_key_file: Option<PathBuf>,
     pub forks: Option<usize>,
@@ -183,6 +185,13 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
                     .map(rel)
                     .collect();
             }
+            ("defaults", "test_plugins") => {
+                s.test_plugins = value
+                    .split(':')
+                    .filter(|v| !v.is_empty())
+                    .map(rel)
+                    .collect();
+            }
             ("defaults", "remote_user") => s.remote_user = Some(value.to_string()),
             ("defaults", "private_key_file") => s.private_key_file = Some(rel(value)),
             ("defaults", "forks") => {
@@ -238,6 +247,11 @@ fn read_env(
     }
     if let Some(v) = get("ANSIBLE_FILTER_PLUGINS") {
         s.filter_plugins = std::env::split_paths(&v)
+            .map(|p| expand_home(&p.to_string_lossy()))
+            .collect();
+    }
+    if let Some(v) = get("ANSIBLE_TEST_PLUGINS") {
+        s.test_plugins = std::env::split_paths(&v)
             .map(|p| expand_home(&p.to_string_lossy()))
             .collect();
     }

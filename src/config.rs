@@ -216,6 +216,7 @@ impl PlaybookConfig {
                 roles_path,
                 library_path: cfg.library.clone(),
                 filter_plugins: cfg.filter_plugins.clone(),
+                test_plugins: cfg.test_plugins.clone(),
                 extra_vars,
             },
             inventory,

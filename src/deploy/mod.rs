@@ -129,6 +129,7 @@ pub(crate) fn load_site(flag: Option<&Path>) -> Result<(Arc<Loader>, Playbook), 
     let loader = Arc::new(Loader::new(LoaderOptions {
         library_path: Vec::new(),
         filter_plugins: Vec::new(),
+        test_plugins: Vec::new(),
         roles_path: locate::roles_path(&dir),
         extra_vars: Default::default(),
     }));

@@ -212,17 +212,25 @@ impl Executor {
         let mut templar = Templar::new().with_hostvars(Arc::new(source));
         let mut warnings = Vec::new();
         let filter_files = crate::template::pyfilters::plugin_files(&loader.filter_plugin_dirs());
-        if !filter_files.is_empty() {
-            // The controller's own Python, as ansible-core runs filters in its process.
+        let test_files = crate::template::pyfilters::plugin_files(&loader.test_plugin_dirs());
+        if !filter_files.is_empty() || !test_files.is_empty() {
+            // The controller's own Python, as ansible-core runs plugins in its process.
             let python = std::path::Path::new("python3");
-            match crate::template::pyfilters::PythonFilters::start(python, &filter_files) {
+            let started = crate::template::pyfilters::PythonFilters::start(
+                python,
+                &filter_files,
+                &test_files,
+            );
+            match started {
                 Ok(host) => {
-                    warnings.extend(host.errors.iter().map(|e| {
-                        format!("filter plugin not loaded (its filters are unknown): {e}")
-                    }));
+                    warnings.extend(
+                        host.errors.iter().map(|e| {
+                            format!("plugin not loaded (what it defines is unknown): {e}")
+                        }),
+                    );
                     templar = templar.with_python_filters(Arc::new(host));
                 }
-                Err(e) => warnings.push(format!("filter plugins not loaded: {e}")),
+                Err(e) => warnings.push(format!("filter and test plugins not loaded: {e}")),
             }
         }
         let exec = Self {

@@ -24,6 +24,8 @@ pub struct LoaderOptions {
     /// ANSIBLE_FILTER_PLUGINS), after the `filter_plugins/` folders beside the playbooks and
     /// in roles.
     pub filter_plugins: Vec<PathBuf>,
+    /// The same for custom Jinja tests (`test_plugins`, ANSIBLE_TEST_PLUGINS).
+    pub test_plugins: Vec<PathBuf>,
     /// `-e` variables: with `role_path` and `playbook_dir`, all a static `import_tasks` file
     /// name may use, as they are known before any host runs.
     pub extra_vars: crate::vars::VarMap,
@@ -46,8 +48,9 @@ pub struct Loader {
     /// The roles the play being parsed names (`roles:`, `import_role`) and those they pull
     /// in as dependencies, for `ansible_play_role_names` and friends (`take_role_names`).
     role_names: Mutex<RoleNames>,
-    /// The `filter_plugins/` folders beside each playbook and in each role loaded.
-    filter_dirs: Mutex<Vec<PathBuf>>,
+    /// The folders of the playbooks and roles loaded, whose `filter_plugins/` and
+    /// `test_plugins/` Ansible searches.
+    plugin_roots: Mutex<Vec<PathBuf>>,
 }
 
 /// The role names a play's magic variables list (Ansible 2.19's `VariableManager`):
@@ -67,7 +70,7 @@ impl Loader {
             docs: Mutex::new(HashMap::new()),
             warnings: Mutex::new(Vec::new()),
             role_names: Mutex::new(RoleNames::default()),
-            filter_dirs: Mutex::new(Vec::new()),
+            plugin_roots: Mutex::new(Vec::new()),
         }
     }
 
@@ -87,20 +90,29 @@ impl Loader {
         std::mem::take(&mut *self.role_names.lock().unwrap())
     }
 
-    /// Note a folder (a playbook's or a role's) whose `filter_plugins/` Ansible searches.
+    /// Note a folder (a playbook's or a role's) whose plugin folders Ansible searches.
     pub(crate) fn note_plugin_root(&self, root: &Path) {
-        let dir = root.join("filter_plugins");
-        let mut dirs = self.filter_dirs.lock().unwrap();
-        if !dirs.contains(&dir) {
-            dirs.push(dir);
+        let mut roots = self.plugin_roots.lock().unwrap();
+        if !roots.iter().any(|r| r == root) {
+            roots.push(root.to_path_buf());
         }
     }
 
     /// Where custom Python filters are looked for: the `filter_plugins/` folders of the
     /// playbooks and roles loaded so far, then the configured ones.
     pub fn filter_plugin_dirs(&self) -> Vec<PathBuf> {
-        let mut dirs = self.filter_dirs.lock().unwrap().clone();
-        dirs.extend(self.opts.filter_plugins.iter().cloned());
+        self.plugin_dirs("filter_plugins", &self.opts.filter_plugins)
+    }
+
+    /// Where custom Python tests are looked for, as `filter_plugin_dirs`.
+    pub fn test_plugin_dirs(&self) -> Vec<PathBuf> {
+        self.plugin_dirs("test_plugins", &self.opts.test_plugins)
+    }
+
+    fn plugin_dirs(&self, folder: &str, configured: &[PathBuf]) -> Vec<PathBuf> {
+        let roots = self.plugin_roots.lock().unwrap();
+        let mut dirs: Vec<PathBuf> = roots.iter().map(|r| r.join(folder)).collect();
+        dirs.extend(configured.iter().cloned());
         dirs
     }
 

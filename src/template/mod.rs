@@ -147,40 +147,24 @@ impl Templar {
         self
     }
 
-    /// This templar with the custom Python filters `host` serves (`pyfilters`). An
-    /// undefined input or argument passes through without calling Python, as ansible-core
-    /// calls its plugins. A custom filter wins over a built-in one of the same name, as
-    /// plugin folders come before ansible-core's own filters in Ansible's search.
+    /// This templar with the custom Python filters and tests `host` serves (`pyfilters`).
+    /// An undefined input or argument to a filter passes through without calling Python, as
+    /// ansible-core calls its plugins; a test refuses one. A custom plugin wins over a
+    /// built-in one of the same name, as plugin folders come before ansible-core's own in
+    /// Ansible's search.
     pub fn with_python_filters(mut self, host: Arc<pyfilters::PythonFilters>) -> Self {
-        use minijinja::value::{Kwargs, Rest};
         let mut env = (*self.env).clone();
         for name in host.filters.keys() {
-            let host = host.clone();
-            let filter = name.clone();
-            env.add_filter(
-                name.clone(),
-                move |value: minijinja::Value,
-                      args: Rest<minijinja::Value>,
-                      kwargs: Kwargs|
-                      -> Result<minijinja::Value, minijinja::Error> {
-                    if let Some(undefined) = std::iter::once(&value)
-                        .chain(args.iter())
-                        .find(|a| a.is_undefined())
-                    {
-                        return Ok(undefined.clone());
-                    }
-                    let json = |v: &minijinja::Value| serde_json::to_value(v).unwrap_or_default();
-                    let mut named = serde_json::Map::new();
-                    for key in kwargs.args() {
-                        let v: minijinja::Value = kwargs.get(key)?;
-                        named.insert(key.to_string(), json(&v));
-                    }
-                    let positional = args.iter().map(json).collect();
-                    host.call(&filter, json(&value), positional, named)
-                        .map(|r| minijinja::Value::from_serialize(&r))
-                        .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e))
-                },
-            );
+            let call = python_plugin(host.clone(), "filter", name);
+            env.add_filter(name.clone(), move |value, args, kwargs| {
+                call(value, args, kwargs)
+            });
+        }
+        for name in host.tests.keys() {
+            let call = python_plugin(host.clone(), "test", name);
+            env.add_test(name.clone(), move |value, args, kwargs| {
+                call(value, args, kwargs).map(|v| v.is_true())
+            });
         }
         self.env = Arc::new(env);
         self
@@ -438,6 +422,46 @@ pub fn strip_omit(value: &mut Value) {
 
 /// Python methods on values (`'a,b'.split(',')`, `d.items()`): minijinja's Python
 /// compatibility set, plus `list.index(x)`, which Ansible content uses.
+/// A call of the Python plugin `name` of `kind` (`filter` or `test`) through `host`.
+fn python_plugin(
+    host: Arc<pyfilters::PythonFilters>,
+    kind: &'static str,
+    name: &str,
+) -> impl Fn(
+    minijinja::Value,
+    minijinja::value::Rest<minijinja::Value>,
+    minijinja::value::Kwargs,
+) -> Result<minijinja::Value, minijinja::Error>
++ Send
++ Sync
++ 'static {
+    let name = name.to_string();
+    move |value, args, kwargs| {
+        if let Some(undefined) = std::iter::once(&value)
+            .chain(args.iter())
+            .find(|a| a.is_undefined())
+        {
+            if kind == "test" {
+                return Err(minijinja::Error::new(
+                    ErrorKind::UndefinedError,
+                    "undefined value",
+                ));
+            }
+            return Ok(undefined.clone());
+        }
+        let json = |v: &minijinja::Value| serde_json::to_value(v).unwrap_or_default();
+        let mut named = serde_json::Map::new();
+        for key in kwargs.args() {
+            let v: minijinja::Value = kwargs.get(key)?;
+            named.insert(key.to_string(), json(&v));
+        }
+        let positional = args.iter().map(json).collect();
+        host.call(kind, &name, json(&value), positional, named)
+            .map(|r| minijinja::Value::from_serialize(&r))
+            .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e))
+    }
+}
+
 fn python_method(
     state: &minijinja::State<'_, '_>,
     value: &minijinja::Value,

@@ -1,11 +1,13 @@
-# kinit's host for custom Jinja filters written in Python (`filter_plugins/*.py`, each with a
-# `FilterModule` class whose `filters()` maps names to functions), run on the controller as
-# ansible-core runs them. One process serves a whole run: a request is one JSON line on stdin,
-# the answer one JSON line on stdout.
+# kinit's host for custom Jinja filters and tests written in Python (`filter_plugins/*.py`
+# with a `FilterModule` class whose `filters()` maps names to functions, `test_plugins/*.py`
+# with a `TestModule` whose `tests()` does), run on the controller as ansible-core runs them.
+# One process serves a whole run: a request is one JSON line on stdin, the answer one JSON line
+# on stdout.
 #
-#   {"op": "load", "files": [path, ...]}  ->  {"filters": {name: path}, "errors": [text]}
-#   {"op": "call", "name": n, "value": v, "args": [...], "kwargs": {...}}
-#                                          ->  {"ok": result} or {"error": text}
+#   {"op": "load", "filters": [path, ...], "tests": [path, ...]}
+#       ->  {"filters": {name: path}, "tests": {name: path}, "errors": [text]}
+#   {"op": "call", "kind": "filter" | "test", "name": n, "value": v, "args": [...], "kwargs": {...}}
+#       ->  {"ok": result} or {"error": text}
 #
 # A plugin imports Ansible's own modules when the controller's Python has ansible-core;
 # otherwise it gets kinit's stand-ins for what filters commonly import (`ansible.errors`,
@@ -80,23 +82,28 @@ def _stand_ins():
     sys.meta_path.insert(0, Refuse())
 
 
-FILTERS = {}
+PLUGINS = {"filter": {}, "test": {}}
 
 
-def _load(files):
-    found, errors = {}, []
-    for path in files:
+def _load(files, kind, errors):
+    found = {}
+    registry = PLUGINS[kind]
+    for i, path in enumerate(files):
         try:
-            spec = importlib.util.spec_from_file_location("kinit_filter_%d" % len(found), path)
+            spec = importlib.util.spec_from_file_location("kinit_%s_%d" % (kind, i), path)
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
-            for name, func in mod.FilterModule().filters().items():
-                if name not in FILTERS:
-                    FILTERS[name] = func
+            if kind == "filter":
+                functions = mod.FilterModule().filters()
+            else:
+                functions = mod.TestModule().tests()
+            for name, func in functions.items():
+                if name not in registry:
+                    registry[name] = func
                     found[name] = path
         except Exception as e:
             errors.append("%s: %s: %s" % (path, type(e).__name__, e))
-    return {"filters": found, "errors": errors}
+    return found
 
 
 def _plain(value):
@@ -114,12 +121,12 @@ def _plain(value):
 
 
 def _call(req):
-    name = req["name"]
+    name, kind = req["name"], req["kind"]
     try:
-        result = FILTERS[name](req["value"], *req["args"], **req["kwargs"])
+        result = PLUGINS[kind][name](req["value"], *req["args"], **req["kwargs"])
         return {"ok": _plain(result)}
     except Exception as e:
-        return {"error": "The filter plugin '%s' failed: %s" % (name, e)}
+        return {"error": "The %s plugin '%s' failed: %s" % (kind, name, e)}
 
 
 def _serve():
@@ -128,7 +135,12 @@ def _serve():
     _stand_ins()
     for line in sys.stdin:
         req = json.loads(line)
-        answer = _load(req["files"]) if req["op"] == "load" else _call(req)
+        if req["op"] == "load":
+            errors = []
+            answer = {"filters": _load(req["filters"], "filter", errors),
+                      "tests": _load(req["tests"], "test", errors), "errors": errors}
+        else:
+            answer = _call(req)
         out.write(json.dumps(answer) + "\n")
         out.flush()
 

@@ -1,9 +1,10 @@
-//! Custom Jinja filters written in Python (`filter_plugins/*.py` beside the playbook, in a
-//! role, or in ansible.cfg's `filter_plugins`): ansible-core imports each file and calls
-//! `FilterModule().filters()[name](value, *args, **kwargs)` on the controller. kinit does the
-//! same in one Python process per run (`pyfilters.py`), started only when such files exist;
-//! a template calling one of its filters sends the value and arguments as JSON and gets the
-//! result back. Plugins get ansible-core's modules when the controller's Python has them,
+//! Custom Jinja filters and tests written in Python (`filter_plugins/*.py` and
+//! `test_plugins/*.py` beside the playbook, in a role, or in ansible.cfg's `filter_plugins`/
+//! `test_plugins`): ansible-core imports each file and calls
+//! `FilterModule().filters()[name](value, *args, **kwargs)` (`TestModule().tests()` for
+//! tests) on the controller. kinit does the same in one Python process per run
+//! (`pyfilters.py`), started only when such files exist; a template calling one sends the
+//! value and arguments as JSON and gets the result back. Plugins get ansible-core's modules when the controller's Python has them,
 //! else kinit's stand-ins for the common imports.
 //!
 //! Values cross as JSON: a filter sees lists, dicts, strings, numbers, booleans and `None`
@@ -24,6 +25,8 @@ pub struct PythonFilters {
     io: Mutex<Io>,
     /// Each filter's name and the file that defines it.
     pub filters: BTreeMap<String, PathBuf>,
+    /// Each test's name and the file that defines it.
+    pub tests: BTreeMap<String, PathBuf>,
     /// Files that could not be loaded, with why (shown as warnings).
     pub errors: Vec<String>,
 }
@@ -72,8 +75,9 @@ pub fn plugin_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 impl PythonFilters {
-    /// Start the host with `python` and load `files`.
-    pub fn start(python: &Path, files: &[PathBuf]) -> Result<Self, String> {
+    /// Start the host with `python` and load the filter plugin files `filters` and the test
+    /// plugin files `tests`.
+    pub fn start(python: &Path, filters: &[PathBuf], tests: &[PathBuf]) -> Result<Self, String> {
         let mut child = Command::new(python)
             .args(["-u", "-c", HOST])
             .stdin(Stdio::piped())
@@ -98,18 +102,23 @@ impl PythonFilters {
         let mut host = Self {
             io,
             filters: BTreeMap::new(),
+            tests: BTreeMap::new(),
             errors: Vec::new(),
         };
-        let answer = host.ask(&json!({"op": "load", "files": files}))?;
-        host.filters = answer
-            .get("filters")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), PathBuf::from(v.as_str().unwrap_or_default())))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let answer = host.ask(&json!({"op": "load", "filters": filters, "tests": tests}))?;
+        let names = |kind: &str| -> BTreeMap<String, PathBuf> {
+            answer
+                .get(kind)
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), PathBuf::from(v.as_str().unwrap_or_default())))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        host.filters = names("filters");
+        host.tests = names("tests");
         host.errors = answer
             .get("errors")
             .and_then(Value::as_array)
@@ -122,21 +131,23 @@ impl PythonFilters {
         Ok(host)
     }
 
-    /// `value | name(*args, **kwargs)`.
+    /// `value | name(*args, **kwargs)` (`kind` "filter"), or `value is name(...)` ("test").
     pub fn call(
         &self,
+        kind: &str,
         name: &str,
         value: Value,
         args: Vec<Value>,
         kwargs: serde_json::Map<String, Value>,
     ) -> Result<Value, String> {
         let answer = self.ask(&json!({
-            "op": "call", "name": name, "value": value, "args": args, "kwargs": kwargs,
+            "op": "call", "kind": kind, "name": name, "value": value, "args": args,
+            "kwargs": kwargs,
         }))?;
         match (answer.get("ok"), answer.get("error")) {
             (Some(v), _) => Ok(v.clone()),
             (_, Some(e)) => Err(e.as_str().unwrap_or("failed").to_string()),
-            _ => Err(format!("the filter plugin '{name}' gave no answer")),
+            _ => Err(format!("the {kind} plugin '{name}' gave no answer")),
         }
     }
 
@@ -180,23 +191,35 @@ mod tests {
              \x20       return {'twice': twice, 'pair': lambda v: (v, {v})}\n",
         )
         .unwrap();
-        let host = PythonFilters::start(Path::new("/usr/bin/python3"), &[plugin]).unwrap();
+        let test = dir.path().join("t.py");
+        std::fs::write(
+            &test,
+            "class TestModule:\n    def tests(self):\n        return {'even': lambda v: v % 2 == 0}\n",
+        )
+        .unwrap();
+        let host = PythonFilters::start(Path::new("/usr/bin/python3"), &[plugin], &[test]).unwrap();
+        assert_eq!(host.tests.keys().collect::<Vec<_>>(), ["even"]);
+        assert_eq!(
+            host.call("test", "even", json!(4), vec![], Default::default())
+                .unwrap(),
+            json!(true)
+        );
         assert!(host.errors.is_empty(), "{:?}", host.errors);
         assert_eq!(host.filters.keys().collect::<Vec<_>>(), ["pair", "twice"]);
         let mut kw = serde_json::Map::new();
         kw.insert("n".into(), json!(3));
         assert_eq!(
-            host.call("twice", json!("a"), vec![json!("+")], kw)
+            host.call("filter", "twice", json!("a"), vec![json!("+")], kw)
                 .unwrap(),
             json!("a+a+a")
         );
         assert_eq!(
-            host.call("twice", json!(1), vec![], Default::default())
+            host.call("filter", "twice", json!(1), vec![], Default::default())
                 .unwrap_err(),
             "The filter plugin 'twice' failed: twice wants text"
         );
         assert_eq!(
-            host.call("pair", json!(1), vec![], Default::default())
+            host.call("filter", "pair", json!(1), vec![], Default::default())
                 .unwrap(),
             json!([1, [1]])
         );
