@@ -171,6 +171,20 @@ impl Executor {
             }
         };
         self.loader_warnings();
+        // The role (and what it depends on) joins the play's roles, as `IncludeRole` appends
+        // it to `play.roles` in ansible-core.
+        let names = self.loader.take_role_names();
+        if let Ok((block, _)) = &loaded
+            && block.role.is_some()
+        {
+            let mut included = pr.included_roles.lock().unwrap();
+            let role = block.role.as_ref().map(|r| r.name.clone());
+            // Each include appends, the same role again included (`ansible_play_role_names` is
+            // a list of `play.roles`).
+            included.play.extend(role);
+            included.play.extend(names.play);
+            included.dependent.extend(names.dependent);
+        }
         match loaded {
             Ok((block, handlers)) => {
                 pr.handlers.lock().unwrap().extend(handlers);

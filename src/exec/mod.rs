@@ -166,6 +166,9 @@ pub(crate) struct PlayRun<'a> {
     pub batch: Vec<String>,
     /// Play handlers plus those of roles included at run time.
     pub handlers: Mutex<Vec<Task>>,
+    /// Roles `include_role` loaded while the play runs: Ansible adds them to the play's
+    /// roles, so `ansible_play_role_names` and friends list them from then on.
+    pub included_roles: Mutex<crate::playbook::RoleNames>,
     /// `meta: end_play`, `any_errors_fatal` or `max_fail_percentage` stopped the play.
     pub ended: AtomicBool,
 }

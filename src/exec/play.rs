@@ -118,6 +118,7 @@ impl Executor {
                 all_hosts: hosts.clone(),
                 batch: batch.clone(),
                 handlers: Mutex::new(play.handlers.clone()),
+                included_roles: Mutex::default(),
                 ended: AtomicBool::new(false),
             };
             for h in &batch {

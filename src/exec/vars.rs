@@ -95,14 +95,23 @@ impl Executor {
         // The play's role names as `VariableManager._get_magic_variables` lists them: the
         // roles it names, the roles pulled in as dependencies (a set there; sorted here), both.
         let names = &pr.play.role_names;
-        let mut dependent = names.dependent.clone();
+        let included = pr.included_roles.lock().unwrap();
+        let mut play_roles = names.play.clone();
+        play_roles.extend(included.play.iter().cloned());
+        let mut dependent: Vec<String> = names
+            .dependent
+            .iter()
+            .chain(&included.dependent)
+            .cloned()
+            .collect();
+        drop(included);
         dependent.sort();
         dependent.dedup();
-        let mut all: Vec<String> = names.play.iter().chain(&dependent).cloned().collect();
+        let mut all: Vec<String> = play_roles.iter().chain(&dependent).cloned().collect();
         all.sort();
         all.dedup();
-        m.insert("ansible_play_role_names".into(), json!(names.play));
-        m.insert("role_names".into(), json!(names.play));
+        m.insert("ansible_play_role_names".into(), json!(play_roles));
+        m.insert("role_names".into(), json!(play_roles));
         m.insert("ansible_dependent_role_names".into(), json!(dependent));
         m.insert("ansible_role_names".into(), json!(all));
         if let Some(r) = inh.roles.last() {
