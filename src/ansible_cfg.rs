@@ -155,6 +155,9 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
             value: value.to_string(),
             expected,
         };
+        // A `:`-separated list of folders, each relative to the file's folder.
+        let folders =
+            |v: &str| -> Vec<PathBuf> { v.split(':').filter(|v| !v.is_empty()).map(rel).collect() };
         match (section.as_str(), key) {
             ("defaults", "inventory" | "hostfile") => {
                 s.inventory = value
@@ -164,34 +167,10 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
                     .map(|v| rel(v).display().to_string())
                     .collect();
             }
-            ("defaults", "roles_path") => {
-                s.roles_path = value
-                    .split(':')
-                    .filter(|v| !v.is_empty())
-                    .map(rel)
-                    .collect();
-            }
-            ("defaults", "library") => {
-                s.library = value
-                    .split(':')
-                    .filter(|v| !v.is_empty())
-                    .map(rel)
-                    .collect();
-            }
-            ("defaults", "filter_plugins") => {
-                s.filter_plugins = value
-                    .split(':')
-                    .filter(|v| !v.is_empty())
-                    .map(rel)
-                    .collect();
-            }
-            ("defaults", "test_plugins") => {
-                s.test_plugins = value
-                    .split(':')
-                    .filter(|v| !v.is_empty())
-                    .map(rel)
-                    .collect();
-            }
+            ("defaults", "roles_path") => s.roles_path = folders(value),
+            ("defaults", "library") => s.library = folders(value),
+            ("defaults", "filter_plugins") => s.filter_plugins = folders(value),
+            ("defaults", "test_plugins") => s.test_plugins = folders(value),
             ("defaults", "remote_user") => s.remote_user = Some(value.to_string()),
             ("defaults", "private_key_file") => s.private_key_file = Some(rel(value)),
             ("defaults", "forks") => {
@@ -240,20 +219,19 @@ fn read_env(
     if let Some(v) = get("ANSIBLE_INVENTORY") {
         s.inventory = v.split(',').map(|p| p.trim().to_string()).collect();
     }
-    if let Some(v) = get("ANSIBLE_LIBRARY") {
-        s.library = std::env::split_paths(&v)
+    let folders = |v: String| -> Vec<PathBuf> {
+        std::env::split_paths(&v)
             .map(|p| expand_home(&p.to_string_lossy()))
-            .collect();
+            .collect()
+    };
+    if let Some(v) = get("ANSIBLE_LIBRARY") {
+        s.library = folders(v);
     }
     if let Some(v) = get("ANSIBLE_FILTER_PLUGINS") {
-        s.filter_plugins = std::env::split_paths(&v)
-            .map(|p| expand_home(&p.to_string_lossy()))
-            .collect();
+        s.filter_plugins = folders(v);
     }
     if let Some(v) = get("ANSIBLE_TEST_PLUGINS") {
-        s.test_plugins = std::env::split_paths(&v)
-            .map(|p| expand_home(&p.to_string_lossy()))
-            .collect();
+        s.test_plugins = folders(v);
     }
     if let Some(v) = get("ANSIBLE_REMOTE_USER") {
         s.remote_user = Some(v);
