@@ -24,10 +24,34 @@ pub enum CipherError {
     Padding,
 }
 
+/// The keys `password` and `salt` derive: AES-256 key, HMAC key, initial counter block.
+fn derive(password: &[u8], salt: &[u8]) -> [u8; 80] {
+    let mut derived = [0u8; 80];
+    pbkdf2::pbkdf2_hmac::<Sha256>(password, salt, ROUNDS, &mut derived);
+    derived
+}
+
+/// Encrypt `plain` with `password` and `salt` (ansible-core draws 32 random bytes when none
+/// is given): the HMAC and the ciphertext of an envelope.
+pub fn encrypt(plain: &[u8], password: &[u8], salt: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let derived = derive(password, salt);
+    let (aes_key, rest) = derived.split_at(32);
+    let (hmac_key, iv) = rest.split_at(32);
+    let pad = BLOCK - plain.len() % BLOCK;
+    let mut data = plain.to_vec();
+    data.extend(std::iter::repeat_n(pad as u8, pad));
+    let mut ctr = ctr::Ctr128BE::<Aes256>::new_from_slices(aes_key, iv)
+        .expect("32-byte key and 16-byte counter block");
+    ctr.apply_keystream(&mut data);
+    let mut mac =
+        hmac::Hmac::<Sha256>::new_from_slice(hmac_key).expect("HMAC takes a key of any length");
+    mac.update(&data);
+    (mac.finalize().into_bytes().to_vec(), data)
+}
+
 /// Decrypt `env` with `password`.
 pub fn decrypt(env: &Envelope, password: &[u8]) -> Result<Vec<u8>, CipherError> {
-    let mut derived = [0u8; 80];
-    pbkdf2::pbkdf2_hmac::<Sha256>(password, &env.salt, ROUNDS, &mut derived);
+    let derived = derive(password, &env.salt);
     let (aes_key, rest) = derived.split_at(32);
     let (hmac_key, iv) = rest.split_at(32);
 

@@ -67,6 +67,31 @@ impl Envelope {
     }
 }
 
+impl Envelope {
+    /// The envelope's text as ansible-core writes it: the header (`1.2` with a label), then
+    /// the hex of `hex(salt)\nhex(hmac)\nhex(ciphertext)` in lines of 80, and a newline.
+    pub fn format(&self) -> String {
+        let mut out = format!("{HEADER};{};{}", self.version, self.cipher);
+        if let Some(l) = &self.label {
+            out.push(';');
+            out.push_str(l);
+        }
+        out.push('\n');
+        let inner = format!(
+            "{}\n{}\n{}",
+            hex::encode(&self.salt),
+            hex::encode(&self.hmac),
+            hex::encode(&self.ciphertext)
+        );
+        let body = hex::encode(inner);
+        for line in body.as_bytes().chunks(80) {
+            out.push_str(&String::from_utf8_lossy(line));
+            out.push('\n');
+        }
+        out
+    }
+}
+
 fn unhex(b: &[u8]) -> Result<Vec<u8>, VaultError> {
     hex::decode(b).map_err(|_| VaultError::Format("the body is not hexadecimal"))
 }

@@ -10,6 +10,7 @@ pub mod ipaddr;
 pub mod serial;
 pub mod text;
 pub mod url;
+pub mod vault;
 
 use minijinja::Environment;
 
@@ -141,6 +142,8 @@ pub fn register(env: &mut Environment<'static>) {
         "regex_findall" => text::regex_findall,
         "regex_escape" => text::regex_escape,
         "b64encode" => text::b64encode,
+        "vault" => vault::vault,
+        "unvault" => vault::unvault,
         "b64decode" => text::b64decode,
         "basename" => text::basename,
         "dirname" => text::dirname,
