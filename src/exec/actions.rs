@@ -342,10 +342,11 @@ impl Executor {
                     return Attempt::of(r);
                 }
                 Err(e) => {
-                    return Attempt::of(self.error_result(
-                        task,
-                        format!("{}{e}", super::host_task::CONDITIONAL_ERROR),
-                    ));
+                    let failure = super::host_task::Failure {
+                        reason: format!("{}{e}", super::host_task::CONDITIONAL_ERROR),
+                        at: Some(format!("that: {cond}")),
+                    };
+                    return Attempt::of(self.error_result(task, failure));
                 }
             }
         }

@@ -53,6 +53,19 @@ impl Attempt {
     }
 }
 
+/// Why kinit could not run a task: the reason in ansible-core's words, and where in the task
+/// (`when: x > 1`), which only the output's `origin:` line shows.
+pub(crate) struct Failure {
+    pub reason: String,
+    pub at: Option<String>,
+}
+
+impl From<String> for Failure {
+    fn from(reason: String) -> Self {
+        Self { reason, at: None }
+    }
+}
+
 /// ansible-core 2.19's `exception` on a failed result that carries no traceback (it keeps
 /// tracebacks only with `ANSIBLE_DISPLAY_TRACEBACK`): `_transform.error_summary`.
 pub(crate) const NO_TRACEBACK: &str = "(traceback unavailable)";
@@ -345,13 +358,15 @@ impl Executor {
     /// registered as ansible-core 2.19 registers it: `msg` is `Task failed: ` and the chain of
     /// reasons (`reason` is that chain, e.g. `Error while evaluating conditional: 'x' is
     /// undefined`), with `exception` set. Where it happened is shown, not registered.
-    pub(crate) fn error_result(&self, task: &Task, reason: String) -> TaskResult {
+    pub(crate) fn error_result(&self, task: &Task, failure: impl Into<Failure>) -> TaskResult {
+        let Failure { reason, at } = failure.into();
         let (reason, variable) = crate::template::variable_context(&reason);
         let mut r = TaskResult::failed(format!("Task failed: {reason}"));
         r.set("exception", json!(NO_TRACEBACK));
-        r.origin = Some(match variable {
-            Some(v) => format!("{} ({v})", task.loc),
-            None => task.loc.to_string(),
+        let context: Vec<String> = at.into_iter().chain(variable).collect();
+        r.origin = Some(match context.is_empty() {
+            true => task.loc.to_string(),
+            false => format!("{} ({})", task.loc, context.join(", ")),
         });
         r
     }
@@ -387,18 +402,27 @@ impl Executor {
         }
     }
 
-    /// `None` when every condition holds, else the first one that does not.
+    /// `None` when every condition holds, else the first one that does not. An error names
+    /// the condition in its `at`, shown in the output's `origin:` line.
     pub(crate) fn check_when(
         &self,
         conds: &[String],
         ctx: &VarMap,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, Failure> {
         for c in conds {
-            let c = self.embedded_templates_rendered(c, ctx)?;
-            match self.templar.eval_bool(&c, ctx) {
+            let at = || Some(format!("when: {c}"));
+            let rendered = self
+                .embedded_templates_rendered(c, ctx)
+                .map_err(|reason| Failure { reason, at: at() })?;
+            match self.templar.eval_bool(&rendered, ctx) {
                 Ok(true) => {}
-                Ok(false) => return Ok(Some(c.into_owned())),
-                Err(e) => return Err(format!("{CONDITIONAL_ERROR}{e}")),
+                Ok(false) => return Ok(Some(rendered.into_owned())),
+                Err(e) => {
+                    return Err(Failure {
+                        reason: format!("{CONDITIONAL_ERROR}{e}"),
+                        at: at(),
+                    });
+                }
             }
         }
         Ok(None)

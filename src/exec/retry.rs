@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Executor;
-use super::host_task::{Attempt, CONDITIONAL_ERROR, NO_TRACEBACK, OnHost};
+use super::host_task::{Attempt, CONDITIONAL_ERROR, Failure, NO_TRACEBACK, OnHost};
 use crate::playbook::{Keywords, Task};
 use crate::report::Event;
 use crate::vars::VarMap;
@@ -87,9 +87,11 @@ impl Executor {
                 Some(until) => match self.templar.eval_bool(until, &c) {
                     Ok(b) => b,
                     Err(e) => {
-                        return Attempt::of(
-                            self.error_result(task, format!("{CONDITIONAL_ERROR}{e}")),
-                        );
+                        let failure = Failure {
+                            reason: format!("{CONDITIONAL_ERROR}{e}"),
+                            at: Some(format!("until: {until}")),
+                        };
+                        return Attempt::of(self.error_result(task, failure));
                     }
                 },
             };
@@ -131,12 +133,17 @@ impl Executor {
         if let Some(r) = &kw.register {
             c.insert(r.clone(), a.result.to_value());
         }
-        let mut eval = |conds: &Vec<String>, key: &str| -> Result<(), String> {
+        let mut eval = |conds: &Vec<String>, key: &str| -> Result<(), Failure> {
             let mut all = true;
             for cond in conds {
                 match self.templar.eval_bool(cond, &c) {
                     Ok(b) => all &= b,
-                    Err(e) => return Err(format!("{CONDITIONAL_ERROR}{e}")),
+                    Err(e) => {
+                        return Err(Failure {
+                            reason: format!("{CONDITIONAL_ERROR}{e}"),
+                            at: Some(format!("{key}_when: {cond}")),
+                        });
+                    }
                 }
             }
             a.result.set(key, json!(all));
@@ -161,7 +168,7 @@ impl Executor {
             // As ansible-core's TaskExecutor: the module's own result stays (its `stdout`,
             // `rc`...), failed, with the error under `<key>_when_result`. The error is the
             // message too when the module gave none, so the output says what went wrong.
-            a.result.set(&format!("{key}_when_result"), json!(e));
+            a.result.set(&format!("{key}_when_result"), json!(e.reason));
             let err = self.error_result(task, e);
             a.result.failed = Some(true);
             a.result.origin = err.origin;
