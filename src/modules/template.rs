@@ -390,7 +390,8 @@ fn encoded(text: String, encoding: &str) -> Result<Vec<u8>, ModuleError> {
                 .filter(|e| e.output_encoding() == *e)
             else {
                 return Err(ModuleError::Failed {
-                    msg: format!("unknown encoding: {encoding}"),
+                    // ansible-core's words (Python's `LookupError`), and the argument's name.
+                    msg: format!("Task failed: unknown encoding: {encoding} (`output_encoding`)"),
                 });
             };
             let (bytes, _, lossy) = enc.encode(&text);
