@@ -3,7 +3,8 @@
 //! the first that exists, and only it), overridden by the `ANSIBLE_*` environment variables
 //! of the same settings. `kinit playbook`'s own flags override both.
 //!
-//! Honoured: `inventory`, `roles_path`, `library` (custom Python modules), `filter_plugins`, `test_plugins`,
+//! Honoured: `inventory`, `roles_path`, `library` (custom Python modules), `filter_plugins`,
+//! `test_plugins`, `collections_path` (installed collections' modules),
 //! `remote_user`, `private_key_file`, `forks`,
 //! `host_key_checking`, `timeout`, `gathering` (`[defaults]`); `become`, `become_user`,
 //! `become_method` (`[privilege_escalation]`); `ssh_args` (`[ssh_connection]`, read like
@@ -63,6 +64,9 @@ pub struct AnsibleSettings {
     pub filter_plugins: Vec<PathBuf>,
     /// `test_plugins`: folders of custom Python tests.
     pub test_plugins: Vec<PathBuf>,
+    /// `collections_path` (or the older `collections_paths`): folders of installed
+    /// collections; `None` when unset.
+    pub collections_path: Option<Vec<PathBuf>>,
     pub remote_user: Option<String>,
     pub private_key_file: Option<PathBuf>,
     pub forks: Option<usize>,
@@ -171,6 +175,9 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
             ("defaults", "library") => s.library = folders(value),
             ("defaults", "filter_plugins") => s.filter_plugins = folders(value),
             ("defaults", "test_plugins") => s.test_plugins = folders(value),
+            ("defaults", "collections_path" | "collections_paths") => {
+                s.collections_path = Some(folders(value));
+            }
             ("defaults", "remote_user") => s.remote_user = Some(value.to_string()),
             ("defaults", "private_key_file") => s.private_key_file = Some(rel(value)),
             ("defaults", "forks") => {
@@ -232,6 +239,9 @@ fn read_env(
     }
     if let Some(v) = get("ANSIBLE_TEST_PLUGINS") {
         s.test_plugins = folders(v);
+    }
+    if let Some(v) = get("ANSIBLE_COLLECTIONS_PATH").or_else(|| get("ANSIBLE_COLLECTIONS_PATHS")) {
+        s.collections_path = Some(folders(v));
     }
     if let Some(v) = get("ANSIBLE_REMOTE_USER") {
         s.remote_user = Some(v);

@@ -130,6 +130,7 @@ pub(crate) fn load_site(flag: Option<&Path>) -> Result<(Arc<Loader>, Playbook), 
         library_path: Vec::new(),
         filter_plugins: Vec::new(),
         test_plugins: Vec::new(),
+        collections_path: None,
         roles_path: locate::roles_path(&dir),
         extra_vars: Default::default(),
     }));

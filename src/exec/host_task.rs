@@ -273,7 +273,7 @@ impl Executor {
         }
         self.with_state(host, |s| {
             if let Some(r) = &kw.register {
-                s.set_facts.insert(r.clone(), result.to_value());
+                s.set_facts.insert(r.clone(), result.registered());
             }
             match status {
                 Status::Failed => {
@@ -608,8 +608,17 @@ impl Executor {
                 }
             }
             Action::Block { .. } => Attempt::failed("a block is not a single task"),
-            Action::Python { module, path, args } => {
-                let m = crate::modules::pymodule::PythonModule { name: module, path };
+            Action::Python {
+                module,
+                path,
+                args,
+                collections,
+            } => {
+                let m = crate::modules::pymodule::PythonModule {
+                    name: module,
+                    path,
+                    collections,
+                };
                 self.run_module_as(t, module, &m, args, ctx).await
             }
             Action::Unimplemented { module } => Attempt::failed(format!(

@@ -297,7 +297,7 @@ impl Executor {
                     return;
                 }
                 if let Some(r) = &kw.register {
-                    s.set_facts.insert(r.clone(), first.result.to_value());
+                    s.set_facts.insert(r.clone(), first.result.registered());
                 }
                 if let Some(f) = &facts {
                     crate::vars::overlay(&mut s.set_facts, f);

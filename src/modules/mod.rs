@@ -28,6 +28,7 @@ pub mod path_info;
 pub mod pkg;
 pub mod posix;
 pub mod pwsh;
+pub mod pybundle;
 pub mod pymodule;
 pub mod render;
 pub mod svc;

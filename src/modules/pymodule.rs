@@ -1,19 +1,25 @@
-//! Custom Python modules: a module file in a `library/` folder (beside the playbook, in a
-//! role, or in ansible.cfg's `library`), run on the host by its Python as Ansible runs it.
+//! Python modules kinit does not implement itself: a module file in a `library/` folder
+//! (beside the playbook, in a role, or in ansible.cfg's `library`) or in an installed
+//! collection (`ns.coll.module`), run on the host by its Python as Ansible runs it.
 //!
-//! kinit ships no Ansible, so `pymodule_runner.py` stands in for the part of
-//! `ansible.module_utils` such modules import (`basic.AnsibleModule` and the text helpers).
+//! The `module_utils` a module imports go with it (`pybundle`). kinit ships no Ansible:
+//! `pymodule_runner.py` stands in for the part of `ansible.module_utils` most custom modules
+//! import (`basic.AnsibleModule` and the text helpers); a module that needs more of it runs
+//! with the controller's own ansible-core files, as AnsiballZ would send them.
 //! The runner, the arguments and the module's text go on the interpreter's stdin in one
 //! command (nothing is left on the host), and the JSON the module prints is the task's result,
 //! read as ansible-core's `_parse_returned_data` reads it: text before the JSON object is
 //! skipped.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
-use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult};
+use super::{BoxFuture, Module, ModuleCtx, ModuleError, ModuleResult, pybundle};
 
 const RUNNER: &str = include_str!("pymodule_runner.py");
 
@@ -26,10 +32,68 @@ const CANDIDATES: &[&str] = &[
     "python3",
 ];
 
-/// One custom module: its name in the task and its file on the controller.
+/// One Python module: its name in the task, its file on the controller, and the folders
+/// holding `ansible_collections` its `module_utils` imports are looked up in.
 pub struct PythonModule<'p> {
     pub name: &'p str,
     pub path: &'p Path,
+    pub collections: &'p [PathBuf],
+}
+
+/// A module's file and the `module_utils` it takes along, read once per run.
+struct Prepared {
+    source: Vec<u8>,
+    fqn: String,
+    /// `_KINIT_FILES`: the bundle as base64 of zlib-compressed JSON, empty when there is none.
+    files: String,
+    real_ansible: bool,
+}
+
+/// Prepared modules by file, so a module that runs on many hosts or in a loop is read and
+/// followed through its imports once.
+fn prepared(m: &PythonModule<'_>) -> Result<Arc<Prepared>, ModuleError> {
+    static CACHE: Mutex<BTreeMap<PathBuf, Arc<Prepared>>> = Mutex::new(BTreeMap::new());
+    if let Some(p) = CACHE.lock().unwrap().get(m.path) {
+        return Ok(p.clone());
+    }
+    let source = std::fs::read(m.path).map_err(|e| ModuleError::Failed {
+        msg: format!("cannot read custom module `{}`: {e}", m.path.display()),
+    })?;
+    let fqn = pybundle::module_fqn(m.path, m.name);
+    let controller = pybundle::controller();
+    let mut collections = m.collections.to_vec();
+    collections.extend(controller.collections.iter().cloned());
+    let roots = pybundle::Roots {
+        ansible: controller.ansible.clone(),
+        collections,
+    };
+    let bundle = pybundle::bundle(&source, &fqn, &roots);
+    let files = if bundle.files.is_empty() {
+        String::new()
+    } else {
+        let map: Map<String, Value> = bundle
+            .files
+            .iter()
+            .map(|(name, f)| {
+                let text = String::from_utf8_lossy(&f.source).into_owned();
+                (name.clone(), json!([f.package, text]))
+            })
+            .collect();
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        let _ = z.write_all(Value::Object(map).to_string().as_bytes());
+        base64::engine::general_purpose::STANDARD.encode(z.finish().unwrap_or_default())
+    };
+    let p = Arc::new(Prepared {
+        source,
+        fqn,
+        files,
+        real_ansible: bundle.real_ansible,
+    });
+    CACHE
+        .lock()
+        .unwrap()
+        .insert(m.path.to_path_buf(), p.clone());
+    Ok(p)
 }
 
 impl Module for PythonModule<'_> {
@@ -55,11 +119,7 @@ async fn run(
     if let Some(refusal) = super::posix_only(m.name, ctx) {
         return Ok(refusal);
     }
-    let source = tokio::fs::read(m.path)
-        .await
-        .map_err(|e| ModuleError::Failed {
-            msg: format!("cannot read custom module `{}`: {e}", m.path.display()),
-        })?;
+    let prep = prepared(m)?;
     let mut params = match args {
         Value::Object(map) => map,
         Value::Null => Map::new(),
@@ -77,10 +137,14 @@ async fn run(
     let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
     // JSON string literals are Python string literals too.
     let payload = format!(
-        "_KINIT_NAME = {}\n_KINIT_ARGS = {}\n_KINIT_SOURCE = {}\n{RUNNER}",
+        "_KINIT_NAME = {}\n_KINIT_ARGS = {}\n_KINIT_SOURCE = {}\n_KINIT_FQN = {}\n\
+         _KINIT_FILES = {}\n_KINIT_REAL = {}\n{RUNNER}",
         json!(m.name),
         json!(b64(Value::Object(params).to_string().as_bytes())),
-        json!(b64(&source)),
+        json!(b64(&prep.source)),
+        json!(prep.fqn),
+        json!(prep.files),
+        if prep.real_ansible { "True" } else { "False" },
     );
     let out = ctx
         .run_with_stdin(interpreter_script(ctx), Some(payload.into_bytes()))

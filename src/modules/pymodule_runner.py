@@ -1,7 +1,13 @@
-# kinit's runner for a custom Python module (a module in a `library/` folder), sent on the
-# host's Python's stdin by src/modules/pymodule.rs with three values put in front of it:
-# _KINIT_NAME (the module's name), _KINIT_ARGS (its arguments as JSON, Ansible's `_ansible_*`
-# keys included) and _KINIT_SOURCE (the module's text).
+# kinit's runner for a Python module (a module in a `library/` folder or in an installed
+# collection), sent on the host's Python's stdin by src/modules/pymodule.rs with values put in
+# front of it: _KINIT_NAME (the module's name), _KINIT_ARGS (its arguments as JSON, Ansible's
+# `_ansible_*` keys included), _KINIT_SOURCE (the module's text), _KINIT_FQN (its dotted name,
+# as Ansible imports it), _KINIT_FILES (the `module_utils` files it imports, zlib-compressed
+# JSON: dotted name -> [is a package, text], see src/modules/pybundle.rs) and _KINIT_REAL
+# (whether those include ansible-core's own `module_utils`).
+#
+# With ansible-core's files the module runs as AnsiballZ runs it: through
+# `ansible.module_utils._internal._ansiballz._loader.run_module`.
 #
 # A new-style module imports `ansible.module_utils`; kinit ships no Ansible, so this file is
 # the part of that package such modules use: `basic.AnsibleModule` (argument checking as
@@ -379,7 +385,7 @@ class AnsibleModule(object):
             self.fail_json(msg=to_text(e))
 
     def jsonify(self, data):
-        return json.dumps(data)
+        return json.dumps(data, default=_json_default)
 
     def from_json(self, data):
         return json.loads(data)
@@ -405,7 +411,7 @@ class AnsibleModule(object):
             result["warnings"] = list(result.get("warnings", [])) + self._warnings
         if self._deprecations:
             result["deprecations"] = self._deprecations
-        print("\n" + json.dumps(_mask(result, self.no_log_values)))
+        print("\n" + json.dumps(_mask(result, self.no_log_values), default=_json_default))
         sys.stdout.flush()
         sys.exit(rc)
 
@@ -581,6 +587,18 @@ class AnsibleModule(object):
     set_directory_attributes_if_different = set_fs_attributes_if_different
 
 
+def _json_default(value):
+    """What ansible-core's module JSON encoder makes of values JSON lacks: text for bytes
+    (undecodable bytes kept as surrogates), lists for sets, ISO text for dates."""
+    if isinstance(value, bytes):
+        return to_text(value, errors="surrogate_or_strict")
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+
+
 def _package(name, **attrs):
     mod = types.ModuleType(name)
     mod.__path__ = []
@@ -598,6 +616,60 @@ class _RefuseOtherUtils(object):
                 _fail_json("custom module `%s` imports `%s`, which kinit's Python module runner "
                            "does not provide (it provides %s)" % (_KINIT_NAME, fullname, ", ".join(PROVIDED)))
         return None
+
+
+class _Memory(object):
+    """Serves the shipped files from memory, as AnsiballZ's zip serves them. Each module's
+    `__file__` is the path it would have inside AnsiballZ's payload zip, as ansible-core's
+    own code reads it (`_deprecator`, `basic.get_module_path`)."""
+
+    def __init__(self, files):
+        self.files = files
+        import tempfile as _t
+        self.base = os.path.join(_t.gettempdir(), "ansible_%s_payload.zip" % _KINIT_NAME.rpartition(".")[2])
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.files:
+            return None
+        import importlib.util
+        package = self.files[fullname][0]
+        rel = fullname.replace(".", "/") + ("/__init__.py" if package else ".py")
+        spec = importlib.util.spec_from_loader(fullname, _MemoryLoader(self.files), origin=os.path.join(self.base, rel),
+                                               is_package=package)
+        spec.has_location = True
+        return spec
+
+
+try:
+    import importlib.abc as _abc
+    _InspectLoader = _abc.InspectLoader
+except ImportError:  # pragma: no cover
+    _InspectLoader = object
+
+
+class _MemoryLoader(_InspectLoader):
+    def __init__(self, files):
+        self.files = files
+
+    def is_package(self, fullname):
+        return self.files[fullname][0]
+
+    def get_source(self, fullname):
+        return self.files[fullname][1]
+
+    def get_code(self, fullname):
+        path = fullname.replace(".", "/") + ("/__init__.py" if self.is_package(fullname) else ".py")
+        return compile(self.get_source(fullname), path, "exec", dont_inherit=True)
+
+    def exec_module(self, module):
+        exec(self.get_code(module.__name__), module.__dict__)
+
+
+def _files():
+    import zlib
+    if not _KINIT_FILES:
+        return {}
+    return json.loads(zlib.decompress(base64.b64decode(_KINIT_FILES)).decode("utf-8"))
 
 
 def _fail_json(msg):
@@ -635,10 +707,24 @@ def _install():
     sys.meta_path.insert(0, _RefuseOtherUtils())
 
 
+def _run_real(files, source):
+    """The module with ansible-core's own `module_utils`, run as AnsiballZ runs it."""
+    files[_KINIT_FQN] = [False, source.decode("utf-8")]
+    sys.meta_path.insert(0, _Memory(files))
+    from ansible.module_utils._internal._ansiballz import _loader
+    params = json.dumps({"ANSIBLE_MODULE_ARGS": _KINIT_PARAMS}).encode("utf-8")
+    _loader.run_module(json_params=params, profile="legacy", module_fqn=_KINIT_FQN, modlib_path="",
+                       extensions={})
+
+
 def _main():
     global _KINIT_PARAMS
     _KINIT_PARAMS = json.loads(base64.b64decode(_KINIT_ARGS).decode("utf-8"))
     source = base64.b64decode(_KINIT_SOURCE)
+    files = _files()
+    if _KINIT_REAL:
+        _run_real(files, source)
+        return
     argv = [_KINIT_NAME]
     if b"WANT_JSON" in source or b"ansible.module_utils" not in source:
         fd, path = tempfile.mkstemp(prefix="kinit-args-")
@@ -650,9 +736,13 @@ def _main():
                                  if not k.startswith("_ansible_")))
         argv.append(path)
     _install()
+    if files:
+        sys.meta_path.insert(0, _Memory(files))
     sys.argv = argv
     code = compile(source, _KINIT_NAME + ".py", "exec")
-    scope = {"__name__": "__main__", "__file__": _KINIT_NAME + ".py", "__builtins__": __builtins__}
+    package = _KINIT_FQN.rpartition(".")[0]
+    scope = {"__name__": "__main__", "__file__": _KINIT_NAME + ".py", "__builtins__": __builtins__,
+             "__package__": package or None}
     try:
         exec(code, scope)
     except Exception as e:

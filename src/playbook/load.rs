@@ -26,6 +26,10 @@ pub struct LoaderOptions {
     pub filter_plugins: Vec<PathBuf>,
     /// The same for custom Jinja tests (`test_plugins`, ANSIBLE_TEST_PLUGINS).
     pub test_plugins: Vec<PathBuf>,
+    /// Folders holding installed collections (ansible.cfg's `collections_path`,
+    /// ANSIBLE_COLLECTIONS_PATH), after the `collections/` folder beside the playbook;
+    /// `None` for Ansible's default, `~/.ansible/collections:/usr/share/ansible/collections`.
+    pub collections_path: Option<Vec<PathBuf>>,
     /// `-e` variables: with `role_path` and `playbook_dir`, all a static `import_tasks` file
     /// name may use, as they are known before any host runs.
     pub extra_vars: crate::vars::VarMap,
@@ -151,6 +155,24 @@ impl Loader {
             vars.insert("role_name".into(), Value::String(r.name.clone()));
         }
         vars
+    }
+
+    /// The folders holding an `ansible_collections` folder that collection modules and
+    /// their `module_utils` are looked up in, in ansible-core's order (the controller
+    /// Python's `sys.path` comes after these, see `modules::pybundle::controller`).
+    pub fn collection_roots(&self) -> Vec<PathBuf> {
+        let mut roots = vec![self.base_dir().join("collections")];
+        match &self.opts.collections_path {
+            Some(paths) => roots.extend(paths.iter().cloned()),
+            None => {
+                if let Some(home) = std::env::var_os("HOME") {
+                    roots.push(Path::new(&home).join(".ansible/collections"));
+                }
+                roots.push(PathBuf::from("/usr/share/ansible/collections"));
+            }
+        }
+        roots.retain(|r| r.join("ansible_collections").is_dir());
+        roots
     }
 
     pub fn base_dir(&self) -> PathBuf {

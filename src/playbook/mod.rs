@@ -303,12 +303,14 @@ pub enum Action {
     IncludeTasks { file: Value, args: Value },
     /// `include_role` (dynamic).
     IncludeRole { args: Value },
-    /// A custom Python module (a file in a `library/` folder), run by the host's Python
-    /// (`modules::pymodule`).
+    /// A Python module kinit does not implement (a file in a `library/` folder or in an
+    /// installed collection), run by the host's Python (`modules::pymodule`). `collections`
+    /// are the folders holding `ansible_collections` its imports are looked up in.
     Python {
         module: String,
         path: std::path::PathBuf,
         args: Value,
+        collections: Vec<std::path::PathBuf>,
     },
     /// A module Ansible knows and kinit does not implement: loads with a warning, fails on a
     /// host that reaches it.

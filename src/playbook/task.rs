@@ -100,6 +100,37 @@ fn custom_plugin(ctx: &TaskCtx<'_>, name: &str) -> Option<(PathBuf, &'static str
     })
 }
 
+/// A module kinit does not implement, installed where Ansible would find it: `ns.coll.name`
+/// in a collection (the `collections/` folder beside the playbook, ansible.cfg's
+/// `collections_path`, then the controller Python's `sys.path`), or an `ansible.builtin`
+/// module in the controller's ansible-core. kinit runs it as it runs a `library/` module.
+fn installed_module(ctx: &TaskCtx<'_>, name: &str) -> Option<PathBuf> {
+    let parts: Vec<&str> = name.split('.').collect();
+    let controller = crate::modules::pybundle::controller;
+    let builtin = match parts.as_slice() {
+        [short] => Some(*short),
+        ["ansible", "builtin" | "legacy", short] => Some(*short),
+        _ => None,
+    };
+    if let Some(short) = builtin {
+        let root = controller().ansible.as_ref()?;
+        let file = root
+            .join("ansible")
+            .join("modules")
+            .join(format!("{short}.py"));
+        return file.is_file().then_some(file);
+    }
+    let [ns, coll, short] = parts.as_slice() else {
+        return None;
+    };
+    let rel: PathBuf = ["ansible_collections", ns, coll, "plugins", "modules"]
+        .iter()
+        .collect::<PathBuf>()
+        .join(format!("{short}.py"));
+    let find = |roots: &[PathBuf]| roots.iter().map(|r| r.join(&rel)).find(|p| p.is_file());
+    find(&ctx.loader.collection_roots()).or_else(|| find(&controller().collections))
+}
+
 const CUSTOM_MODULE: &str = "a custom module";
 const ACTION_PLUGIN: &str = "a custom action plugin";
 
@@ -184,7 +215,9 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
             action_key = Some((key.to_string(), short, *val));
         } else if !is_block
             && action_key.is_none()
-            && (super::ansible_modules::is_known(key) || custom_plugin(ctx, key).is_some())
+            && (super::ansible_modules::is_known(key)
+                || custom_plugin(ctx, key).is_some()
+                || installed_module(ctx, key).is_some())
             && !entries
                 .iter()
                 .any(|(k, _)| *k != *key && resolve_action(k).is_some())
@@ -272,7 +305,8 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                 format!("`{module}` next to another action in one task"),
             ));
         }
-        let custom = custom_plugin(ctx, &module);
+        let custom = custom_plugin(ctx, &module)
+            .or_else(|| installed_module(ctx, &module).map(|p| (p, CUSTOM_MODULE)));
         if let Some((path, CUSTOM_MODULE)) = &custom
             && is_python(path)
         {
@@ -283,6 +317,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                     module,
                     path: path.clone(),
                     args,
+                    collections: ctx.loader.collection_roots(),
                 },
                 kw,
                 loc: task_loc,

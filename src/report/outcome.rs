@@ -145,6 +145,16 @@ impl TaskResult {
         Value::Object(m)
     }
 
+    /// What `register` keeps once the task is done: the value form without the module's
+    /// top-level `invocation` (ansible-core's strategy drops it; loop items keep theirs).
+    pub fn registered(&self) -> Value {
+        let mut v = self.to_value();
+        if let Value::Object(m) = &mut v {
+            m.remove("invocation");
+        }
+        v
+    }
+
     /// Read a value form back (a result an earlier task registered, a line of the event log).
     /// A value that is not a mapping becomes the `msg` of an ok result.
     pub fn from_value(v: Value) -> Self {
