@@ -328,9 +328,19 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
             Some((file, kind)) => format!(" ({kind}, `{}`)", file.display()),
             None => String::new(),
         };
+        // Where kinit looked, so the fix (install the collection, or ansible-core on the
+        // controller) is in the message.
+        let not_found = match module.split('.').collect::<Vec<_>>().as_slice() {
+            _ if !origin.is_empty() => String::new(),
+            ["ansible", "builtin" | "legacy", _] | [_] => {
+                " nor found in the controller Python's ansible-core".to_string()
+            }
+            [ns, coll, _] => format!(" nor found in an installed collection `{ns}.{coll}`"),
+            _ => String::new(),
+        };
         ctx.loader.warn(format!(
-            "{}:{}: module `{module}`{origin} is not implemented by kinit; the task fails on \
-             any host that reaches it",
+            "{}:{}: module `{module}`{origin} is not implemented by kinit{not_found}; the task \
+             fails on any host that reaches it",
             val.file.display(),
             node.line()
         ));
