@@ -15,6 +15,7 @@ pub mod actions;
 mod ansible_modules;
 mod args;
 mod error;
+mod installed;
 mod keywords;
 pub mod list;
 mod load;

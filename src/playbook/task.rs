@@ -100,37 +100,6 @@ fn custom_plugin(ctx: &TaskCtx<'_>, name: &str) -> Option<(PathBuf, &'static str
     })
 }
 
-/// A module kinit does not implement, installed where Ansible would find it: `ns.coll.name`
-/// in a collection (the `collections/` folder beside the playbook, ansible.cfg's
-/// `collections_path`, then the controller Python's `sys.path`), or an `ansible.builtin`
-/// module in the controller's ansible-core. kinit runs it as it runs a `library/` module.
-fn installed_module(ctx: &TaskCtx<'_>, name: &str) -> Option<PathBuf> {
-    let parts: Vec<&str> = name.split('.').collect();
-    let controller = crate::modules::pybundle::controller;
-    let builtin = match parts.as_slice() {
-        [short] => Some(*short),
-        ["ansible", "builtin" | "legacy", short] => Some(*short),
-        _ => None,
-    };
-    if let Some(short) = builtin {
-        let root = controller().ansible.as_ref()?;
-        let file = root
-            .join("ansible")
-            .join("modules")
-            .join(format!("{short}.py"));
-        return file.is_file().then_some(file);
-    }
-    let [ns, coll, short] = parts.as_slice() else {
-        return None;
-    };
-    let rel: PathBuf = ["ansible_collections", ns, coll, "plugins", "modules"]
-        .iter()
-        .collect::<PathBuf>()
-        .join(format!("{short}.py"));
-    let find = |roots: &[PathBuf]| roots.iter().map(|r| r.join(&rel)).find(|p| p.is_file());
-    find(&ctx.loader.collection_roots()).or_else(|| find(&controller().collections))
-}
-
 const CUSTOM_MODULE: &str = "a custom module";
 const ACTION_PLUGIN: &str = "a custom action plugin";
 
@@ -217,7 +186,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
             && action_key.is_none()
             && (super::ansible_modules::is_known(key)
                 || custom_plugin(ctx, key).is_some()
-                || installed_module(ctx, key).is_some())
+                || super::installed::module(ctx.loader, key).is_some())
             && !entries
                 .iter()
                 .any(|(k, _)| *k != *key && resolve_action(k).is_some())
@@ -258,16 +227,38 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                 return Err(invalid(&n, format!("`{key}` next to another action")));
             }
             let (module, args) = split_action_value(&n)?;
-            let short = resolve_action(&module).ok_or_else(|| LoadError::UnknownModule {
-                file: n.file.to_path_buf(),
-                line: n.line(),
-                name: module.clone(),
-                suggestion: did_you_mean(&module, all_action_names()),
-            })?;
             if key == "local_action" {
                 kw.delegate_to = Some("localhost".into());
             }
             let task_loc = loc(node);
+            let Some(short) = resolve_action(&module) else {
+                // A Python module kinit does not implement, given by `action: name args`.
+                let path = custom_plugin(ctx, &module)
+                    .filter(|(p, kind)| *kind == CUSTOM_MODULE && is_python(p))
+                    .map(|(p, _)| p)
+                    .or_else(|| super::installed::module(ctx.loader, &module));
+                let Some(path) = path else {
+                    return Err(LoadError::UnknownModule {
+                        file: n.file.to_path_buf(),
+                        line: n.line(),
+                        name: module.clone(),
+                        suggestion: did_you_mean(&module, all_action_names()),
+                    });
+                };
+                let args = build_args(&module, &args, node.get("args").as_ref(), &n)?;
+                return Ok(Task {
+                    name,
+                    action: Action::Python {
+                        module,
+                        path,
+                        args,
+                        collections: ctx.loader.collection_roots(),
+                    },
+                    kw,
+                    loc: task_loc,
+                    role: None,
+                });
+            };
             let args = build_args(&short, &args, node.get("args").as_ref(), &n)?;
             return finish_module(ctx, name, short, args, kw, task_loc, &n);
         }
@@ -306,7 +297,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
             ));
         }
         let custom = custom_plugin(ctx, &module)
-            .or_else(|| installed_module(ctx, &module).map(|p| (p, CUSTOM_MODULE)));
+            .or_else(|| super::installed::module(ctx.loader, &module).map(|p| (p, CUSTOM_MODULE)));
         if let Some((path, CUSTOM_MODULE)) = &custom
             && is_python(path)
         {
