@@ -1,7 +1,9 @@
 //! Modules kinit does not implement that are installed where ansible-playbook finds them: in
 //! a collection (the `collections/` folder beside the playbook, ansible.cfg's
 //! `collections_path`, then the controller Python's `sys.path`) or in the controller's
-//! ansible-core (`ansible/modules/`), with the redirects that route a name elsewhere:
+//! ansible-core (`ansible/modules/`), short names also in the collections a play's or role's
+//! `collections` keyword lists (kept while the playbook loads; a file first included at run
+//! time sees none), with the redirects that route a name elsewhere:
 //! ansible-core's `config/ansible_builtin_runtime.yml` (bare `ufw` is
 //! `community.general.ufw`) and a collection's `meta/runtime.yml`
 //! (`plugin_routing.modules.<name>.redirect`). kinit runs what it finds as it runs a
@@ -19,8 +21,23 @@ use crate::modules::pybundle::controller;
 /// How many redirects are followed before giving up (a loop of redirects finds nothing).
 const MAX_REDIRECTS: usize = 8;
 
-/// The file of the installed module `name` (short, `ansible.builtin.x`, or `ns.coll.x`).
+/// The file of the installed module `name` (short, `ansible.builtin.x`, or `ns.coll.x`). A
+/// short name is looked up first in the collections the `collections` keyword lists, as
+/// ansible-core searches them before `ansible.builtin`.
 pub fn module(loader: &Loader, name: &str) -> Option<PathBuf> {
+    if !name.contains('.') {
+        let listed = loader.collections_in_scope();
+        if let Some(found) = listed
+            .iter()
+            .find_map(|c| find(loader, &format!("{c}.{name}")))
+        {
+            return Some(found);
+        }
+    }
+    find(loader, name)
+}
+
+fn find(loader: &Loader, name: &str) -> Option<PathBuf> {
     let mut name = name.to_string();
     for _ in 0..MAX_REDIRECTS {
         let parts: Vec<&str> = name.split('.').collect();

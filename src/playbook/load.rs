@@ -35,6 +35,15 @@ pub struct LoaderOptions {
     pub extra_vars: crate::vars::VarMap,
 }
 
+/// A `collections` list in force while it lives (`Loader::collections_scope`).
+pub(crate) struct CollectionsScope<'l>(&'l Loader);
+
+impl Drop for CollectionsScope<'_> {
+    fn drop(&mut self) {
+        self.0.collections_scope.lock().unwrap().pop();
+    }
+}
+
 /// A role loaded for a dynamic `include_role`: its wrapper block and its handlers.
 #[derive(Debug, Clone)]
 pub struct LoadedRole {
@@ -55,6 +64,9 @@ pub struct Loader {
     /// The folders of the playbooks and roles loaded, whose `filter_plugins/` and
     /// `test_plugins/` Ansible searches.
     plugin_roots: Mutex<Vec<PathBuf>>,
+    /// The `collections` keyword lists in force while parsing (the play's, then each
+    /// role's `meta/main.yml` list), innermost last: short module names are looked up in them.
+    collections_scope: Mutex<Vec<Vec<String>>>,
 }
 
 /// The role names a play's magic variables list (Ansible 2.19's `VariableManager`):
@@ -75,6 +87,7 @@ impl Loader {
             warnings: Mutex::new(Vec::new()),
             role_names: Mutex::new(RoleNames::default()),
             plugin_roots: Mutex::new(Vec::new()),
+            collections_scope: Mutex::new(Vec::new()),
         }
     }
 
@@ -155,6 +168,19 @@ impl Loader {
             vars.insert("role_name".into(), Value::String(r.name.clone()));
         }
         vars
+    }
+
+    /// Put a `collections` keyword list (a play's, a role's) in force until the returned
+    /// guard is dropped.
+    pub(crate) fn collections_scope(&self, list: Vec<String>) -> CollectionsScope<'_> {
+        self.collections_scope.lock().unwrap().push(list);
+        CollectionsScope(self)
+    }
+
+    /// The collections a short module name is looked up in, innermost list first.
+    pub(crate) fn collections_in_scope(&self) -> Vec<String> {
+        let scope = self.collections_scope.lock().unwrap();
+        scope.iter().rev().flatten().cloned().collect()
     }
 
     /// The folders holding an `ansible_collections` folder that collection modules and

@@ -113,6 +113,12 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         handlers: RefCell::new(Vec::new()),
         is_handler: false,
     };
+    // Short module names are looked up in the play's `collections` while its tasks load.
+    let collections = match node.get("collections") {
+        Some(n) => super::keywords::string_list(&n)?,
+        None => Vec::new(),
+    };
+    let scope = loader.collections_scope(collections);
     let mut tasks = Vec::new();
     loader.take_role_names();
     if let Some(roles) = node.get("roles") {
@@ -139,6 +145,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
     };
     let mut handlers = parse_tasks(&hctx, node.get("handlers"))?;
     handlers.extend(ctx.handlers.into_inner());
+    drop(scope);
     let vars_files = match node.get("vars_files") {
         Some(n) => match n.value {
             Value::Array(items) => items

@@ -146,6 +146,12 @@ impl Loader {
             Some(f) => Some(self.doc(&f)?),
             None => None,
         };
+        // A role's own `collections` list (`meta/main.yml`) holds while its files load.
+        let listed = match meta.as_ref().and_then(|d| d.root().get("collections")) {
+            Some(n) => super::keywords::string_list(&n)?,
+            None => Vec::new(),
+        };
+        let _scope = self.collections_scope(listed);
         if let Some(deps) = meta.as_ref().and_then(|d| d.root().get("dependencies")) {
             for dep in deps.items() {
                 let (using, kw) = role_entry(&dep)?;
