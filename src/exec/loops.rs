@@ -353,21 +353,23 @@ impl Executor {
             changed: results.iter().any(|r| r.changed),
             ..TaskResult::default()
         };
+        // The keys ansible-core's `TaskExecutor.run` sets: `skipped` always (true when every
+        // item was skipped), `failed` only when an item failed, and no `msg` for an empty
+        // loop.
+        let all_skipped = results.iter().all(TaskResult::is_skipped);
+        agg.skipped = Some(all_skipped);
         if let Some(lost) = results.iter().rev().find(|r| r.unreachable) {
             agg.unreachable = true;
             agg.msg = Some(lost.msg.clone().unwrap_or(json!("")));
         } else if results.iter().any(TaskResult::is_failed) {
             agg.failed = Some(true);
             agg.msg = Some(json!("One or more items failed"));
-        } else {
-            agg.failed = Some(false);
-            agg.msg = Some(json!("All items completed"));
-        }
-        if results.iter().all(TaskResult::is_skipped) {
-            agg.skipped = Some(true);
-        }
-        if results.is_empty() {
+        } else if results.is_empty() {
             agg.set("skipped_reason", json!("No items in the list"));
+        } else if all_skipped {
+            agg.msg = Some(json!("All items skipped"));
+        } else {
+            agg.msg = Some(json!("All items completed"));
         }
         agg.set(
             "results",

@@ -86,10 +86,25 @@ fn map_strict(
     args: minijinja::value::Rest<minijinja::Value>,
 ) -> Result<Vec<minijinja::Value>, minijinja::Error> {
     let original = value.clone();
-    let out = minijinja::filters::map(state, value, minijinja::value::Rest(args.to_vec()))?;
     let kwargs = args
         .last()
         .and_then(|v| minijinja::value::Kwargs::try_from(v.clone()).ok());
+    // `map('filter', *args, **kwargs)`: Jinja's filter form passes keyword arguments on to the
+    // filter (`map('map', attribute='k')`), where the engine's own `map` would read
+    // `attribute` as its own.
+    if kwargs.is_some()
+        && let Some(name) = args.first().and_then(|a| a.as_str())
+    {
+        return value
+            .try_iter()?
+            .map(|item| {
+                let mut call = vec![item];
+                call.extend(args[1..].iter().cloned());
+                state.apply_filter(name, &call)
+            })
+            .collect();
+    }
+    let out = minijinja::filters::map(state, value, minijinja::value::Rest(args.to_vec()))?;
     let attribute = kwargs.as_ref().and_then(|k| {
         (!k.has("default"))
             .then(|| k.peek::<minijinja::Value>("attribute").ok())
