@@ -8,7 +8,8 @@
 //! `remote_user`, `private_key_file`, `forks`,
 //! `host_key_checking`, `timeout`, `gathering` (`[defaults]`); `become`, `become_user`,
 //! `become_method` (`[privilege_escalation]`); `ssh_args` (`[ssh_connection]`, read like
-//! `ansible_ssh_args`); `vault_password_file`, `vault_identity_list` (`[defaults]`). Settings
+//! `ansible_ssh_args`); `vault_password_file`, `vault_identity_list`, `vault_id_match`
+//! (`[defaults]`). Settings
 //! that only change how Ansible works inside (`pipelining`,
 //! `retry_files_enabled`, `interpreter_python`...) fit kinit as they are and are accepted
 //! silently; any other setting is named once in a notice, never an error, never silence.
@@ -82,6 +83,8 @@ pub struct AnsibleSettings {
     pub vault_password_file: Option<PathBuf>,
     /// `vault_identity_list`: vault-ids (`label@source`) tried before the command line's.
     pub vault_identity_list: Vec<String>,
+    /// `vault_id_match`: a vault is opened only by the secrets of its own vault-id.
+    pub vault_id_match: bool,
     /// Settings of the file kinit does not use, as `section.key`.
     pub ignored: Vec<String>,
 }
@@ -202,6 +205,9 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
             ("ssh_connection", "ssh_args") => s.ssh_args = Some(value.to_string()),
             ("defaults", "vault_password_file") => s.vault_password_file = Some(rel(value)),
             ("defaults", "vault_identity_list") => s.vault_identity_list = list(value),
+            ("defaults", "vault_id_match") => {
+                s.vault_id_match = boolean(value).ok_or_else(|| bad("a boolean"))?;
+            }
             _ => {
                 let name = format!("{section}.{key}");
                 if !FITTING.contains(&name.as_str()) && !s.ignored.contains(&name) {
@@ -287,6 +293,10 @@ fn read_env(
     if let Some(v) = get("ANSIBLE_VAULT_IDENTITY_LIST") {
         s.vault_identity_list = list(&v);
     }
+    if let Some(v) = get("ANSIBLE_VAULT_ID_MATCH") {
+        s.vault_id_match =
+            boolean(&v).ok_or_else(|| bad("ANSIBLE_VAULT_ID_MATCH", v, "a boolean"))?;
+    }
     Ok(())
 }
 
@@ -363,21 +373,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("ansible.cfg"),
-            "[defaults]\nvault_password_file = pw.txt\nvault_identity_list = dev@a, prod@prompt\n",
+            "[defaults]\nvault_password_file = pw.txt\nvault_identity_list = dev@a, prod@prompt\n\
+             vault_id_match = yes\n",
         )
         .unwrap();
         let s = load(&|_| None, dir.path(), None).unwrap();
         assert_eq!(s.vault_password_file, Some(dir.path().join("pw.txt")));
         assert_eq!(s.vault_identity_list, ["dev@a", "prod@prompt"]);
+        assert!(s.vault_id_match);
         assert!(s.ignored.is_empty(), "{:?}", s.ignored);
         let env = |k: &str| match k {
             "ANSIBLE_VAULT_PASSWORD_FILE" => Some("/etc/pw".to_string()),
             "ANSIBLE_VAULT_IDENTITY_LIST" => Some("ops@/x".to_string()),
+            "ANSIBLE_VAULT_ID_MATCH" => Some("false".to_string()),
             _ => None,
         };
         let s = load(&env, dir.path(), None).unwrap();
         assert_eq!(s.vault_password_file, Some(PathBuf::from("/etc/pw")));
         assert_eq!(s.vault_identity_list, ["ops@/x"]);
+        assert!(!s.vault_id_match, "the environment beats the file");
     }
 
     #[test]

@@ -114,6 +114,7 @@ pub fn vault_sources(args: &VaultArgs, cfg: &AnsibleSettings) -> SecretSources {
         password_files: args.vault_password_files.clone(),
         configured_password_file: cfg.vault_password_file.clone(),
         ask: args.ask_vault_pass,
+        id_match: cfg.vault_id_match,
     }
 }
 

@@ -57,11 +57,23 @@ pub struct DecryptError {
 #[derive(Debug, Clone, Default)]
 pub struct Vault {
     secrets: Vec<(String, Secret)>,
+    /// `vault_id_match`: only the secrets of the envelope's own vault-id are tried.
+    id_match: bool,
 }
 
 impl Vault {
     pub fn new(secrets: Vec<(String, Secret)>) -> Self {
-        Self { secrets }
+        Self {
+            secrets,
+            id_match: false,
+        }
+    }
+
+    /// With `on`, a vault is opened only by the secrets whose vault-id is its label (a 1.1
+    /// envelope's is `default`), as ansible-core's `vault_id_match`.
+    pub fn matching_ids_only(mut self, on: bool) -> Self {
+        self.id_match = on;
+        self
     }
 
     pub fn is_empty(&self) -> bool {
@@ -76,7 +88,8 @@ impl Vault {
     /// Decrypt vaulted `text`. The secrets whose vault-id is the envelope's (`default` for a
     /// 1.1 envelope) are tried first, then all the others, in order: ansible-core's
     /// `VaultLib.decrypt_and_get_vault_id` with `vault_id_match` off (its default). The label
-    /// is only a hint: it is not covered by the HMAC.
+    /// is only a hint: it is not covered by the HMAC. With `vault_id_match` on, only the
+    /// label's secrets are tried.
     pub fn decrypt(&self, text: &str) -> Result<Vec<u8>, VaultError> {
         let env = Envelope::parse(text)?;
         if env.cipher != "AES256" {
@@ -84,6 +97,17 @@ impl Vault {
         }
         if self.secrets.is_empty() {
             return Err(VaultError::NoSecrets);
+        }
+        if self.id_match {
+            // ansible-core's `decrypt_and_get_vault_id`: the label (`default` for a 1.1
+            // envelope, `parse_vaulttext_envelope`) is the only candidate.
+            let label = env.label.as_deref().unwrap_or(DEFAULT_ID);
+            return self
+                .secrets
+                .iter()
+                .filter(|(id, _)| id == label)
+                .find_map(|(_, s)| cipher::decrypt(&env, s.expose().as_bytes()).ok())
+                .ok_or(VaultError::NoMatch);
         }
         let label = env.label.as_deref().unwrap_or(DEFAULT_ID);
         let matching = self.secrets.iter().filter(|(id, _)| id == label);
@@ -173,6 +197,26 @@ mod tests {
         ] {
             assert_eq!(v.decrypt_text(DEV).unwrap(), "short");
         }
+    }
+
+    /// ansible-core's `vault_id_match`: only the label's secrets; a 1.1 envelope's label is
+    /// `default`.
+    #[test]
+    fn with_id_match_only_the_labels_secrets_are_tried() {
+        let right = vault(&[("prod", "nope"), ("dev", "kinit-vault-pw")]).matching_ids_only(true);
+        assert_eq!(right.decrypt_text(DEV).unwrap(), "short");
+        let other = vault(&[("other", "kinit-vault-pw")]).matching_ids_only(true);
+        assert_eq!(other.decrypt_text(DEV), Err(VaultError::NoMatch));
+        let (_, text) = DEV.split_once('\n').unwrap();
+        let v11 = format!("$ANSIBLE_VAULT;1.1;AES256\n{text}");
+        let default = vault(&[("default", "kinit-vault-pw")]).matching_ids_only(true);
+        assert_eq!(default.decrypt_text(&v11).unwrap(), "short");
+        let dev = vault(&[("dev", "kinit-vault-pw")]);
+        assert_eq!(dev.decrypt_text(&v11).unwrap(), "short");
+        assert_eq!(
+            dev.matching_ids_only(true).decrypt_text(&v11),
+            Err(VaultError::NoMatch)
+        );
     }
 
     #[test]

@@ -78,6 +78,8 @@ pub struct SecretSources {
     pub configured_password_file: Option<PathBuf>,
     /// `--ask-vault-pass` / `-J`.
     pub ask: bool,
+    /// ansible.cfg `vault_id_match` / `ANSIBLE_VAULT_ID_MATCH`.
+    pub id_match: bool,
 }
 
 /// One `[label@]source`.
@@ -147,7 +149,7 @@ pub fn load_secrets(
     }
     match last_error {
         Some(e) if found.is_empty() => Err(e),
-        _ => Ok(Vault::new(found)),
+        _ => Ok(Vault::new(found).matching_ids_only(sources.id_match)),
     }
 }
 
