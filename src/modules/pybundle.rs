@@ -520,13 +520,11 @@ from ansible.module_utils.basic \
             ansible: Some(core.clone()),
             collections: vec![coll.clone()],
         };
+        // A library module that imports only what the stand-ins provide, and a collection's
+        // module_utils by full name.
         let module = "from ansible.module_utils.basic import AnsibleModule\n\
-                      from ..module_utils.words import greet\n";
-        let b = bundle(
-            module.as_bytes(),
-            "ansible_collections.kt.demo.plugins.modules.greet",
-            &roots,
-        );
+                      from ansible_collections.kt.demo.plugins.module_utils.words import greet\n";
+        let b = bundle(module.as_bytes(), "ansible.legacy.greet", &roots);
         assert!(!b.real_ansible);
         let names: Vec<&str> = b.files.keys().map(String::as_str).collect();
         assert_eq!(
@@ -539,9 +537,26 @@ from ansible.module_utils.basic \
                 "ansible_collections.kt.demo.plugins.module_utils",
                 "ansible_collections.kt.demo.plugins.module_utils.inner",
                 "ansible_collections.kt.demo.plugins.module_utils.words",
-                "ansible_collections.kt.demo.plugins.modules",
             ]
         );
+        // A collection's own module always gets ansible-core's files, and its package for
+        // its relative imports.
+        let own = "from ..module_utils.words import greet\n";
+        let c = bundle(
+            own.as_bytes(),
+            "ansible_collections.kt.demo.plugins.modules.greet",
+            &roots,
+        );
+        assert!(c.real_ansible);
+        assert!(
+            c.files
+                .contains_key("ansible_collections.kt.demo.plugins.modules")
+        );
+        assert!(
+            c.files
+                .contains_key("ansible_collections.kt.demo.plugins.module_utils.inner")
+        );
+        assert!(c.files.contains_key("ansible.module_utils.basic"));
         assert!(b.files["ansible_collections.kt.demo.plugins"].package);
         assert!(!b.files["ansible_collections.kt.demo.plugins.module_utils.words"].package);
 

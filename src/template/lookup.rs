@@ -838,10 +838,16 @@ fn render_template(
                 .flat_map(|p| [p.join("templates"), p]),
         );
         let env = super::file_env(state.env(), search, &opts.file)?;
-        super::render::render(&env, source, &ctx)?
+        super::render::render_value(&env, source, &ctx)?
     } else {
-        super::render::render(state.env(), source, &ctx)?
+        super::render::render_value(state.env(), source, &ctx)?
     };
+    // A template whose output is one value gives it with its type, as ansible-core's
+    // template lookup (rendered by the engine's native concatenation) does.
+    if text.kind() != ValueKind::String {
+        return Ok(text);
+    }
+    let text = text.as_str().unwrap_or_default().to_string();
     let var_start = opts
         .file
         .delimiters

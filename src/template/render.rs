@@ -12,10 +12,78 @@ use minijinja::{AutoEscape, Environment, Error, ErrorKind, Value};
 use super::undefined::{Attempt, Failed, check_items, with_fallback};
 use super::{pyops, pyrepr};
 
+thread_local! {
+    /// The values printed by the renders in progress, innermost last: `Some` for a render
+    /// that wants its output as a value (`render_value`), `None` for one that wants text.
+    static NODES: std::cell::RefCell<Vec<Option<Vec<Value>>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Ends a render's frame in `NODES`, however the render ends.
+struct Frame;
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        NODES.with(|n| n.borrow_mut().pop());
+    }
+}
+
 /// Render template text against `ctx`.
 pub(crate) fn render(env: &Environment<'_>, source: &str, ctx: &Value) -> Result<String, Error> {
+    render_framed(env, source, ctx, false).map(|(text, _)| text)
+}
+
+/// Render template text against `ctx` as ansible-core 2.19's native concatenation does: a
+/// template whose output is one value (`{% if a %}{{ [1, 2] }}{% endif %}`) gives that value
+/// with its type; any other output is text. A macro's (or a captured block's) single value
+/// passed on as text counts as that value, as ansible-core's macros return it natively.
+pub(crate) fn render_value(
+    env: &Environment<'_>,
+    source: &str,
+    ctx: &Value,
+) -> Result<Value, Error> {
+    let (text, nodes) = render_framed(env, source, ctx, true)?;
+    let nodes = nodes.unwrap_or_default();
+    // The template's own final line break is not output (Jinja drops it); ansible-core gives
+    // it back to a text result only.
+    let bare = match (source.ends_with('\n'), text.strip_suffix('\n')) {
+        (true, Some(bare)) => bare,
+        _ => &text,
+    };
+    Ok(single_node(bare, &nodes).unwrap_or_else(|| Value::from(text)))
+}
+
+/// The one value `nodes` (what a render printed) hold, when the printed `text` is exactly it:
+/// one value that is not text, and only that value's text besides.
+fn single_node(text: &str, nodes: &[Value]) -> Option<Value> {
+    let is_text = |v: &Value| v.kind() == minijinja::value::ValueKind::String;
+    let mut natives = nodes.iter().filter(|v| !is_text(v));
+    let one = natives.next()?;
+    if natives.next().is_some() || pyrepr::to_str(one).ok()? != text {
+        return None;
+    }
+    nodes
+        .iter()
+        .all(|v| !is_text(v) || v.as_str() == Some(text))
+        .then(|| one.clone())
+}
+
+fn render_framed(
+    env: &Environment<'_>,
+    source: &str,
+    ctx: &Value,
+    record: bool,
+) -> Result<(String, Option<Vec<Value>>), Error> {
+    NODES.with(|n| n.borrow_mut().push(record.then(Vec::new)));
+    let _frame = Frame;
     let src = escape_backslashes(source);
     let once = |env: &Environment<'_>| {
+        // A retried render starts its record afresh.
+        NODES.with(|n| {
+            if let Some(Some(v)) = n.borrow_mut().last_mut() {
+                v.clear();
+            }
+        });
         let compiled = pyops::compile_template(env, &src)?;
         let mut text = String::with_capacity(compiled.buffer_size_hint);
         let ran = Vm::new(env).eval(
@@ -36,7 +104,9 @@ pub(crate) fn render(env: &Environment<'_>, source: &str, ctx: &Value) -> Result
             })),
         }
     };
-    with_fallback(env, &src, ctx, once)
+    let text = with_fallback(env, &src, ctx, once)?;
+    let nodes = NODES.with(|n| n.borrow_mut().last_mut().and_then(Option::take));
+    Ok((text, nodes))
 }
 
 /// Evaluate an expression against `ctx`; an undefined result, or one holding an undefined
@@ -106,6 +176,11 @@ pub(crate) fn python_formatter(
     if value.is_none() {
         return Ok(());
     }
+    NODES.with(|n| {
+        if let Some(Some(nodes)) = n.borrow_mut().last_mut() {
+            nodes.push(value.clone());
+        }
+    });
     let text = pyrepr::to_str(value)?;
     out.write_str(&text).map_err(Error::from)
 }

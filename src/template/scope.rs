@@ -348,7 +348,8 @@ pub(crate) fn json_to_value(
     })
 }
 
-/// Render `s`; a lone `{{ expr }}` yields the expression's value with its type.
+/// Render `s`; a lone `{{ expr }}` yields the expression's value with its type, and so does
+/// any template whose whole output is one value (`render::render_value`).
 pub(crate) fn render_native(
     env: &Environment<'static>,
     s: &str,
@@ -366,7 +367,7 @@ pub(crate) fn render_native(
                 }
                 _ => v,
             }),
-            None => super::render::render(env, s, ctx).map(Value::from),
+            None => super::render::render_value(env, s, ctx),
         },
     }
 }
