@@ -601,7 +601,10 @@ impl Executor {
             Action::IncludeTasks { .. } | Action::IncludeRole { .. } => {
                 match self.include_request(task, inh, ctx) {
                     Ok(req) => Attempt {
-                        result: TaskResult::ok(),
+                        result: TaskResult {
+                            included: Some(req.shown()),
+                            ..TaskResult::ok()
+                        },
                         flow: Flow::Include(vec![req]),
                     },
                     Err(msg) => Attempt::of(self.error_result(task, msg)),
@@ -743,5 +746,6 @@ pub(crate) fn censor(r: &TaskResult) -> TaskResult {
         fields,
         // Where the task is, and a variable's name: nothing of the content.
         origin: r.origin.clone(),
+        included: r.included.clone(),
     }
 }

@@ -35,6 +35,19 @@ pub(crate) enum IncludeReq {
 }
 
 impl IncludeReq {
+    /// What output names as included: the tasks file, or the role.
+    pub(crate) fn shown(&self) -> String {
+        match self {
+            IncludeReq::Tasks { path, .. } => std::path::absolute(path)
+                .unwrap_or_else(|_| path.clone())
+                .display()
+                .to_string(),
+            IncludeReq::Role { name, .. } => name.clone(),
+        }
+    }
+}
+
+impl IncludeReq {
     fn key(&self) -> String {
         match self {
             IncludeReq::Tasks { path, params, .. } => {

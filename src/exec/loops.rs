@@ -351,6 +351,8 @@ impl Executor {
         }
         let mut agg = TaskResult {
             changed: results.iter().any(|r| r.changed),
+            // A looped include: the items name what they included.
+            included: results.iter().find_map(|r| r.included.clone()),
             ..TaskResult::default()
         };
         // The keys ansible-core's `TaskExecutor.run` sets: `skipped` always (true when every

@@ -80,6 +80,7 @@ pub fn task_result(r: ModuleResult) -> TaskResult {
         unreachable: false,
         msg: r.msg.map(Value::String),
         origin: None,
+        included: None,
         fields: {
             let mut fields = r.data;
             if let Some(d) = r.diff {

@@ -52,7 +52,10 @@ pub(crate) fn split_action_value(n: &Node<'_>) -> Result<(String, Value), LoadEr
     match n.value {
         Value::String(s) => {
             let s = s.trim();
-            let (m, rest) = s.split_once(char::is_whitespace).unwrap_or((s, ""));
+            // `action: setup` alone has no arguments, not an empty free-form one.
+            let Some((m, rest)) = s.split_once(char::is_whitespace) else {
+                return Ok((s.to_string(), Value::Null));
+            };
             Ok((m.to_string(), Value::String(rest.trim().to_string())))
         }
         Value::Object(map) => {

@@ -80,7 +80,14 @@ fn walk(
                 if !filter.selects(&tags) {
                     continue;
                 }
-                let name = t.title(role);
+                // ansible-playbook lists a task by `Task.get_name`: an unnamed task is its
+                // action alone, even inside a role (only the run's banner adds the role).
+                let name = match (&t.name, &t.action) {
+                    (None, a) if !matches!(a, super::Action::IncludeRole { .. }) => {
+                        t.display_name()
+                    }
+                    _ => t.title(role),
+                };
                 out.push(ListedTask { name, tags });
             }
         }

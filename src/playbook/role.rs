@@ -118,10 +118,16 @@ impl Loader {
             }
             Ok(vars)
         };
-        let role_name = path
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| name.to_string());
+        // ansible-core's `RoleDefinition._load_role_path`: a role found on the search path is
+        // named as the play writes it (`kubernetes/preinstall`), one given by its own path by
+        // its last folder.
+        let role_name = match Path::new(name).is_absolute() || !name.contains('/') {
+            true => path
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| name.to_string()),
+            false => name.trim_end_matches('/').to_string(),
+        };
         ctx.loader.note_plugin_root(&path);
         let role = Arc::new(RoleCtx {
             name: role_name,

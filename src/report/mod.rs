@@ -155,10 +155,14 @@ async fn run(
                 duration,
                 module,
                 result,
+                looped,
                 ..
             } => {
-                // Meta tasks steer the run; ansible-playbook leaves them out of the recap.
-                if module.as_deref() != Some("meta") {
+                // Meta tasks steer the run; ansible-playbook leaves them out of the recap. An
+                // include counts `ok` once per file it included (ansible-core counts each
+                // `IncludedFile`), so a looped one counts by its items, not as a task.
+                let included_items = *looped && result.included.is_some();
+                if module.as_deref() != Some("meta") && !included_items {
                     stats.record(host, *status);
                     if *status == Status::Ignored && result.changed {
                         stats.hosts.entry(host.clone()).or_default().changed += 1;
@@ -166,6 +170,12 @@ async fn run(
                 }
                 stats.time(&format!("{task} ({location})"), *duration);
             }
+            Event::ItemResult {
+                host,
+                status: Status::Ok,
+                result,
+                ..
+            } if result.included.is_some() => stats.record(host, Status::Ok),
             Event::Rescued { host } => stats.rescued(host),
             Event::RunEnd { interrupted } => stats.interrupted = *interrupted,
             Event::PhaseEnd {

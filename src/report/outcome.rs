@@ -28,6 +28,10 @@ pub struct TaskResult {
     /// ansible-playbook shows its `Origin:`. Not part of the value form: Ansible registers no
     /// such key.
     pub origin: Option<String>,
+    /// For an `include_tasks`/`include_role` that ran: the file it included (or the role),
+    /// which output shows as ansible-playbook's `included: <file> for <host>` line. Not part
+    /// of the value form either.
+    pub included: Option<String>,
 }
 
 impl TaskResult {

@@ -73,11 +73,13 @@ impl Plain {
                 module,
             } => {
                 self.header_for(&mut out, *task_id, task);
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    self.line(host, *status, Some(item), result, None, module.as_deref())
-                );
+                let line = match &result.included {
+                    Some(file) if *status == Status::Ok => {
+                        format!("included: {file} for {host} => (item={item})")
+                    }
+                    _ => self.line(host, *status, Some(item), result, None, module.as_deref()),
+                };
+                let _ = writeln!(out, "{line}");
             }
             Event::TaskResult {
                 host,
@@ -90,26 +92,36 @@ impl Plain {
                 module,
                 ..
             } => {
-                // A loop's items were shown one by one; only its failure gets a summary line.
+                // A loop's items were shown one by one; only its failure, or its skip (every
+                // item skipped, or no items), gets a summary line, as in ansible-core's default
+                // callback.
                 if module.as_deref() == Some("meta") {
                     return out;
                 }
-                if !looped || matches!(status, Status::Failed | Status::Unreachable) {
+                let summary = !looped
+                    || matches!(
+                        status,
+                        Status::Failed | Status::Unreachable | Status::Skipped
+                    );
+                if summary {
                     self.header_for(&mut out, *task_id, task);
                 }
-                if !looped || matches!(status, Status::Failed | Status::Unreachable) {
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        self.line(
+                if summary {
+                    let line = match &result.included {
+                        // ansible-playbook's `v2_playbook_on_include` line.
+                        Some(file) if *status == Status::Ok => {
+                            format!("included: {file} for {host}")
+                        }
+                        _ => self.line(
                             host,
                             *status,
                             None,
                             result,
                             delegated_to.as_deref(),
-                            module.as_deref()
-                        )
-                    );
+                            module.as_deref(),
+                        ),
+                    };
+                    let _ = writeln!(out, "{line}");
                 }
                 if *status == Status::Ignored {
                     out.push_str("...ignoring\n");
@@ -165,7 +177,8 @@ impl Plain {
             Status::Unreachable => "fatal",
             s => s.word(),
         };
-        let mut head = match delegated {
+        // A skipped task names its host alone (`v2_runner_on_skipped`), delegated or not.
+        let mut head = match delegated.filter(|_| status != Status::Skipped) {
             Some(d) => format!("{word}: [{host} -> {d}]"),
             None => format!("{word}: [{host}]"),
         };

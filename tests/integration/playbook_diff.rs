@@ -338,3 +338,110 @@ fn keyword_playbook_passes_its_asserts_under_both_with_the_same_recap() {
     assert_eq!(ar.len(), 2, "{a_out}");
     assert_eq!(ar, kr, "recaps differ");
 }
+
+/// The lines an Ansible user reads, reduced to what both tools print alike: task banners
+/// (without the row of stars), result lines up to their data (`ok: [h]`, `ok: [h] =>
+/// (item=1)`), `included:` lines with the scratch folder named `DIR`, and the recap.
+fn reading_lines(out: &str, dir: &Path) -> Vec<String> {
+    let dir = dir.display().to_string();
+    out.lines()
+        .map(|l| l.trim_end_matches(['*', ' ']).replace(&dir, "DIR"))
+        .filter(|l| {
+            [
+                "TASK [",
+                "ok:",
+                "changed:",
+                "skipping:",
+                "fatal:",
+                "failed:",
+                "included:",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p))
+        })
+        .map(|l| match l.find(" => (item=") {
+            Some(i) => {
+                let end = l[i..].find(')').map_or(l.len(), |e| i + e + 1);
+                l[..end].to_string()
+            }
+            None if l.starts_with("included:") => l,
+            None => l.split(" =>").next().unwrap_or_default().to_string(),
+        })
+        .collect()
+}
+
+/// `--list-tasks`' task lines.
+fn listed_tasks(out: &str) -> Vec<String> {
+    out.lines()
+        .filter(|l| l.starts_with("      "))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// What a run prints, read as an Ansible user reads it, matches ansible-playbook line for
+/// line, and so does `--list-tasks` (`tests/playbooks/output/`): a role named by its path,
+/// unnamed tasks, `included:` lines for include_tasks (with a loop, one per item), an empty
+/// loop and an all-skipped loop shown as skipped, a skipped delegated task without its
+/// delegate, and the recap, where an include is not counted `ok`.
+#[test]
+fn task_lines_read_as_ansible_playbook_prints_them() {
+    let Some(ansible) = ansible_playbook() else {
+        crate::support::cannot_run(
+            "ansible-playbook is not on PATH and KINIT_VENV has none (ci/test.sh installs it)",
+        );
+        return;
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/output");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut outputs = Vec::new();
+    for (tool, program) in [
+        ("ansible", ansible),
+        ("kinit", env!("CARGO_BIN_EXE_kinit").into()),
+    ] {
+        let work = tmp.path().join(tool);
+        let copied = Command::new("cp")
+            .arg("-r")
+            .arg(&src)
+            .arg(&work)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let run = |extra: &[&str]| {
+            let mut c = Command::new(&program);
+            if tool == "kinit" {
+                c.arg("playbook");
+            }
+            let out = c
+                .args(extra)
+                .arg("site.yml")
+                .current_dir(&work)
+                .env("ANSIBLE_NOCOLOR", "1")
+                .env("NO_COLOR", "1")
+                .env("ANSIBLE_LOCALHOST_WARNING", "false")
+                .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "false")
+                .env("ANSIBLE_HOME", tmp.path().join("ansible-home"))
+                .env("ANSIBLE_LOCAL_TEMP", tmp.path().join("ansible-tmp"))
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "{tool} failed:\n{text}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            text
+        };
+        let ran = run(&[]);
+        let listed = run(&["--list-tasks"]);
+        outputs.push((
+            reading_lines(&ran, &work),
+            recap_lines(&ran),
+            listed_tasks(&listed),
+        ));
+    }
+    let (a, k) = (&outputs[0], &outputs[1]);
+    assert!(a.0.len() > 20 && a.2.len() == 8, "ansible's output: {a:?}");
+    assert_eq!(a.0, k.0, "the lines of the run differ");
+    assert_eq!(a.1, k.1, "the recaps differ");
+    assert_eq!(a.2, k.2, "--list-tasks differs");
+}
