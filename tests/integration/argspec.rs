@@ -190,7 +190,7 @@ fn a_failing_check_stops_the_role_and_masks_no_log_values() {
 PLAY [localhost]
 
 TASK [good token]
-ok: [localhost]
+included: guarded for localhost
 
 TASK [guarded : Validating arguments against arg spec 'main']
 ok: [localhost]
@@ -199,7 +199,7 @@ TASK [guarded : role task]
 ok: [localhost] => count is undefined
 
 TASK [bad token]
-ok: [localhost]
+included: guarded for localhost
 
 TASK [guarded : Validating arguments against arg spec 'main']
 fatal: [localhost]: FAILED! => Validation of arguments failed:
