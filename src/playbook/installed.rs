@@ -56,7 +56,7 @@ fn find(loader: &Loader, name: &str) -> Option<PathBuf> {
             [ns, coll, short] => {
                 let coll_dir = collection(loader, ns, coll)?;
                 let file = coll_dir.join("plugins/modules").join(format!("{short}.py"));
-                if file.is_file() {
+                if is_python_module(&file) {
                     return Some(file);
                 }
                 redirect(&coll_dir.join("meta/runtime.yml"), short)?
@@ -66,6 +66,12 @@ fn find(loader: &Loader, name: &str) -> Option<PathBuf> {
         name = next;
     }
     None
+}
+
+/// Whether `file` is a Python module kinit can run. A Windows module (`ansible.windows.win_acl`)
+/// is PowerShell beside a `.py` file that only documents it: that one is not.
+fn is_python_module(file: &Path) -> bool {
+    file.is_file() && !file.with_extension("ps1").is_file()
 }
 
 /// The folder of the installed collection `ns.coll`, the first found in search order.
@@ -98,6 +104,17 @@ fn redirect(file: &Path, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_powershell_module_documented_in_python_is_not_run_as_python() {
+        let d = tempfile::tempdir().unwrap();
+        for f in ["win_acl.py", "win_acl.ps1", "greet.py"] {
+            std::fs::write(d.path().join(f), "").unwrap();
+        }
+        assert!(!is_python_module(&d.path().join("win_acl.py")));
+        assert!(is_python_module(&d.path().join("greet.py")));
+        assert!(!is_python_module(&d.path().join("missing.py")));
+    }
 
     #[test]
     fn a_routing_file_redirects_module_names() {
