@@ -171,6 +171,21 @@ pub(crate) fn strip_braces(s: &str) -> String {
     }
 }
 
+/// A `collections` keyword (a play's, or a role's `meta/main.yml`): the collections short
+/// module names are looked up in.
+pub(crate) fn collection_list(n: &Node<'_>) -> Result<Vec<String>, LoadError> {
+    string_list(n).map_err(|_| {
+        invalid(
+            n,
+            format!(
+                "`collections` must be a list of collection names (`namespace.collection`), \
+                 not `{}`",
+                n.value
+            ),
+        )
+    })
+}
+
 pub(crate) fn string_list(n: &Node<'_>) -> Result<Vec<String>, LoadError> {
     match n.value {
         Value::Array(items) => items

@@ -115,7 +115,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
     };
     // Short module names are looked up in the play's `collections` while its tasks load.
     let collections = match node.get("collections") {
-        Some(n) => super::keywords::string_list(&n)?,
+        Some(n) => super::keywords::collection_list(&n)?,
         None => Vec::new(),
     };
     let scope = loader.collections_scope(collections);

@@ -154,7 +154,7 @@ impl Loader {
         };
         // A role's own `collections` list (`meta/main.yml`) holds while its files load.
         let listed = match meta.as_ref().and_then(|d| d.root().get("collections")) {
-            Some(n) => super::keywords::string_list(&n)?,
+            Some(n) => super::keywords::collection_list(&n)?,
             None => Vec::new(),
         };
         let _scope = self.collections_scope(listed);

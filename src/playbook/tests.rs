@@ -227,3 +227,21 @@ fn argument_spec_task_follows_dependencies_and_gets_the_role_parameters() {
     assert_eq!(a.provided_arguments, Some(json!({"who": "me"})));
     assert_eq!(a.validate_args_context.as_ref().unwrap()["name"], "r");
 }
+
+/// A `collections` keyword that is not a list of names is refused, naming the keyword, the
+/// value and the line.
+#[test]
+fn a_collections_keyword_that_is_no_list_is_refused() {
+    let err = load(&[(
+        "site.yml",
+        "- hosts: all\n  collections: {a: 1}\n  tasks: []\n",
+    )])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("site.yml:2")
+            && err.contains("`collections` must be a list of collection names")
+            && err.contains(r#"{"a":1}"#),
+        "{err}"
+    );
+}
