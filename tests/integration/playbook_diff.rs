@@ -88,6 +88,30 @@ pub(crate) fn ansible_playbook() -> Option<PathBuf> {
 }
 
 /// Whether `ansible-playbook` can load community.general (its Python has the collection).
+/// ansible-playbook, or `None` after saying why it cannot run (a failure under
+/// `KINIT_REQUIRE_ALL`).
+fn ansible_or_say_why() -> Option<PathBuf> {
+    let found = ansible_playbook();
+    if found.is_none() {
+        crate::support::cannot_run(
+            "ansible-playbook is not on PATH and KINIT_VENV has none (ci/test.sh installs it)",
+        );
+    }
+    found
+}
+
+/// The environment every ansible-playbook run here gets: no colour, no warnings about the
+/// implicit localhost, and its home and temporary files in the test's scratch folder.
+fn quiet_ansible(scratch: &Path) -> [(&'static str, std::ffi::OsString); 5] {
+    [
+        ("ANSIBLE_NOCOLOR", "1".into()),
+        ("ANSIBLE_LOCALHOST_WARNING", "false".into()),
+        ("ANSIBLE_INVENTORY_UNPARSED_WARNING", "false".into()),
+        ("ANSIBLE_HOME", scratch.join("ansible-home").into()),
+        ("ANSIBLE_LOCAL_TEMP", scratch.join("ansible-tmp").into()),
+    ]
+}
+
 fn has_community_general(ansible: &Path) -> bool {
     let python = ansible.with_file_name("python");
     let python = if python.is_file() {
@@ -160,10 +184,7 @@ fn compare(file: &str, path: &str, a: &Value, k: &Value, diffs: &mut Vec<String>
 
 #[test]
 fn registered_results_match_ansible_playbook() {
-    let Some(ansible) = ansible_playbook() else {
-        crate::support::cannot_run(
-            "ansible-playbook is not on PATH and KINIT_VENV has none (ci/test.sh installs it)",
-        );
+    let Some(ansible) = ansible_or_say_why() else {
         return;
     };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/diff");
@@ -232,12 +253,8 @@ fn registered_results_match_ansible_playbook() {
         .args(common(&a_out))
         .args(&books)
         .current_dir(&dir)
-        .env("ANSIBLE_NOCOLOR", "1")
-        .env("ANSIBLE_LOCALHOST_WARNING", "false")
-        .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "false")
+        .envs(quiet_ansible(tmp.path()))
         .env("ANSIBLE_PYTHON_INTERPRETER", "auto_silent")
-        .env("ANSIBLE_HOME", tmp.path().join("ansible-home"))
-        .env("ANSIBLE_LOCAL_TEMP", tmp.path().join("ansible-tmp"))
         .env("ANSIBLE_RETRY_FILES_ENABLED", "false")
         .output()
         .unwrap();
@@ -296,10 +313,7 @@ fn recap_lines(out: &str) -> Vec<String> {
 
 #[test]
 fn keyword_playbook_passes_its_asserts_under_both_with_the_same_recap() {
-    let Some(ansible) = ansible_playbook() else {
-        crate::support::cannot_run(
-            "ansible-playbook is not on PATH and KINIT_VENV has none (ci/test.sh installs it)",
-        );
+    let Some(ansible) = ansible_or_say_why() else {
         return;
     };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/keywords");
@@ -315,9 +329,7 @@ fn keyword_playbook_passes_its_asserts_under_both_with_the_same_recap() {
         .arg("-e")
         .arg(format!("ansible_python_interpreter={}", python.display()))
         .current_dir(&dir)
-        .env("ANSIBLE_NOCOLOR", "1")
-        .env("ANSIBLE_HOME", tmp.path().join("ansible-home"))
-        .env("ANSIBLE_LOCAL_TEMP", tmp.path().join("ansible-tmp"))
+        .envs(quiet_ansible(tmp.path()))
         .output()
         .unwrap();
     let a_out = String::from_utf8_lossy(&a.stdout).into_owned();
@@ -385,10 +397,7 @@ fn listed_tasks(out: &str) -> Vec<String> {
 /// delegate, and the recap, where an include is not counted `ok`.
 #[test]
 fn task_lines_read_as_ansible_playbook_prints_them() {
-    let Some(ansible) = ansible_playbook() else {
-        crate::support::cannot_run(
-            "ansible-playbook is not on PATH and KINIT_VENV has none (ci/test.sh installs it)",
-        );
+    let Some(ansible) = ansible_or_say_why() else {
         return;
     };
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/output");
@@ -415,12 +424,8 @@ fn task_lines_read_as_ansible_playbook_prints_them() {
                 .args(extra)
                 .arg("site.yml")
                 .current_dir(&work)
-                .env("ANSIBLE_NOCOLOR", "1")
+                .envs(quiet_ansible(tmp.path()))
                 .env("NO_COLOR", "1")
-                .env("ANSIBLE_LOCALHOST_WARNING", "false")
-                .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "false")
-                .env("ANSIBLE_HOME", tmp.path().join("ansible-home"))
-                .env("ANSIBLE_LOCAL_TEMP", tmp.path().join("ansible-tmp"))
                 .output()
                 .unwrap();
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
