@@ -13,9 +13,10 @@ use crate::transport::quote::sh;
 
 use super::args::{boolish, opt_boolish};
 use super::command::yes;
+use super::file_times::{TimeSpec, Times};
 use super::host_path;
 use super::mode::{Mode, opt_mode};
-use super::posix::{self, Attrs, Kind, RemoteStat, StatReq};
+use super::posix::{self, Attrs, Ids, Kind, RemoteStat, StatReq};
 use super::{Diff, ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(File, "file", Params, run);
@@ -61,42 +62,102 @@ pub struct Params {
     /// `now`, `preserve` or a time in `access_time_format` (default: `now` for
     /// `state: touch`, else `preserve`).
     access_time: Option<String>,
-    /// The format of `access_time`; only touch's own `%Y%m%d%H%M.%S` (the default).
+    /// The format of `access_time`, in Python's `strptime` directives (default
+    /// `%Y%m%d%H%M.%S`).
     access_time_format: Option<String>,
     /// As `access_time`, for the modification time.
     modification_time: Option<String>,
-    /// The format of `modification_time`; only `%Y%m%d%H%M.%S` (the default).
+    /// The format of `modification_time` (default `%Y%m%d%H%M.%S`).
     modification_time_format: Option<String>,
+    /// Linux file attributes (`chattr`'s letters): `+A` adds, `-A` removes, `A` sets
+    /// exactly these.
+    #[serde(alias = "attr")]
+    attributes: Option<String>,
     /// Internal (ansible-core's action plugins send it): only report whether the file looks
     /// binary (`appears_binary`), changing nothing.
     #[serde(rename = "_diff_peek", default, deserialize_with = "opt_boolish")]
     diff_peek: Option<bool>,
 }
 
-/// `touch` flags that set the access (`-a`) or modification (`-m`) time as asked; `None`
-/// for `preserve`. A fixed time uses touch's own `-t` format, which is Ansible's default
-/// `%Y%m%d%H%M.%S`; another format is refused rather than misread.
-fn time_flags(
-    which: char,
-    value: Option<&str>,
-    format: Option<&str>,
-    default_now: bool,
-) -> Result<Option<String>, ModuleError> {
-    if let Some(f) = format.filter(|f| *f != "%Y%m%d%H%M.%S") {
-        return Err(ModuleError::BadArgs {
-            module: "file",
-            detail: format!("time format `{f}`: kinit takes only `%Y%m%d%H%M.%S`"),
-        });
+async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    // A check run warns of an owner or group the host does not know yet (ansible-core's
+    // `check_owner_exists`): an earlier task of the play may be what creates it.
+    let warnings = if ctx.check_mode && p.state != Some(State::Absent) {
+        unknown_ids(ctx, p.owner.as_deref(), p.group.as_deref()).await?
+    } else {
+        Vec::new()
+    };
+    let (owner, group) = (p.owner.clone(), p.group.clone());
+    let mut r = ensure(ctx, p).await?;
+    // An existing path whose owner or group name is unknown cannot be compared with it, so
+    // the check fails as the real run would (ansible-core's `set_owner_if_different`).
+    if !r.failed && r.data.contains_key("uid") {
+        let unknown = |tag: &str, name: &Option<String>| {
+            name.as_ref()
+                .filter(|n| n.parse::<u32>().is_err())
+                .filter(|n| warnings.iter().any(|w| w.contains(&format!("{tag} {n}."))))
+                .cloned()
+        };
+        if let Some(o) = unknown("user", &owner) {
+            r = ModuleResult::failed(format!("chown failed: failed to look up user {o}"))
+                .with("path", r.data.get("path").or(r.data.get("dest")).cloned());
+        } else if let Some(g) = unknown("group", &group) {
+            r = ModuleResult::failed(format!("chgrp failed: failed to look up group {g}"))
+                .with("path", r.data.get("path").or(r.data.get("dest")).cloned());
+        }
     }
-    Ok(match value {
-        None if default_now => Some(format!("-{which}")),
-        None | Some("preserve") => None,
-        Some("now") => Some(format!("-{which}")),
-        Some(t) => Some(format!("-{which} -t {}", sh(t))),
-    })
+    if !warnings.is_empty() {
+        r = r.with("warnings", warnings);
+    }
+    Ok(r)
 }
 
-async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+/// Warnings for an owner or group (name or id) the host cannot look up.
+async fn unknown_ids(
+    ctx: &ModuleCtx<'_>,
+    owner: Option<&str>,
+    group: Option<&str>,
+) -> Result<Vec<String>, ModuleError> {
+    let asked: Vec<(&str, &str)> = [("passwd", owner), ("group", group)]
+        .into_iter()
+        .filter_map(|(db, v)| v.map(|v| (db, v)))
+        .collect();
+    if asked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let script: String = asked
+        .iter()
+        .map(|(db, v)| {
+            format!(
+                "getent {db} {} >/dev/null || echo kinit-unknown-{db}\n",
+                sh(v)
+            )
+        })
+        .collect();
+    let out = ctx.run(script).await?;
+    let text = out.stdout_str();
+    Ok(asked
+        .iter()
+        .filter(|(db, _)| text.contains(&format!("kinit-unknown-{db}")))
+        .map(|(db, v)| {
+            let (what, verb) = if *db == "passwd" {
+                ("user", "Create user")
+            } else {
+                ("group", "Create group")
+            };
+            let name = match v.parse::<u32>() {
+                Ok(id) => format!(
+                    "{what} with {} {id}",
+                    if *db == "passwd" { "uid" } else { "gid" }
+                ),
+                Err(_) => format!("{what} {v}"),
+            };
+            format!("failed to look up {name}. {verb} up to this point in real play")
+        })
+        .collect())
+}
+
+async fn ensure(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     // `path` is a `path` upstream: `~` is the remote user's home.
     // Upstream's first check (`modules/file.py` `check_state`-time validation).
     if p.src.is_some() && !matches!(p.state, Some(State::Link | State::Hard)) {
@@ -144,12 +205,22 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         ));
     }
     if p.recurse {
-        probe.push_str(&attrs.drift_script(&p.path));
+        probe.push_str(&attrs.drift_script(&p.path, p.follow));
     }
     // A link never replaces a folder that holds anything, even with `force`.
     if matches!(p.state, Some(State::Link | State::Hard)) {
         probe.push_str(&format!(
             "[ -d {d} ] && [ ! -L {d} ] && [ -n \"$(ls -A -- {d} 2>/dev/null)\" ] && echo kinit-dir-full\n",
+            d = sh(&p.path)
+        ));
+    }
+    // A hard link's source must exist, and a file in its place is refused by how many names
+    // it has (ansible-core's `get_state` calls a file with more than one `hard`).
+    if let (Some(State::Hard), Some(src)) = (p.state, &p.src) {
+        probe.push_str(&format!(
+            "[ -e {s} ] || echo kinit-hsrc-missing\n\
+             printf 'kinit-nlink:%s\\n' \"$(stat -c %h -- {d} 2>/dev/null)\"\n",
+            s = sh(src),
             d = sh(&p.path)
         ));
     }
@@ -172,9 +243,60 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             up = in_dir(&parent),
         ));
     }
+    // The times asked (none for `absent`), and for a diff the ids an owner or group name
+    // stands for, as ansible-core's diff gives numeric ids.
+    let default_now = p.state == Some(State::Touch);
+    let times = Times {
+        atime: TimeSpec::parse(
+            "access_time",
+            p.access_time.as_deref(),
+            p.access_time_format.as_deref(),
+            default_now,
+        )?,
+        mtime: TimeSpec::parse(
+            "modification_time",
+            p.modification_time.as_deref(),
+            p.modification_time_format.as_deref(),
+            default_now,
+        )?,
+    };
+    if p.state != Some(State::Absent) {
+        probe.push_str(&times.probe(&p.path));
+        probe.push_str(&posix::path_info_script(&p.path));
+    }
+    // What a folder to remove holds, for the diff (ansible-core's `initial_diff` walks it).
+    if p.state == Some(State::Absent) && ctx.diff {
+        probe.push_str(&format!(
+            "if [ -d {d} ] && [ ! -L {d} ]; then \
+             find {d} -mindepth 1 -type d | sed 's/^/kinit-pd:/'; \
+             find {d} -mindepth 1 ! -type d | sed 's/^/kinit-pf:/'; fi\n",
+            d = sh(&p.path)
+        ));
+    }
+    if let Some(a) = p
+        .attributes
+        .as_deref()
+        .filter(|_| p.state != Some(State::Absent))
+    {
+        probe.push_str(&attributes_probe(&p.path, a));
+    }
+    if ctx.diff {
+        if let Some(o) = p.owner.as_ref().filter(|o| o.parse::<u32>().is_err()) {
+            probe.push_str(&format!(
+                "printf 'kinit-uid:%s\\n' \"$(id -u -- {} 2>/dev/null)\"\n",
+                sh(o)
+            ));
+        }
+        if let Some(g) = p.group.as_ref().filter(|g| g.parse::<u32>().is_err()) {
+            probe.push_str(&format!(
+                "printf 'kinit-gid:%s\\n' \"$(getent group {} 2>/dev/null | cut -d: -f3)\"\n",
+                sh(g)
+            ));
+        }
+    }
     probe.push_str("exit 0\n");
     let out = ctx.run(probe).await?;
-    let (_, stats, rest) =
+    let (ids, stats, rest) =
         posix::parse_probe(&out.stdout, 2).ok_or_else(|| ModuleError::Failed {
             msg: format!("cannot inspect `{}`: {}", p.path, out.stderr_str().trim()),
         })?;
@@ -192,6 +314,15 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         .with("path", p.path.as_str())
         .with("src", p.src.as_deref()));
     }
+    // A hard link asked at a folder goes inside it, named as its source (ansible-core's
+    // `additional_parameter_handling`); the path is looked at again there.
+    if p.state == Some(State::Hard)
+        && fstat.kind == Kind::Directory
+        && let Some(name) = p.src.as_deref().and_then(|s| Path::new(s).file_name())
+    {
+        let inner = posix::join(&p.path, &name.to_string_lossy());
+        return Box::pin(ensure(ctx, Params { path: inner, ..p })).await;
+    }
     let drift = p.recurse && attrs.drifted(&rest);
     let stat = if p.follow { fstat } else { lstat };
 
@@ -205,63 +336,54 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let path = p.path.as_str();
     let mut script = Vec::<String>::new();
     let fail = |m: String| Ok(ModuleResult::failed(m).with("path", path));
+    // The stat the attributes are compared with, for the diff.
+    let mut attr_stat: Option<RemoteStat> = None;
     match state {
         State::Absent => {
             if lstat.exists() {
                 script.push(format!("rm -rf -- {}", sh(path)));
             }
         }
+        // ansible-core's words (`ensure_file_attributes`), with the state it found.
         State::File => match stat.kind {
-            Kind::Absent => return fail(format!("file `{path}` is absent, cannot continue")),
-            Kind::Directory => {
-                return fail(format!("`{path}` is a directory, cannot continue"));
+            Kind::Absent | Kind::Directory => {
+                let was = kind_name(stat.kind);
+                return Ok(ModuleResult::failed(format!(
+                    "file ({path}) is {was}, cannot continue"
+                ))
+                .with("path", path)
+                .with("state", was));
             }
-            _ => script.push(attrs.fix_script(path, stat, false)),
+            _ => attr_stat = Some(stat.clone()),
         },
         State::Directory => match stat.kind {
             Kind::Absent => {
                 script.push(format!("mkdir -p -- {}", sh(path)));
-                script.push(attrs.fix_script(path, &fresh(Kind::Directory, 0o755), false));
+                attr_stat = Some(fresh(Kind::Directory, 0o755));
             }
             Kind::Directory if p.recurse && drift => {
-                script.push(attrs.recursive_script(path));
+                script.push(attrs.recursive_script(path, p.follow));
+                // The folder itself is compared for the diff; the fix above covers it.
+                let own = attrs.fix_script(path, stat, false);
+                if !own.is_empty() {
+                    attr_stat = Some(stat.clone());
+                }
             }
-            Kind::Directory => script.push(attrs.fix_script(path, stat, false)),
-            _ => return fail(format!("`{path}` exists and is not a directory")),
+            Kind::Directory => attr_stat = Some(stat.clone()),
+            _ => {
+                let was = kind_name(stat.kind);
+                return fail(format!("{path} already exists as a {was}"));
+            }
         },
         State::Touch => {
-            let atime = time_flags(
-                'a',
-                p.access_time.as_deref(),
-                p.access_time_format.as_deref(),
-                true,
-            )?;
-            let mtime = time_flags(
-                'm',
-                p.modification_time.as_deref(),
-                p.modification_time_format.as_deref(),
-                true,
-            )?;
-            match (atime, mtime) {
-                (Some(a), Some(m)) if a == "-a" && m == "-m" => {
-                    script.push(format!("touch -- {}", sh(path)));
-                }
-                (a, m) => {
-                    // Both preserved: only create a missing file.
-                    if !stat.exists() {
-                        script.push(format!(": > {}", sh(path)));
-                    }
-                    for flags in [a, m].into_iter().flatten() {
-                        script.push(format!("touch {flags} -- {}", sh(path)));
-                    }
-                }
+            if !stat.exists() {
+                script.push(format!(": > {}", sh(path)));
             }
-            let now = if stat.exists() {
+            attr_stat = Some(if stat.exists() {
                 stat.clone()
             } else {
                 fresh(Kind::File, 0o644)
-            };
-            script.push(attrs.fix_script(path, &now, false));
+            });
         }
         State::Link | State::Hard => {
             // Without `src`, an existing link keeps its target and only its attributes are
@@ -273,7 +395,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 let what = if state == State::Link {
                     "symlinks"
                 } else {
-                    "hard links"
+                    "hardlinks"
                 };
                 return fail(format!("src is required for creating new {what}"));
             };
@@ -281,6 +403,35 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 State::Link => lstat.kind == Kind::Link && lstat.link_target.as_ref() == Some(src),
                 _ => same_as_src,
             };
+            if state == State::Hard {
+                // ansible-core's `ensure_hardlink` refusals, in its words.
+                let refuse = |m: &str| {
+                    Ok(ModuleResult::failed(m)
+                        .with("dest", path)
+                        .with("src", src.as_str()))
+                };
+                if rest.contains("kinit-hsrc-missing") {
+                    return refuse("src does not exist");
+                }
+                let names: u64 = rest
+                    .lines()
+                    .find_map(|l| l.strip_prefix("kinit-nlink:"))
+                    .and_then(|n| n.trim().parse().ok())
+                    .unwrap_or(1);
+                match lstat.kind {
+                    _ if correct || p.force => {}
+                    Kind::File | Kind::Other if names > 1 => {
+                        return refuse("Cannot link, different hard link exists at destination");
+                    }
+                    Kind::File | Kind::Other => {
+                        return refuse("Cannot link, file exists at destination");
+                    }
+                    Kind::Directory => {
+                        return refuse("Cannot link: different hard link exists at destination");
+                    }
+                    Kind::Absent | Kind::Link => {}
+                }
+            }
             if !correct {
                 let replace = lstat.exists() && (lstat.kind == Kind::Link || p.force);
                 if lstat.kind == Kind::Directory && rest.contains("kinit-dir-full") {
@@ -311,30 +462,37 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 } else {
                     Kind::Link
                 };
-                script.push(attrs.fix_script(path, &fresh(kind, 0o777), false));
+                attr_stat = Some(fresh(kind, 0o777));
             } else {
                 // `follow` manages the target's attributes (chmod/chown follow the link).
-                let now = if p.follow && fstat.exists() {
-                    fstat
+                attr_stat = Some(if p.follow && fstat.exists() {
+                    fstat.clone()
                 } else {
-                    lstat
-                };
-                script.push(attrs.fix_script(path, now, false));
+                    lstat.clone()
+                });
             }
         }
     }
-    if matches!(state, State::File | State::Directory) {
-        // Times other than `preserve` on an existing path: applied, and reported as a
-        // change (kinit does not compare a fixed time with the current one first).
-        for (which, value, format) in [
-            ('a', &p.access_time, &p.access_time_format),
-            ('m', &p.modification_time, &p.modification_time_format),
-        ] {
-            if let Some(flags) = time_flags(which, value.as_deref(), format.as_deref(), false)? {
-                script.push(format!("touch -c {flags} -- {}", sh(path)));
-            }
+    let mut attr_changes = Vec::new();
+    if let Some(against) = &attr_stat {
+        if !(p.recurse && drift && state == State::Directory) {
+            script.push(attrs.fix_script(path, against, false));
+        }
+        attr_changes = attr_diff(&attrs, against, ids, &rest);
+        if let Some((cmd, before, after)) =
+            p.attributes.as_deref().and_then(|a| chattr(path, a, &rest))
+        {
+            script.push(cmd);
+            attr_changes.push(("attributes", before, after.into()));
         }
     }
+    // The times, after the path exists and has its attributes (ansible-core's order).
+    let time_plan = if state == State::Absent {
+        Default::default()
+    } else {
+        times.plan(path, &times.read(&rest))?
+    };
+    script.extend(time_plan.command.clone());
     script.retain(|s| !s.is_empty());
     let changed = !script.is_empty();
     // Ansible reports what the path is afterwards: a touched file is a `file`.
@@ -343,28 +501,187 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         State::Touch => "file".to_string(),
         other => format!("{other:?}").to_lowercase(),
     };
+    // ansible-core's result: `touch` and links name the path `dest` (links add `src`); the
+    // state is what the path is afterwards (`add_path_info`), absent when it was not created.
+    let path_key = match state {
+        State::Touch | State::Link | State::Hard => "dest",
+        _ => "path",
+    };
     let mut r = ModuleResult {
         changed,
         ..ModuleResult::ok()
     }
-    .with("path", path)
-    .with("state", state_name.clone());
-    if changed && ctx.diff {
-        r.diff = Some(state_diff(
-            path,
-            kind_name(lstat.kind),
-            &state_name,
-            lstat,
-            &p,
-        ));
+    .with(path_key, path);
+    if matches!(state, State::Link | State::Hard) {
+        r = r.with("src", p.src.as_deref());
     }
+    if state == State::Absent {
+        r = r.with("state", "absent");
+    }
+    // A check run that would create the path stops before attributes and times, as
+    // ansible-core's does (a touched file then has no diff at all).
+    let creates = !stat.exists() && matches!(state, State::Touch | State::Directory);
+    if ctx.diff && !(ctx.check_mode && creates && state == State::Touch) {
+        let wanted = match state {
+            State::Touch => "touch".to_string(),
+            _ => state_name.clone(),
+        };
+        let mut d = state_diff(path, kind_name(lstat.kind), &wanted, lstat, &p);
+        if state == State::Absent && lstat.kind == Kind::Directory {
+            let listed = |tag: &str| -> Vec<Value> {
+                rest.lines()
+                    .filter_map(|l| l.strip_prefix(tag))
+                    .map(Value::from)
+                    .collect()
+            };
+            if let Value::Object(b) = &mut d.before {
+                b.insert(
+                    "path_content".into(),
+                    serde_json::json!({
+                        "directories": listed("kinit-pd:"),
+                        "files": listed("kinit-pf:"),
+                    }),
+                );
+            }
+        }
+        if !(ctx.check_mode && creates) {
+            for (key, before, after) in attr_changes {
+                diff_entry(&mut d, key, before, after);
+            }
+            for (key, before, after) in time_plan.diff {
+                diff_entry(&mut d, key, before.into(), after.into());
+            }
+        }
+        r.diff = Some(d);
+    }
+    let mut info = String::from(rest.as_ref());
     if changed && !ctx.check_mode {
-        let out = ctx.run(script.join(" && ")).await?;
+        // A file `touch` created is removed again when the rest fails (ansible-core's
+        // `execute_touch`), so a failed task leaves nothing behind.
+        let undo = if state == State::Touch && !stat.exists() {
+            format!("rm -f -- {}; ", sh(path))
+        } else {
+            String::new()
+        };
+        let out = ctx
+            .run(format!(
+                "{} || {{ _rc=$?; {undo}exit $_rc; }}\n{}",
+                script.join(" && "),
+                posix::path_info_script(path)
+            ))
+            .await?;
         if !out.success() {
             return fail(out.stderr_str().trim().to_string());
         }
+        info = out.stdout_str();
+    }
+    // What the path is now, as ansible-core's `add_path_info` adds it (not for `absent`).
+    if state != State::Absent
+        && let Some(keys) = posix::parse_path_info(&info)
+    {
+        r.data.extend(keys);
     }
     Ok(r)
+}
+
+/// Probe lines for `attributes`: the path's current flags (`lsattr -d`, dashes dropped;
+/// nothing when it cannot tell) and whether `chattr` exists.
+fn attributes_probe(path: &str, wanted: &str) -> String {
+    if wanted.trim_start_matches(['+', '-']).is_empty() {
+        return String::new();
+    }
+    format!(
+        "_la=$(lsattr -d -- {} 2>/dev/null); _lr=$?\n\
+         printf 'kinit-lsattr:%s|%s|%s\\n' \"$_lr\" \"$(printf %s \"$_la\" | cut -d' ' -f1 | tr -d -)\" \
+         \"$(command -v chattr)\"\n",
+        sh(path)
+    )
+}
+
+/// The `chattr` for `attributes`, with the diff's before and after, as ansible-core's
+/// `set_attributes_if_different` decides: `-X` always runs, `+X`/`X` when the flags read are
+/// not exactly `X`; nothing without `chattr` on the host.
+fn chattr(path: &str, wanted: &str, probe_rest: &str) -> Option<(String, Value, String)> {
+    let (op, flags) = match wanted.chars().next() {
+        Some(c @ ('+' | '-')) => (c, &wanted[1..]),
+        _ => ('=', wanted),
+    };
+    let mut f = probe_rest
+        .lines()
+        .find_map(|l| l.strip_prefix("kinit-lsattr:"))?
+        .splitn(3, '|');
+    let (read, existing, tool) = (f.next()? == "0", f.next()?, f.next()?);
+    if flags.is_empty() || tool.trim().is_empty() || (existing == flags && op != '-') {
+        return None;
+    }
+    let after = format!("{op}{flags}");
+    // ansible-core gives `None` before when `lsattr` could not read the path.
+    let before = if read {
+        Value::from(existing)
+    } else {
+        Value::Null
+    };
+    Some((
+        format!("chattr {} -- {}", sh(&after), sh(path)),
+        before,
+        after,
+    ))
+}
+
+/// Add `key` to both sides of a `file` diff.
+fn diff_entry(d: &mut Diff, key: &str, before: Value, after: Value) {
+    if let (Value::Object(b), Value::Object(a)) = (&mut d.before, &mut d.after) {
+        b.insert(key.to_string(), before);
+        a.insert(key.to_string(), after);
+    }
+}
+
+/// The owner, group and mode that change, as ansible-core's `set_*_if_different` put them in
+/// the diff: ids as numbers (a name's id as the probe found it), modes as `"0644"`.
+fn attr_diff(
+    attrs: &Attrs,
+    stat: &RemoteStat,
+    ids: Ids,
+    probe_rest: &str,
+) -> Vec<(&'static str, Value, Value)> {
+    // A path the task creates belongs to the user it runs as.
+    let (uid, gid) = if stat.uid == u32::MAX {
+        (ids.uid, ids.gid)
+    } else {
+        (stat.uid, stat.gid)
+    };
+    let probed_id = |tag: &str| {
+        probe_rest
+            .lines()
+            .find_map(|l| l.strip_prefix(tag))
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    let mut out = Vec::new();
+    for (key, want, have, tag) in [
+        ("owner", &attrs.owner, uid, "kinit-uid:"),
+        ("group", &attrs.group, gid, "kinit-gid:"),
+    ] {
+        if let Some(w) = want {
+            let id = w.parse::<u32>().ok().or_else(|| probed_id(tag));
+            if id != Some(have) {
+                let after = id
+                    .map(Value::from)
+                    .unwrap_or_else(|| Value::from(w.as_str()));
+                out.push((key, Value::from(have), after));
+            }
+        }
+    }
+    if stat.kind != Kind::Link
+        && let Some(want) = attrs
+            .mode
+            .as_ref()
+            .and_then(|m| m.resolve(stat.mode, stat.kind == Kind::Directory))
+        && want != stat.mode & 0o7777
+    {
+        let octal = |m: u32| Value::from(format!("0{:03o}", m & 0o7777));
+        out.push(("mode", octal(stat.mode), octal(want)));
+    }
+    out
 }
 
 /// The stat of a path kinit has just created: its owner and exact mode (umask) are unknown,

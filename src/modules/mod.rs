@@ -58,6 +58,7 @@ pub mod dnf;
 pub mod dpkg_selections;
 pub mod fetch;
 pub mod file;
+pub mod file_times;
 pub mod find;
 pub mod fnmatch;
 pub mod fragments;

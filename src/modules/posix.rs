@@ -231,17 +231,32 @@ impl Attrs {
         cmds.join(" && ")
     }
 
-    /// Commands applying every requested attribute to `path` and everything below it.
-    pub fn recursive_script(&self, path: &str) -> String {
+    /// Commands applying every requested attribute to `path` and everything below it. With
+    /// `follow`, links met on the way are followed: their targets change, and a linked
+    /// folder's content too (ansible-core's `recursive_set_attributes`).
+    pub fn recursive_script(&self, path: &str, follow: bool) -> String {
+        // Followed, a dangling link is left alone (its target does not exist).
+        let each = |tool: &str, arg: &str| {
+            if follow {
+                format!(
+                    "find -L {} ! -type l -exec {tool} {} -- {{}} +",
+                    sh(path),
+                    sh(arg)
+                )
+            } else {
+                let how = if tool == "chmod" { "-R" } else { "-R -h" };
+                format!("{tool} {how} {} -- {}", sh(arg), sh(path))
+            }
+        };
         let mut cmds = Vec::new();
         if let Some(o) = &self.owner {
-            cmds.push(format!("chown -R -h {} -- {}", sh(o), sh(path)));
+            cmds.push(each("chown", o));
         }
         if let Some(g) = &self.group {
-            cmds.push(format!("chgrp -R -h {} -- {}", sh(g), sh(path)));
+            cmds.push(each("chgrp", g));
         }
         if let Some(m) = self.mode.as_ref().and_then(Mode::chmod_arg) {
-            cmds.push(format!("chmod -R {} -- {}", sh(&m), sh(path)));
+            cmds.push(each("chmod", &m));
         }
         cmds.join(" && ")
     }
@@ -250,7 +265,8 @@ impl Attrs {
     /// these attributes, so a recursive fix runs only when needed: `kinit-drift` for a wrong
     /// owner, group or octal mode; for a symbolic mode (`u+rwx`), whose outcome depends on
     /// each entry's mode, one `kinit-m <mode> <type>` line per entry, decided by `drifted`.
-    pub fn drift_script(&self, path: &str) -> String {
+    pub fn drift_script(&self, path: &str, follow: bool) -> String {
+        let find = if follow { "find -L" } else { "find" };
         let mut tests = Vec::new();
         if let Some(o) = &self.owner {
             tests.push(format!("! -user {}", sh(o)));
@@ -264,14 +280,14 @@ impl Attrs {
         let mut s = String::new();
         if !tests.is_empty() {
             s.push_str(&format!(
-                "[ -n \"$(find {} \\( {} \\) -print 2>/dev/null | head -n 1)\" ] && echo kinit-drift\n",
+                "[ -n \"$({find} {} \\( {} \\) -print 2>/dev/null | head -n 1)\" ] && echo kinit-drift\n",
                 sh(path),
                 tests.join(" -o ")
             ));
         }
         if let Some(Mode::Symbolic(..)) = &self.mode {
             s.push_str(&format!(
-                "find {} -printf 'kinit-m %m %y\\n' 2>/dev/null\n",
+                "{find} {} -printf 'kinit-m %m %y\\n' 2>/dev/null\n",
                 sh(path)
             ));
         }
@@ -297,6 +313,45 @@ impl Attrs {
 /// Whether a requested owner/group (`name` or numeric id) is what the file has.
 fn same_id(want: &str, name: &str, id: u32) -> bool {
     want == name || want.parse::<u32>().is_ok_and(|n| n == id)
+}
+
+/// A snippet printing what ansible-core's `add_path_info` adds to a result naming a path that
+/// exists (links followed to tell): `kinit-pi|<state>|<uid> <gid> <mode> <size> <owner>
+/// <group>`, the ids, mode and size of the path itself (`lstat`). Read by [`parse_path_info`].
+pub fn path_info_script(path: &str) -> String {
+    let p = sh(path);
+    format!(
+        "if [ -e {p} ]; then \
+         if [ -L {p} ]; then _s=link; elif [ -d {p} ]; then _s=directory; \
+         elif [ \"$(stat -L -c %h -- {p})\" -gt 1 ]; then _s=hard; else _s=file; fi; \
+         printf 'kinit-pi|%s|%s\\n' \"$_s\" \"$(stat -c '%u %g %a %s %U %G' -- {p})\"; fi\n"
+    )
+}
+
+/// The result keys of a [`path_info_script`] line in `out` (`uid`, `gid`, `owner`, `group`,
+/// `mode` as `"0644"`, `state`, `size`), or `None` when the path did not exist.
+pub fn parse_path_info(out: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let line = out.lines().find_map(|l| l.strip_prefix("kinit-pi|"))?;
+    let (state, rest) = line.split_once('|')?;
+    let f: Vec<&str> = rest.split(' ').collect();
+    let uid: u64 = f.first()?.parse().ok()?;
+    let gid: u64 = f.get(1)?.parse().ok()?;
+    let mode = u32::from_str_radix(f.get(2)?, 8).ok()?;
+    let size: u64 = f.get(3)?.parse().ok()?;
+    // An id without a name is given as its number, as ansible-core does.
+    let name = |n: Option<&&str>, id: u64| match n {
+        Some(n) if *n != "UNKNOWN" && !n.is_empty() => n.to_string(),
+        _ => id.to_string(),
+    };
+    let mut m = serde_json::Map::new();
+    m.insert("uid".into(), uid.into());
+    m.insert("gid".into(), gid.into());
+    m.insert("owner".into(), name(f.get(4), uid).into());
+    m.insert("group".into(), name(f.get(5), gid).into());
+    m.insert("mode".into(), format!("0{:03o}", mode & 0o7777).into());
+    m.insert("state".into(), state.into());
+    m.insert("size".into(), size.into());
+    Some(m)
 }
 
 /// `"0644"`, the way Ansible returns modes.
@@ -331,7 +386,7 @@ mod tests {
         };
         assert!(
             attrs
-                .drift_script("/d")
+                .drift_script("/d", false)
                 .contains("-printf 'kinit-m %m %y\\n'")
         );
         assert!(!attrs.drifted("kinit-m 700 d\nkinit-m 755 d\nkinit-m 777 l\n"));
@@ -340,7 +395,7 @@ mod tests {
             mode: Some(Mode::parse("0700").unwrap()),
             ..Attrs::default()
         };
-        assert!(!octal.drift_script("/d").contains("kinit-m"));
+        assert!(!octal.drift_script("/d", false).contains("kinit-m"));
         assert!(octal.drifted("kinit-drift\n"));
         assert!(!octal.drifted(""));
     }

@@ -223,7 +223,20 @@ impl Plain {
                         None => {
                             let mut shown = result.to_value();
                             if let Some(m) = shown.as_object_mut() {
-                                m.retain(|k, _| !matches!(k.as_str(), "changed" | "failed"));
+                                // The keys ansible-core's callback hides in `debug: var=`.
+                                m.retain(|k, _| {
+                                    !matches!(
+                                        k.as_str(),
+                                        "changed"
+                                            | "failed"
+                                            | "skipped"
+                                            | "invocation"
+                                            | "skip_reason"
+                                            | "ansible_loop_var"
+                                            | "ansible_index_var"
+                                            | "ansible_loop"
+                                    )
+                                });
                             }
                             let _ = write!(tail, " => {}", pretty(&shown));
                         }
@@ -243,8 +256,12 @@ impl Plain {
             }
         }
         // A result carries a diff only where its task asked for one (`--diff` or `diff:`);
-        // it comes before the host's line, as in ansible-playbook.
-        if let Some(d) = result.fields.get("diff").filter(|d| !d.is_null()) {
+        // it is shown for a change only, before the host's line, as in ansible-playbook.
+        if let Some(d) = result
+            .fields
+            .get("diff")
+            .filter(|d| !d.is_null() && result.changed)
+        {
             let diff = render_diff(d);
             if !diff.is_empty() {
                 // A blank line follows a diff, as ansible-playbook's callback writes it.
