@@ -161,7 +161,10 @@ impl Executor {
                 ended: Some(result),
                 ..
             }) if !cleanup => return Attempt::of(result),
-            Some(super::Job::Started { launched, dir, .. }) => (dir, Some(launched)),
+            // The job is looked for where this task's `ansible_async_dir` says, as
+            // ansible-core's `async_status` does: another folder than the launch's finds
+            // nothing.
+            Some(super::Job::Started { launched, .. }) => (self.async_dir(ctx), Some(launched)),
             None => (self.async_dir(ctx), None),
         };
         let resolved = match self.target_for(host, host, kw, ctx) {
@@ -270,7 +273,6 @@ impl Executor {
                         jid,
                         super::Job::Started {
                             launched,
-                            dir,
                             ended: Some(r.clone()),
                         },
                     );

@@ -253,7 +253,7 @@ impl Executor {
                 (Some(d), Some(true)) => d.clone(),
                 _ => host.to_string(),
             };
-            let gathered = module == Some("setup");
+            let gathered = matches!(module, Some("setup" | "gather_facts"));
             let plain: Vec<String> = result
                 .fields
                 .get("ansible_facts")
@@ -542,7 +542,6 @@ impl Executor {
                     job.jid.clone(),
                     super::Job::Started {
                         launched: launched.clone(),
-                        dir,
                         ended: None,
                     },
                 );
@@ -562,15 +561,47 @@ impl Executor {
             .scope((), self.until_loop(OnHost { kw: &kw, ..t }, ctx))
             .await;
         let jid = crate::modules::async_job::new_jid();
+        let file = self.record_async_job(t.host, t.kw, ctx, &jid).await;
         let r = &mut a.result;
         r.set("ansible_job_id", json!(jid));
         r.set("started", json!(true));
         r.set("finished", json!(true));
+        if let Some(file) = file {
+            r.set("results_file", json!(file));
+        }
         self.jobs
             .lock()
             .unwrap()
             .insert(jid, super::Job::Done(r.clone()));
         a
+    }
+
+    /// Make sure the host's async folder exists after a polled job, as ansible-core leaves it
+    /// (playbooks look for it, `ansible_async_dir` included); the job's results file path, or
+    /// `None` on a host that is not POSIX or where the folder could not be made (the task's
+    /// result stands either way).
+    async fn record_async_job(
+        &self,
+        host: &str,
+        kw: &Keywords,
+        ctx: &VarMap,
+        jid: &str,
+    ) -> Option<String> {
+        let resolved = self.target_for(host, host, kw, ctx).ok()?;
+        let conn = self.conns.get(&resolved.target).await.ok()?;
+        if conn.shell() != crate::transport::ShellKind::Posix {
+            return None;
+        }
+        let script = crate::modules::async_job::record_script(&self.async_dir(ctx), jid);
+        let out = conn
+            .exec(&crate::transport::ExecRequest {
+                script,
+                become_: self.become_options(kw, &resolved, ctx),
+                ..Default::default()
+            })
+            .await
+            .ok()?;
+        (out.rc == 0).then(|| out.stdout_str())
     }
 
     /// The async folder of the host (`ansible_async_dir`, `~/.ansible_async` by default).

@@ -149,11 +149,10 @@ pub struct Executor {
 pub(crate) enum Job {
     /// Run to its end (`poll` > 0, or a module that cannot be left running): its result.
     Done(crate::report::TaskResult),
-    /// Started in the background on the host (`poll: 0`), in the async folder `dir`; its
-    /// result once `async_status` has seen it end.
+    /// Started in the background on the host (`poll: 0`); its result once `async_status` has
+    /// seen it end.
     Started {
         launched: crate::modules::async_job::Launched,
-        dir: String,
         ended: Option<crate::report::TaskResult>,
     },
 }

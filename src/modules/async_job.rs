@@ -235,6 +235,18 @@ pub fn cleanup_script(dir: &str, jid: &str) -> String {
     )
 }
 
+/// The shell text that makes sure the async folder exists for a job polled to its end and
+/// prints the path its results file had: ansible-core's `async_wrapper` writes the file there
+/// and the action removes it once the job is polled to its end, so the folder stays and the
+/// file does not. kinit answers `async_status` for such a job from memory.
+pub fn record_script(dir: &str, jid: &str) -> String {
+    format!(
+        "d={dir}; mkdir -p \"$d\" && printf '%s' \"$d\"/{jid}\n",
+        dir = dir_word(dir),
+        jid = sh(jid),
+    )
+}
+
 /// The fields every `async_status` result has, as ansible-core 2.19 returns them.
 pub fn status_fields(jid: &str, file: &str, started: bool, finished: bool) -> Value {
     json!({

@@ -217,11 +217,12 @@ async fn ensure(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleEr
     // A hard link's source must exist, and a file in its place is refused by how many names
     // it has (ansible-core's `get_state` calls a file with more than one `hard`).
     if let (Some(State::Hard), Some(src)) = (p.state, &p.src) {
+        probe.push_str(&format!("[ -e {} ] || echo kinit-hsrc-missing\n", sh(src)));
+    }
+    if matches!(p.state, None | Some(State::Hard)) {
         probe.push_str(&format!(
-            "[ -e {s} ] || echo kinit-hsrc-missing\n\
-             printf 'kinit-nlink:%s\\n' \"$(stat -c %h -- {d} 2>/dev/null)\"\n",
-            s = sh(src),
-            d = sh(&p.path)
+            "printf 'kinit-nlink:%s\\n' \"$(stat -c %h -- {} 2>/dev/null)\"\n",
+            sh(&p.path)
         ));
     }
     // A symlink's source must exist unless `force` (upstream's `ensure_symlink`): relative to
@@ -326,11 +327,19 @@ async fn ensure(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleEr
     let drift = p.recurse && attrs.drifted(&rest);
     let stat = if p.follow { fstat } else { lstat };
 
+    // How many names the path has (for `hard`, and the state a path without one has).
+    let names: u64 = rest
+        .lines()
+        .find_map(|l| l.strip_prefix("kinit-nlink:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(1);
     let state = p.state.unwrap_or(match lstat.kind {
         Kind::Absent => State::File,
         Kind::Directory => State::Directory,
         Kind::Link if p.follow && fstat.kind == Kind::Directory => State::Directory,
         Kind::Link => State::Link,
+        // ansible-core's `get_state` calls a file with more than one name `hard`.
+        Kind::File if names > 1 => State::Hard,
         _ => State::File,
     });
     let path = p.path.as_str();
@@ -391,85 +400,91 @@ async fn ensure(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleEr
             let kept = (state == State::Link && lstat.kind == Kind::Link)
                 .then(|| lstat.link_target.clone())
                 .flatten();
-            let Some(src) = p.src.as_ref().or(kept.as_ref()) else {
-                let what = if state == State::Link {
-                    "symlinks"
-                } else {
-                    "hardlinks"
-                };
-                return fail(format!("src is required for creating new {what}"));
-            };
-            let correct = match state {
-                State::Link => lstat.kind == Kind::Link && lstat.link_target.as_ref() == Some(src),
-                _ => same_as_src,
-            };
-            if state == State::Hard {
-                // ansible-core's `ensure_hardlink` refusals, in its words.
-                let refuse = |m: &str| {
-                    Ok(ModuleResult::failed(m)
-                        .with("dest", path)
-                        .with("src", src.as_str()))
-                };
-                if rest.contains("kinit-hsrc-missing") {
-                    return refuse("src does not exist");
-                }
-                let names: u64 = rest
-                    .lines()
-                    .find_map(|l| l.strip_prefix("kinit-nlink:"))
-                    .and_then(|n| n.trim().parse().ok())
-                    .unwrap_or(1);
-                match lstat.kind {
-                    _ if correct || p.force => {}
-                    Kind::File | Kind::Other if names > 1 => {
-                        return refuse("Cannot link, different hard link exists at destination");
-                    }
-                    Kind::File | Kind::Other => {
-                        return refuse("Cannot link, file exists at destination");
-                    }
-                    Kind::Directory => {
-                        return refuse("Cannot link: different hard link exists at destination");
-                    }
-                    Kind::Absent | Kind::Link => {}
-                }
-            }
-            if !correct {
-                let replace = lstat.exists() && (lstat.kind == Kind::Link || p.force);
-                if lstat.kind == Kind::Directory && rest.contains("kinit-dir-full") {
-                    return fail(format!(
-                        "the directory {path} is not empty, refusing to convert it"
-                    ));
-                }
-                if lstat.exists() && !replace {
-                    // Upstream's words, with its name for the path's state.
-                    let was = kind_name(lstat.kind);
-                    let what = if state == State::Link {
-                        "symlink"
-                    } else {
-                        "hard link"
-                    };
-                    return fail(format!(
-                        "refusing to convert from {was} to {what} for {path}"
-                    ));
-                }
-                if replace {
-                    script.push(format!("rm -rf -- {}", sh(path)));
-                }
-                let flag = if state == State::Link { "-s " } else { "" };
-                script.push(format!("ln {flag}-- {} {}", sh(src), sh(path)));
-                // With `follow` (the default) a new link's mode is set on its target.
-                let kind = if p.follow && state == State::Link {
-                    Kind::File
-                } else {
-                    Kind::Link
-                };
-                attr_stat = Some(fresh(kind, 0o777));
+            // A file that already has more names is a hard link to manage as it is.
+            if state == State::Hard && p.src.is_none() && lstat.kind == Kind::File && names > 1 {
+                attr_stat = Some(lstat.clone());
             } else {
-                // `follow` manages the target's attributes (chmod/chown follow the link).
-                attr_stat = Some(if p.follow && fstat.exists() {
-                    fstat.clone()
+                let Some(src) = p.src.as_ref().or(kept.as_ref()) else {
+                    let what = if state == State::Link {
+                        "symlinks"
+                    } else {
+                        "hardlinks"
+                    };
+                    return fail(format!("src is required for creating new {what}"));
+                };
+                let correct = match state {
+                    State::Link => {
+                        lstat.kind == Kind::Link && lstat.link_target.as_ref() == Some(src)
+                    }
+                    _ => same_as_src,
+                };
+                if state == State::Hard {
+                    // ansible-core's `ensure_hardlink` refusals, in its words.
+                    let refuse = |m: &str| {
+                        Ok(ModuleResult::failed(m)
+                            .with("dest", path)
+                            .with("src", src.as_str()))
+                    };
+                    if rest.contains("kinit-hsrc-missing") {
+                        return refuse("src does not exist");
+                    }
+                    match lstat.kind {
+                        _ if correct || p.force => {}
+                        Kind::File | Kind::Other if names > 1 => {
+                            return refuse(
+                                "Cannot link, different hard link exists at destination",
+                            );
+                        }
+                        Kind::File | Kind::Other => {
+                            return refuse("Cannot link, file exists at destination");
+                        }
+                        Kind::Directory => {
+                            return refuse(
+                                "Cannot link: different hard link exists at destination",
+                            );
+                        }
+                        Kind::Absent | Kind::Link => {}
+                    }
+                }
+                if !correct {
+                    let replace = lstat.exists() && (lstat.kind == Kind::Link || p.force);
+                    if lstat.kind == Kind::Directory && rest.contains("kinit-dir-full") {
+                        return fail(format!(
+                            "the directory {path} is not empty, refusing to convert it"
+                        ));
+                    }
+                    if lstat.exists() && !replace {
+                        // Upstream's words, with its name for the path's state.
+                        let was = kind_name(lstat.kind);
+                        let what = if state == State::Link {
+                            "symlink"
+                        } else {
+                            "hard link"
+                        };
+                        return fail(format!(
+                            "refusing to convert from {was} to {what} for {path}"
+                        ));
+                    }
+                    if replace {
+                        script.push(format!("rm -rf -- {}", sh(path)));
+                    }
+                    let flag = if state == State::Link { "-s " } else { "" };
+                    script.push(format!("ln {flag}-- {} {}", sh(src), sh(path)));
+                    // With `follow` (the default) a new link's mode is set on its target.
+                    let kind = if p.follow && state == State::Link {
+                        Kind::File
+                    } else {
+                        Kind::Link
+                    };
+                    attr_stat = Some(fresh(kind, 0o777));
                 } else {
-                    lstat.clone()
-                });
+                    // `follow` manages the target's attributes (chmod/chown follow the link).
+                    attr_stat = Some(if p.follow && fstat.exists() {
+                        fstat.clone()
+                    } else {
+                        lstat.clone()
+                    });
+                }
             }
         }
     }

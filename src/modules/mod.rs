@@ -526,6 +526,7 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("service", &service::Service),
     ("service_facts", &service_facts::ServiceFacts),
     ("setup", &setup::Setup),
+    ("gather_facts", &setup::GatherFacts),
     ("shell", &shell::Shell),
     ("slurp", &slurp::Slurp),
     ("stat", &stat::Stat),

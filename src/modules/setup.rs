@@ -19,6 +19,24 @@ use super::host_path;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Setup, "setup", Params, run);
+typed_module!(GatherFacts, "gather_facts", GatherParams, gather_facts);
+
+/// `gather_facts` as a task: ansible-core's action runs the fact modules of
+/// `ansible_facts_modules` (`smart`: `setup` on a Linux host) with the task's arguments;
+/// kinit runs its `setup` (`parallel` has nothing to do with one module).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatherParams {
+    #[serde(default, deserialize_with = "super::args::opt_boolish")]
+    #[allow(dead_code)]
+    parallel: Option<bool>,
+    #[serde(flatten)]
+    setup: Params,
+}
+
+async fn gather_facts(ctx: &ModuleCtx<'_>, p: GatherParams) -> Result<ModuleResult, ModuleError> {
+    run(ctx, p.setup).await
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -11,7 +11,6 @@ const KNOWN: &[&str] = &[
     "debconf",
     "dnf5",
     "expect",
-    "gather_facts",
     "iptables",
     "mount_facts",
     "set_stats",

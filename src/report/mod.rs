@@ -194,10 +194,20 @@ async fn run(
                 json = None;
             }
         }
+        // Lines held for a task that is now done come first, on stdout.
+        let held = terminal_safe(&redactor.apply(&plain.flush_before(&ev))).into_owned();
         let text = terminal_safe(&redactor.apply(&plain.render(&ev))).into_owned();
         match progress.as_mut() {
-            Some(p) => p.handle(&ev, &text),
-            None if !text.is_empty() => {
+            Some(p) => p.handle(&ev, &(held + &text)),
+            None if !held.is_empty() || !text.is_empty() => {
+                if !held.is_empty() {
+                    let mut out = stdout.lock();
+                    let _ = out.write_all(held.as_bytes());
+                    let _ = out.flush();
+                }
+                if text.is_empty() {
+                    continue;
+                }
                 // Warnings go to stderr, as ansible-playbook's `Display.warning` writes them
                 // (utils/display.py), so a task's lines on stdout stay together.
                 if matches!(ev, Event::Warning { .. } | Event::Deprecation { .. }) {
@@ -211,6 +221,13 @@ async fn run(
                 }
             }
             None => {}
+        }
+    }
+    let held = terminal_safe(&redactor.apply(&plain.flush())).into_owned();
+    if !held.is_empty() {
+        match progress.as_mut() {
+            Some(p) => p.print(&held),
+            None => print!("{held}"),
         }
     }
     if let Some(p) = progress.take() {

@@ -14,6 +14,17 @@ pub struct Plain {
     last_task: Option<usize>,
     /// The last progress status printed per host: plain output prints changes only.
     last_progress: HashMap<String, String>,
+    /// `included:` lines of the current task, held until it is done so that the hosts that
+    /// included the same file (and item) share one line, as ansible-core's strategy groups
+    /// them (`IncludedFile`).
+    pending: Vec<Included>,
+}
+
+struct Included {
+    task_id: usize,
+    file: String,
+    item: Option<String>,
+    hosts: Vec<String>,
 }
 
 impl Plain {
@@ -23,6 +34,54 @@ impl Plain {
             diff,
             last_task: None,
             last_progress: HashMap::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// The held `included:` lines, when `ev` shows their task is done (another task, a play
+    /// or the run ending): print this before `render(ev)`.
+    pub fn flush_before(&mut self, ev: &Event) -> String {
+        let same_task = match ev {
+            Event::ItemResult { task_id, .. } | Event::TaskResult { task_id, .. } => {
+                self.pending.first().is_some_and(|p| p.task_id == *task_id)
+            }
+            Event::HostTask { .. } | Event::Progress { .. } | Event::Retry { .. } => true,
+            _ => false,
+        };
+        if same_task {
+            String::new()
+        } else {
+            self.flush()
+        }
+    }
+
+    /// The held `included:` lines, now.
+    pub fn flush(&mut self) -> String {
+        let mut out = String::new();
+        for inc in self.pending.drain(..) {
+            let _ = write!(out, "included: {} for {}", inc.file, inc.hosts.join(", "));
+            if let Some(item) = inc.item {
+                let _ = write!(out, " => (item={item})");
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    fn hold_included(&mut self, task_id: usize, file: &str, item: Option<&str>, host: &str) {
+        if let Some(inc) = self
+            .pending
+            .iter_mut()
+            .find(|i| i.file == file && i.item.as_deref() == item)
+        {
+            inc.hosts.push(host.to_string());
+        } else {
+            self.pending.push(Included {
+                task_id,
+                file: file.to_string(),
+                item: item.map(str::to_string),
+                hosts: vec![host.to_string()],
+            });
         }
     }
 
@@ -73,13 +132,16 @@ impl Plain {
                 module,
             } => {
                 self.header_for(&mut out, *task_id, task);
-                let line = match &result.included {
+                match &result.included {
                     Some(file) if *status == Status::Ok => {
-                        format!("included: {file} for {host} => (item={item})")
+                        self.hold_included(*task_id, file, Some(item), host);
                     }
-                    _ => self.line(host, *status, Some(item), result, None, module.as_deref()),
-                };
-                let _ = writeln!(out, "{line}");
+                    _ => {
+                        let line =
+                            self.line(host, *status, Some(item), result, None, module.as_deref());
+                        let _ = writeln!(out, "{line}");
+                    }
+                }
             }
             Event::TaskResult {
                 host,
@@ -107,21 +169,24 @@ impl Plain {
                     self.header_for(&mut out, *task_id, task);
                 }
                 if summary {
-                    let line = match &result.included {
-                        // ansible-playbook's `v2_playbook_on_include` line.
+                    match &result.included {
+                        // ansible-playbook's `v2_playbook_on_include` line, once the task is
+                        // done on every host.
                         Some(file) if *status == Status::Ok => {
-                            format!("included: {file} for {host}")
+                            self.hold_included(*task_id, file, None, host);
                         }
-                        _ => self.line(
-                            host,
-                            *status,
-                            None,
-                            result,
-                            delegated_to.as_deref(),
-                            module.as_deref(),
-                        ),
-                    };
-                    let _ = writeln!(out, "{line}");
+                        _ => {
+                            let line = self.line(
+                                host,
+                                *status,
+                                None,
+                                result,
+                                delegated_to.as_deref(),
+                                module.as_deref(),
+                            );
+                            let _ = writeln!(out, "{line}");
+                        }
+                    }
                 }
                 if *status == Status::Ignored {
                     out.push_str("...ignoring\n");
@@ -464,6 +529,67 @@ mod tests {
             duration: Duration::ZERO,
             result: TaskResult::ok(),
         }
+    }
+
+    #[test]
+    fn hosts_that_included_the_same_file_share_one_line_once_the_task_is_done() {
+        let included = |host: &str, file: &str, item: Option<&str>| {
+            let mut r = TaskResult::ok();
+            r.included = Some(file.into());
+            match item {
+                Some(i) => Event::ItemResult {
+                    host: host.into(),
+                    task_id: 1,
+                    task: "inc".into(),
+                    item: i.into(),
+                    status: Status::Ok,
+                    module: Some("include_tasks".into()),
+                    result: r,
+                },
+                None => Event::TaskResult {
+                    host: host.into(),
+                    task_id: 1,
+                    task: "inc".into(),
+                    location: String::new(),
+                    status: Status::Ok,
+                    module: Some("include_tasks".into()),
+                    delegated_to: None,
+                    looped: false,
+                    duration: Duration::ZERO,
+                    result: r,
+                },
+            }
+        };
+        let mut p = Plain::new(0, false);
+        let mut out = String::new();
+        for e in [
+            start(1, "inc"),
+            included("web1", "/p/a.yml", None),
+            included("web2", "/p/b.yml", None),
+            included("web3", "/p/a.yml", None),
+            included("web1", "/p/l.yml", Some("x")),
+            included("web2", "/p/l.yml", Some("x")),
+            included("web2", "/p/l.yml", Some("y")),
+            start(2, "next"),
+        ] {
+            out.push_str(&p.flush_before(&e));
+            out.push_str(&p.render(&e));
+        }
+        assert_eq!(
+            out,
+            "\nTASK [inc]\n\
+             included: /p/a.yml for web1, web3\n\
+             included: /p/b.yml for web2\n\
+             included: /p/l.yml for web1, web2 => (item=x)\n\
+             included: /p/l.yml for web2 => (item=y)\n\
+             \nTASK [next]\n"
+        );
+        // Nothing is held past the end of the run.
+        let mut q = Plain::new(0, false);
+        q.render(&start(1, "inc"));
+        q.render(&included("web1", "/p/a.yml", None));
+        assert_eq!(q.flush(), "included: /p/a.yml for web1\n");
+        assert_eq!(q.flush(), "");
     }
 
     #[test]

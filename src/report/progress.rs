@@ -45,11 +45,16 @@ impl Progress {
         self.multi.clone()
     }
 
-    pub fn handle(&mut self, ev: &Event, text: &str) {
+    /// Print lines above the bars.
+    pub fn print(&self, text: &str) {
         let trimmed = text.trim_end_matches('\n');
         if !trimmed.is_empty() {
             let _ = self.multi.println(trimmed);
         }
+    }
+
+    pub fn handle(&mut self, ev: &Event, text: &str) {
+        self.print(text);
         match ev {
             Event::PlayStart { name, planned, .. } => {
                 self.overall.set_message(name.clone());

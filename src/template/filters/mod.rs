@@ -165,6 +165,7 @@ pub fn register(env: &mut Environment<'static>) {
         "expanduser" => text::expanduser,
         "comment" => text::comment,
         "realpath" => text::realpath,
+        "relpath" => text::relpath,
         "splitext" => text::splitext,
         "hash" => text::hash,
         "checksum" => text::sha1,

@@ -245,6 +245,54 @@ pub fn realpath(value: Value) -> Result<String, Error> {
     })
 }
 
+/// `relpath(start=cwd)`: Python's `os.path.relpath`, worked out on the text alone: both
+/// paths made absolute against the working folder and normalised (`.`, `..`, doubled
+/// slashes), then `..` for each of `start`'s own parts and the rest of the path.
+pub fn relpath(value: Value, start: Option<Value>) -> Result<String, Error> {
+    let path = text(&value)?;
+    if path.is_empty() {
+        return Err(Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            "relpath: no path specified",
+        ));
+    }
+    let start = match start {
+        Some(s) => text(&s)?,
+        None => ".".to_string(),
+    };
+    let parts = |p: &str| -> Vec<String> {
+        let cwd = std::env::current_dir()
+            .map(|c| c.display().to_string())
+            .unwrap_or_default();
+        let full = if p.starts_with('/') {
+            p.to_string()
+        } else {
+            format!("{cwd}/{p}")
+        };
+        let mut out: Vec<String> = Vec::new();
+        for c in full.split('/') {
+            match c {
+                "" | "." => {}
+                ".." => {
+                    out.pop();
+                }
+                c => out.push(c.to_string()),
+            }
+        }
+        out
+    };
+    let (p, s) = (parts(&path), parts(&start));
+    let common = p.iter().zip(&s).take_while(|(a, b)| a == b).count();
+    let rel: Vec<String> = std::iter::repeat_n("..".to_string(), s.len() - common)
+        .chain(p[common..].iter().cloned())
+        .collect();
+    Ok(if rel.is_empty() {
+        ".".to_string()
+    } else {
+        rel.join("/")
+    })
+}
+
 /// `splitext`: Python's `os.path.splitext`, `[root, ext]` (a leading dot is not an extension).
 pub fn splitext(value: Value) -> Result<Value, Error> {
     let s = text(&value)?;
