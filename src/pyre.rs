@@ -14,8 +14,9 @@
 //! does: `\1`, `\g<1>`, `\g<name>`, the character escapes, and an unmatched group expands to
 //! the empty string (Python 3.5+).
 //!
-//! Known difference: without multi-line mode, Python's `$` also matches before a final
-//! newline; here it matches at the very end only (as `\Z` does in both).
+//! Without multi-line mode, Python's `$` also matches before a final newline: a pattern with
+//! a `$` is also tried on the text without that newline (the leftmost match wins), which is
+//! what Python's `$` amounts to unless the pattern itself reads that newline.
 
 use std::fmt;
 
@@ -69,6 +70,9 @@ enum Engine {
 pub struct PyRegex {
     source: String,
     engine: Engine,
+    /// Python's `$` without multi-line mode also matches before a final newline: such a
+    /// pattern is also tried on the text without that newline.
+    dollar_before_final_newline: bool,
     /// Group names by index (index 0, the whole match, has none).
     names: Vec<Option<String>>,
 }
@@ -167,6 +171,7 @@ impl PyRegex {
         Ok(PyRegex {
             source: pattern.to_string(),
             engine,
+            dollar_before_final_newline: t.dollar && !flags.multiline,
             names,
         })
     }
@@ -188,9 +193,19 @@ impl PyRegex {
 
     /// `re.search(...) is not None`.
     pub fn is_match(&self, text: &str) -> bool {
-        match &self.engine {
-            Engine::Plain(r) => r.is_match(text),
-            Engine::Fancy(r) => r.is_match(text).unwrap_or(false),
+        let on = |t: &str| match &self.engine {
+            Engine::Plain(r) => r.is_match(t),
+            Engine::Fancy(r) => r.is_match(t).unwrap_or(false),
+        };
+        on(text) || self.without_final_newline(text).is_some_and(on)
+    }
+
+    /// The text without its final newline, for a pattern whose `$` may match before it.
+    fn without_final_newline<'t>(&self, text: &'t str) -> Option<&'t str> {
+        if self.dollar_before_final_newline {
+            text.strip_suffix('\n')
+        } else {
+            None
         }
     }
 
@@ -202,6 +217,21 @@ impl PyRegex {
     /// The first match starting at or after byte `pos` (assertions still see the text
     /// before it).
     pub fn search_at<'t>(&self, text: &'t str, pos: usize) -> Option<Caps<'t>> {
+        let whole = self.search_in(text, pos);
+        // A `$` that matches before the final newline: the leftmost of both matches.
+        let before = self
+            .without_final_newline(text)
+            .filter(|t| pos <= t.len())
+            .and_then(|t| self.search_in(t, pos))
+            .map(|c| Caps { text, ..c });
+        match (whole, before) {
+            (Some(w), Some(b)) if b.start() < w.start() => Some(b),
+            (None, b) => b,
+            (w, _) => w,
+        }
+    }
+
+    fn search_in<'t>(&self, text: &'t str, pos: usize) -> Option<Caps<'t>> {
         let spans: Vec<Option<(usize, usize)>> = match &self.engine {
             Engine::Plain(r) => {
                 let c = r.captures_at(text, pos)?;
@@ -271,6 +301,8 @@ impl PyRegex {
 struct Translated {
     pattern: String,
     backtracking: bool,
+    /// The pattern has a `$` outside a class.
+    dollar: bool,
 }
 
 /// Characters the `regex` crate accepts escaped: anything else Python lets a playbook
@@ -313,6 +345,7 @@ fn repetition(rest: &str) -> Option<(usize, String)> {
 fn translate(p: &str) -> Result<Translated, PyReError> {
     let mut out = String::with_capacity(p.len() + 8);
     let mut backtracking = false;
+    let mut dollar = false;
     let mut in_class = false;
     // Whether the class just opened (a `]` or `^]` there is a literal).
     let mut class_start = 0usize;
@@ -459,6 +492,10 @@ fn translate(p: &str) -> Result<Translated, PyReError> {
                 backtracking = true;
                 out.push(c);
             }
+            '$' => {
+                dollar = true;
+                out.push(c);
+            }
             _ => out.push(c),
         }
         i += 1;
@@ -466,6 +503,7 @@ fn translate(p: &str) -> Result<Translated, PyReError> {
     Ok(Translated {
         pattern: out,
         backtracking,
+        dollar,
     })
 }
 

@@ -23,6 +23,10 @@ fn python_syntax_matches_as_python_does() {
         (r"[[]", "a[", Some("[")),
         (r"\Aab\Z", "ab", Some("ab")),
         (r"\Aab\Z", "ab\n", None),
+        // `$` matches at the end and before a final newline only.
+        (r"OK$", "a\nOK\n", Some("OK")),
+        (r"a$", "a\n\n", None),
+        (r"(?m)a$", "a\nb", Some("a")),
         (r"a\ b", "a b", Some("a b")),
         (r"[\w.-]+", "a-b.c!", Some("a-b.c")),
         (r"\x41\101\u0042", "AAB", Some("AAB")),
@@ -88,6 +92,16 @@ fn empty_matches_iterate_as_python_37() {
     let t = Template::new("-", &re).unwrap();
     assert_eq!(re.subn("abxd", &t, 0), ("-a-b--d-".to_string(), 5));
     assert_eq!(re.subn("abxd", &t, 2), ("-a-bxd".to_string(), 2));
+    let end = PyRegex::new("$").unwrap();
+    let x = Template::new("X", &end).unwrap();
+    assert_eq!(end.subn("a\n", &x, 0), ("aX\nX".to_string(), 2));
+    assert_eq!(
+        PyRegex::new("b$")
+            .unwrap()
+            .search("ab\nb\n")
+            .map(|c| c.start()),
+        Some(3)
+    );
 }
 
 #[test]

@@ -173,7 +173,10 @@ impl Executor {
         };
         // The job's files are the launching user's: read them as the task becomes, as
         // ansible-core's async_status does.
-        let become_ = self.become_options(kw, &resolved, ctx);
+        let become_ = match self.become_options(kw, &resolved, ctx) {
+            Ok(b) => b,
+            Err(msg) => return Attempt::failed(msg),
+        };
         let conn = match self.conns.get(&resolved.target).await {
             Ok(c) => c,
             Err(e) => return Attempt::failed(e.to_string()),

@@ -596,7 +596,7 @@ impl Executor {
         let out = conn
             .exec(&crate::transport::ExecRequest {
                 script,
-                become_: self.become_options(kw, &resolved, ctx),
+                become_: self.become_options(kw, &resolved, ctx).ok()?,
                 ..Default::default()
             })
             .await

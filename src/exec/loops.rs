@@ -208,6 +208,7 @@ impl Executor {
                 if first_found {
                     // `plugins/lookup/first_found.py`: the first of `template`, `var`, `file`
                     // in the action's name picks the folder; `files` otherwise.
+                    let action = spec.action.as_deref().unwrap_or(action);
                     let sub = ["template", "var", "file"]
                         .into_iter()
                         .find(|s| action.contains(s))

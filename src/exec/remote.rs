@@ -108,11 +108,18 @@ impl Executor {
             let mut v = ctx.clone();
             let scope = self.templar.scope(std::sync::Arc::new(ctx.clone()));
             for (k, val) in v.iter_mut() {
-                if k.starts_with("ansible_")
-                    && crate::playbook::task_contains_template(val)
-                    && let Ok(Some(r)) = scope.get(k)
-                {
-                    *val = r;
+                if k.starts_with("ansible_") && crate::playbook::task_contains_template(val) {
+                    match scope.get(k) {
+                        Ok(Some(r)) => *val = r,
+                        // ansible-core fails the task on the keyword the variable sets.
+                        Err(e) if k == "ansible_become_user" => {
+                            return Err(crate::inventory::InventoryError::Keyword {
+                                keyword: "become_user",
+                                reason: e.to_string(),
+                            });
+                        }
+                        _ => {}
+                    }
                 }
             }
             v
@@ -254,7 +261,10 @@ impl Executor {
             Ok(e) => e,
             Err(msg) => return Attempt::of(self.error_result(task, msg)),
         };
-        let become_ = self.become_options(kw, &resolved, ctx);
+        let become_ = match self.become_options(kw, &resolved, ctx) {
+            Ok(b) => b,
+            Err(msg) => return Attempt::of(self.error_result(task, msg)),
+        };
         let search = self.search_paths(task, inh);
         let host_env = self.conns.host_env(&resolved.target);
         let render = TaskRender {
@@ -329,34 +339,34 @@ impl Executor {
         self.conns.get(target).await
     }
 
-    /// Task/play `become` keywords over the host's `ansible_become*` variables.
+    /// Task/play `become` keywords over the host's `ansible_become*` variables. A
+    /// `become_user` that cannot be rendered is an error in ansible-core's words.
     pub(crate) fn become_options(
         &self,
         kw: &Keywords,
         host: &ResolvedHost,
         ctx: &VarMap,
-    ) -> Option<BecomeOptions> {
+    ) -> Result<Option<BecomeOptions>, String> {
         if !kw
             .become_
             .or(host.become_.enabled)
             .unwrap_or(self.opts.connect.become_)
         {
-            return None;
+            return Ok(None);
         }
-        let user = kw
-            .become_user
-            .as_ref()
-            .map(|u| {
+        let user = match &kw.become_user {
+            Some(u) => Some(
                 self.templar
                     .render_str(u, ctx)
-                    .unwrap_or_else(|_| u.clone())
-            })
-            .or_else(|| host.become_.user.clone())
-            .or_else(|| self.opts.connect.become_user.clone());
-        Some(BecomeOptions {
+                    .map_err(|e| format!("Error processing keyword 'become_user': {e}"))?,
+            ),
+            None => host.become_.user.clone(),
+        }
+        .or_else(|| self.opts.connect.become_user.clone());
+        Ok(Some(BecomeOptions {
             user,
             password: host.become_.password.clone(),
-        })
+        }))
     }
 
     /// `environment:` of the play, blocks and task, rendered and merged (inner wins).

@@ -19,7 +19,7 @@ impl Executor {
         inh: &Inherit,
         task_vars: &VarMap,
     ) -> Result<VarMap, TemplateError> {
-        let mut m = VarMap::new();
+        let mut m = pr.play.role_defaults.clone();
         for r in &inh.roles {
             overlay(&mut m, &r.defaults);
         }
@@ -44,6 +44,7 @@ impl Executor {
             )
         });
         overlay(&mut m, &vars_files);
+        overlay(&mut m, &pr.play.role_exports);
         for r in &inh.roles {
             overlay(&mut m, &r.vars);
         }

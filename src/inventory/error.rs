@@ -38,6 +38,12 @@ pub enum InventoryError {
     Range { pattern: String, reason: String },
     #[error("invalid host pattern `{pattern}`: {reason}")]
     Pattern { pattern: String, reason: String },
+    /// A connection variable that cannot be rendered, named by the keyword it sets.
+    #[error("Error processing keyword '{keyword}': {reason}")]
+    Keyword {
+        keyword: &'static str,
+        reason: String,
+    },
     #[error("host `{host}`: variable `{var}` is `{value}`, expected {expected}")]
     HostVar {
         host: String,

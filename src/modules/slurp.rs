@@ -20,13 +20,29 @@ pub struct Params {
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
-    let out = ctx.run(format!("cat -- {}", sh(&p.src))).await?;
+    // The cause is told apart first, so the failure reads as ansible-core's (its `open`
+    // errors: ENOENT, EACCES, a directory's EISDIR, anything else).
+    let out = ctx
+        .run(format!(
+            "p={}\n\
+             if [ -r \"$p\" ]; then [ -d \"$p\" ] && exit 121; exec cat -- \"$p\"; fi\n\
+             [ -e \"$p\" ] && exit 122\n\
+             d=$(dirname -- \"$p\"); [ -e \"$d\" ] && [ ! -d \"$d\" ] && exit 124\n\
+             exit 123\n",
+            sh(&p.src)
+        ))
+        .await?;
     if !out.success() {
-        return Ok(ModuleResult::failed(format!(
-            "cannot read `{}`: {}",
-            p.src,
-            out.stderr_str().trim()
-        )));
+        let src = p.src.as_str();
+        let msg = match out.rc {
+            121 => format!("Source is a directory and must be a file: {src}"),
+            122 => format!("File is not readable: {src}"),
+            123 => format!("File not found: {src}"),
+            // ansible-core's own words, its placeholder unfilled.
+            124 => "Unable to slurp file: {source}".to_string(),
+            _ => format!("Unable to slurp file {src}: {}", out.stderr_str().trim()),
+        };
+        return Ok(ModuleResult::failed(msg));
     }
     Ok(ModuleResult::ok()
         .with(

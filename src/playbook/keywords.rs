@@ -229,6 +229,7 @@ pub fn parse_keywords(
                 kw.loop_ = Some(LoopSpec {
                     kind: LoopKind::Loop,
                     value: n.value.clone(),
+                    action: None,
                 })
             }
             k if k.starts_with("with_") => {
@@ -262,6 +263,7 @@ pub fn parse_keywords(
                 kw.loop_ = Some(LoopSpec {
                     kind,
                     value: n.value.clone(),
+                    action: None,
                 });
             }
             "loop_control" => kw.loop_control = loop_control(n)?,

@@ -76,6 +76,9 @@ pub struct Loader {
 pub struct RoleNames {
     pub play: Vec<String>,
     pub dependent: Vec<String>,
+    /// The roles themselves, each after its dependencies (the order `Role.get_default_vars`
+    /// combines them in): their defaults and `vars/` are visible to the whole play.
+    pub public: Vec<std::sync::Arc<super::RoleCtx>>,
 }
 
 impl Loader {
@@ -92,14 +95,15 @@ impl Loader {
     }
 
     /// Note a role the play names (`dependency: false`) or one pulled in as a dependency.
-    pub(crate) fn note_role(&self, name: &str, dependency: bool) {
+    pub(crate) fn note_role(&self, role: &std::sync::Arc<super::RoleCtx>, dependency: bool) {
         let mut names = self.role_names.lock().unwrap();
         let list = if dependency {
             &mut names.dependent
         } else {
             &mut names.play
         };
-        list.push(name.to_string());
+        list.push(role.name.clone());
+        names.public.push(role.clone());
     }
 
     /// The role names noted since the last call.

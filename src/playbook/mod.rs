@@ -180,6 +180,11 @@ pub struct Play {
     pub handlers: Vec<Task>,
     /// The roles the play names and their dependencies, for the role-name magic variables.
     pub role_names: load::RoleNames,
+    /// What every task of the play sees of its roles (ansible-core's `VariableManager`, with
+    /// roles public as they are by default): their defaults, lowest of all, and their
+    /// `vars/`, above the play's `vars_files`. Combined once when the play loads.
+    pub role_defaults: VarMap,
+    pub role_exports: VarMap,
 }
 
 /// A role as loaded: its variables and where its files are.
@@ -230,6 +235,9 @@ pub enum LoopKind {
 pub struct LoopSpec {
     pub kind: LoopKind,
     pub value: Value,
+    /// The task's action as written, when it differs from the one kinit runs (an action
+    /// plugin that re-exports `debug`): `with_first_found` picks its folder by it.
+    pub action: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]

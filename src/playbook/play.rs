@@ -126,7 +126,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
             let (using, kw) = role_entry(&r)?;
             let mut t = loader.role_block(&ctx, using, &loc(&r))?;
             if let Some(r) = &t.role {
-                loader.note_role(&r.name, false);
+                loader.note_role(r, false);
             }
             t.kw = kw;
             tasks.push(t);
@@ -212,8 +212,16 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         None => None,
     };
     let role_names = loader.take_role_names();
+    let (mut role_defaults, mut role_exports) =
+        (crate::vars::VarMap::new(), crate::vars::VarMap::new());
+    for r in &role_names.public {
+        crate::vars::overlay(&mut role_defaults, &r.defaults);
+        crate::vars::overlay(&mut role_exports, &r.vars);
+    }
     Ok(Play {
         role_names,
+        role_defaults,
+        role_exports,
         name,
         hosts,
         loc: loc(node),

@@ -163,7 +163,7 @@ impl Loader {
                 let (using, kw) = role_entry(&dep)?;
                 let mut t = self.role_block(&sub, using, &super::task::loc(&dep))?;
                 if let Some(r) = &t.role {
-                    self.note_role(&r.name, true);
+                    self.note_role(r, true);
                 }
                 t.kw = kw;
                 block.push(t);

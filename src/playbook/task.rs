@@ -343,9 +343,14 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
             role: None,
         });
     }
-    let Some((_, short, val)) = action_key else {
+    let Some((written, short, val)) = action_key else {
         return Err(invalid(node, "task has no module (and is not a block)"));
     };
+    if let Some(l) = kw.loop_.as_mut()
+        && written != short
+    {
+        l.action = Some(written);
+    }
     let args = build_args(&short, val.value, node.get("args").as_ref(), &val)?;
     finish_module(ctx, name, short, args, kw, task_loc, &val)
 }
@@ -427,7 +432,7 @@ fn finish_module(
             };
             let mut wrapper = ctx.loader.role_block(ctx, using, &task_loc)?;
             if let Some(r) = &wrapper.role {
-                ctx.loader.note_role(&r.name, false);
+                ctx.loader.note_role(r, false);
             }
             wrapper.name = name;
             wrapper.kw = kw;

@@ -339,9 +339,33 @@ fn run(
             .into_iter()
             .map(|t| Ok(Value::from(read(&find(state, &t, "files")?)?)))
             .collect(),
-        "password" => Err(invalid(format!(
-            "the `{name}` lookup is not supported by kinit"
-        ))),
+        "password" => {
+            let mut opts = super::password::Options::default();
+            for key in ["length", "chars", "seed", "encrypt", "ident"] {
+                if let Some(v) = kwargs.get::<Option<Value>>(key)? {
+                    let text = match (key, v.kind()) {
+                        // A list of character specs, as the option's list form.
+                        ("chars", ValueKind::Seq) => {
+                            term_strings(&v.try_iter()?.collect::<Vec<_>>())?
+                                .iter()
+                                .map(|c| c.replace(',', ",,"))
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        }
+                        _ => pyrepr::to_str(&v)?,
+                    };
+                    opts.set(key, &text)?;
+                }
+            }
+            let base = state
+                .lookup("playbook_dir")
+                .and_then(|v| v.as_str().map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from("."));
+            term_strings(terms)?
+                .iter()
+                .map(|t| super::password::lookup(t, opts.clone(), &base).map(Value::from))
+                .collect()
+        }
         other => Err(invalid(format!(
             "unknown lookup `{other}`, expected one of {}",
             NAMES.join(", ")

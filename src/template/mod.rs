@@ -18,6 +18,7 @@ mod filters;
 pub mod kv;
 mod lookup;
 mod now;
+mod password;
 mod predicates;
 pub mod pyfilters;
 mod pyformat;

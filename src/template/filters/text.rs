@@ -374,9 +374,24 @@ pub fn password_hash(
         Some(s) => s,
         None => random_salt()?,
     };
+    crypt(
+        &password,
+        hashtype.as_deref().unwrap_or("sha512"),
+        &salt,
+        rounds,
+    )
+}
+
+/// `password` hashed as `password_hash(kind, salt)` does with its default rounds (the
+/// `password` lookup's `encrypt`).
+pub fn hash_password(password: &str, kind: &str, salt: &str) -> Result<String, Error> {
+    crypt(password, kind, salt, None)
+}
+
+fn crypt(password: &str, kind: &str, salt: &str, rounds: Option<usize>) -> Result<String, Error> {
     let n = rounds.unwrap_or(sha_crypt::ROUNDS_DEFAULT);
     let bad_rounds = |e| invalid(format!("password_hash: invalid rounds `{n}`: {e:?}"));
-    let (id, hash) = match hashtype.as_deref().unwrap_or("sha512") {
+    let (id, hash) = match kind {
         "sha512" | "sha512_crypt" => {
             let p = sha_crypt::Sha512Params::new(n).map_err(bad_rounds)?;
             let h = sha_crypt::sha512_crypt_b64(password.as_bytes(), salt.as_bytes(), &p);

@@ -1,0 +1,469 @@
+//! The `password` lookup, as ansible-core's `plugins/lookup/password.py`: a term is a path
+//! and `k=v` options (`length`, `chars`, `seed`, `encrypt`, `ident`). A file that exists gives
+//! its password (its first part, before ` salt=`); otherwise a new random one is made and,
+//! unless the path is `/dev/null`, saved there (folders made `0700`, the file `0600`) so every
+//! later run gets the same. A relative path is taken from the playbook's folder (the loader's
+//! `path_dwim`). With `encrypt`, the password comes back hashed with a salt kept in the file.
+//!
+//! `seed` gives the very password Ansible gives: Python's `random.Random(seed).choice`, that is
+//! MT19937 seeded from the seed's bytes and their SHA-512, is reproduced here.
+//! Reading, making and saving a password is done under one lock, so hosts asking for the same
+//! file at once all get the one saved.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use minijinja::Error;
+use sha2::{Digest, Sha512};
+
+/// ansible-core's default `chars`: letters, digits and `.,:-_`.
+const DEFAULT_CHARS: &[&str] = &["ascii_letters", "digits", ".,:-_"];
+const DEFAULT_LENGTH: usize = 20;
+
+fn invalid(msg: String) -> Error {
+    Error::new(minijinja::ErrorKind::InvalidOperation, msg)
+}
+
+/// The options of one term (after keyword arguments, which a term's own `k=v` override).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub length: Option<usize>,
+    pub chars: Option<Vec<String>>,
+    pub seed: Option<String>,
+    pub encrypt: Option<String>,
+    pub ident: Option<String>,
+}
+
+impl Options {
+    /// Set option `key` from its text.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), Error> {
+        match key {
+            "length" => {
+                self.length = Some(value.trim().parse().map_err(|_| {
+                    invalid(format!("password lookup: length `{value}` is not a number"))
+                })?)
+            }
+            "chars" => self.chars = Some(split_chars(value)),
+            "seed" => self.seed = Some(value.to_string()),
+            // An empty `encrypt` is none, as Python reads it.
+            "encrypt" => self.encrypt = Some(value.to_string()).filter(|v| !v.is_empty()),
+            "ident" => self.ident = Some(value.to_string()),
+            other => {
+                return Err(invalid(format!(
+                    "Unrecognized parameter(s) given to password lookup: {other}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `chars=ascii_letters,digits,,` as ansible-core splits it: on commas, `,,` being a comma.
+fn split_chars(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if text.contains(",,") {
+        out.push(",".to_string());
+    }
+    out.extend(
+        text.replace(",,", ",")
+            .split(',')
+            .filter(|c| !c.is_empty())
+            .map(str::to_string),
+    );
+    out
+}
+
+/// The path and options of a term: `path k=v...` (a path may hold spaces before the options).
+pub fn parse_term(term: &str, base: Options) -> Result<(String, Options), Error> {
+    let mut opts = base;
+    let Some((first, rest)) = term.split_once(' ') else {
+        return Ok((term.to_string(), opts));
+    };
+    let mut path = first.to_string();
+    let mut seen_option = false;
+    for word in super::kv::split_kv(rest) {
+        match word.split_once('=') {
+            Some((k, v)) if !k.is_empty() => {
+                opts.set(k, &super::kv::unquote(v))?;
+                seen_option = true;
+            }
+            _ if seen_option => {
+                return Err(invalid(
+                    "Unrecognized value after key=value parameters given to password lookup".into(),
+                ));
+            }
+            _ => {
+                path.push(' ');
+                path.push_str(&word);
+            }
+        }
+    }
+    Ok((path, opts))
+}
+
+/// Python's `string` constants by name; any other text stands for its own characters.
+fn char_set(spec: &str) -> &str {
+    match spec {
+        "ascii_letters" => "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        "ascii_lowercase" => "abcdefghijklmnopqrstuvwxyz",
+        "ascii_uppercase" => "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        "digits" => "0123456789",
+        "hexdigits" => "0123456789abcdefABCDEF",
+        "octdigits" => "01234567",
+        "punctuation" => "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~",
+        "whitespace" => " \t\n\r\x0b\x0c",
+        "printable" => {
+            "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ \t\n\r\x0b\x0c"
+        }
+        other => other,
+    }
+}
+
+/// The candidate characters, quotes taken out (`_gen_candidate_chars`).
+fn candidates(specs: &[String]) -> Vec<char> {
+    specs
+        .iter()
+        .flat_map(|s| char_set(s).chars())
+        .filter(|c| *c != '"' && *c != '\'')
+        .collect()
+}
+
+/// One term's password. `base` is the playbook's folder, for a relative path.
+pub fn lookup(term: &str, base_opts: Options, base: &Path) -> Result<String, Error> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let (rel, opts) = parse_term(term, base_opts)?;
+    let path = if Path::new(&rel).is_absolute() {
+        PathBuf::from(&rel)
+    } else {
+        base.join(&rel)
+    };
+    let chars = candidates(
+        opts.chars.as_deref().unwrap_or(
+            &DEFAULT_CHARS
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>(),
+        ),
+    );
+    if chars.is_empty() {
+        return Err(invalid(
+            "password lookup: `chars` leaves no characters".into(),
+        ));
+    }
+    let length = opts.length.unwrap_or(DEFAULT_LENGTH);
+    let dev_null = path == Path::new("/dev/null");
+    let _held = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let content = if dev_null {
+        None
+    } else {
+        match std::fs::read(&path) {
+            Ok(b) => Some(String::from_utf8_lossy(&b).trim_end().to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return Err(invalid(format!(
+                    "password lookup: cannot read {}: {e}",
+                    path.display()
+                )));
+            }
+        }
+    };
+    let (password, mut salt, mut changed) = match &content {
+        Some(c) => {
+            let (p, s) = parse_content(c);
+            (p, s, false)
+        }
+        None => (
+            random_password(length, &chars, opts.seed.as_deref())?,
+            None,
+            true,
+        ),
+    };
+    if let Some(e) = &opts.encrypt {
+        hash_kind(e)?;
+        if salt.is_none() {
+            salt = Some(random_password(
+                16,
+                &candidates(&["./".into(), "ascii_letters".into(), "digits".into()]),
+                None,
+            )?);
+            changed = true;
+        }
+    }
+    if changed && !dev_null {
+        write_file(&path, &password, salt.as_deref(), opts.encrypt.is_some())?;
+    }
+    match (&opts.encrypt, salt) {
+        (Some(kind), Some(salt)) => {
+            super::filters::text::hash_password(&password, hash_kind(kind)?, &salt)
+        }
+        _ => Ok(password),
+    }
+}
+
+/// The `password_hash` type for an `encrypt` value kinit can compute.
+fn hash_kind(encrypt: &str) -> Result<&'static str, Error> {
+    match encrypt {
+        "sha512_crypt" => Ok("sha512"),
+        "sha256_crypt" => Ok("sha256"),
+        other => Err(invalid(format!(
+            "password lookup: encrypt `{other}` is not supported by kinit, expected \
+             sha512_crypt or sha256_crypt"
+        ))),
+    }
+}
+
+/// `password salt=SALT` (`ident=` after it is dropped: kinit's hashes take none).
+fn parse_content(content: &str) -> (String, Option<String>) {
+    match content.rfind(" salt=") {
+        Some(i) => {
+            let salt = &content[i + " salt=".len()..];
+            let salt = salt.split(" ident=").next().unwrap_or(salt);
+            (content[..i].to_string(), Some(salt.to_string()))
+        }
+        None => (content.to_string(), None),
+    }
+}
+
+fn write_file(
+    path: &Path,
+    password: &str,
+    salt: Option<&str>,
+    keep_salt: bool,
+) -> Result<(), Error> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    let fail = |e: std::io::Error| {
+        invalid(format!(
+            "password lookup: cannot write {}: {e}",
+            path.display()
+        ))
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(fail)?;
+    }
+    let content = match salt.filter(|_| keep_salt) {
+        Some(s) => format!("{password} salt={s}\n"),
+        None => format!("{password}\n"),
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(fail)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(fail)?;
+    f.write_all(content.as_bytes()).map_err(fail)
+}
+
+/// `length` characters picked from `chars`: from the system's randomness, or with `seed` as
+/// Python's `random.Random(seed)` picks them.
+fn random_password(length: usize, chars: &[char], seed: Option<&str>) -> Result<String, Error> {
+    match seed {
+        Some(s) => {
+            let mut mt = Mt19937::from_python_str_seed(s);
+            Ok((0..length).map(|_| chars[mt.below(chars.len())]).collect())
+        }
+        None => {
+            let mut out = String::with_capacity(length);
+            for _ in 0..length {
+                out.push(chars[system_below(chars.len())?]);
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// A uniform index below `n` from the system's randomness (rejection sampling, no bias).
+fn system_below(n: usize) -> Result<usize, Error> {
+    let n = n as u64;
+    let zone = u64::MAX - u64::MAX % n;
+    loop {
+        let mut b = [0u8; 8];
+        getrandom::fill(&mut b).map_err(|e| invalid(format!("no randomness: {e}")))?;
+        let r = u64::from_le_bytes(b);
+        if r < zone {
+            return Ok((r % n) as usize);
+        }
+    }
+}
+
+/// CPython's Mersenne Twister (`Modules/_randommodule.c`), enough for `choice`.
+struct Mt19937 {
+    mt: [u32; 624],
+    index: usize,
+}
+
+impl Mt19937 {
+    fn init_genrand(s: u32) -> Self {
+        let mut mt = [0u32; 624];
+        mt[0] = s;
+        for i in 1..624 {
+            mt[i] = 1_812_433_253u32
+                .wrapping_mul(mt[i - 1] ^ (mt[i - 1] >> 30))
+                .wrapping_add(i as u32);
+        }
+        Mt19937 { mt, index: 624 }
+    }
+
+    fn init_by_array(key: &[u32]) -> Self {
+        let mut g = Self::init_genrand(19_650_218);
+        let mt = &mut g.mt;
+        let (mut i, mut j) = (1usize, 0usize);
+        for _ in 0..624.max(key.len()) {
+            mt[i] = (mt[i] ^ (mt[i - 1] ^ (mt[i - 1] >> 30)).wrapping_mul(1_664_525))
+                .wrapping_add(key[j])
+                .wrapping_add(j as u32);
+            i += 1;
+            j += 1;
+            if i >= 624 {
+                mt[0] = mt[623];
+                i = 1;
+            }
+            if j >= key.len() {
+                j = 0;
+            }
+        }
+        for _ in 0..623 {
+            mt[i] = (mt[i] ^ (mt[i - 1] ^ (mt[i - 1] >> 30)).wrapping_mul(1_566_083_941))
+                .wrapping_sub(i as u32);
+            i += 1;
+            if i >= 624 {
+                mt[0] = mt[623];
+                i = 1;
+            }
+        }
+        mt[0] = 0x8000_0000;
+        g
+    }
+
+    /// `random.Random(text)`: the integer of the text's UTF-8 bytes followed by their SHA-512
+    /// (big-endian), cut into 32-bit words from the least significant end.
+    fn from_python_str_seed(seed: &str) -> Self {
+        let mut bytes = seed.as_bytes().to_vec();
+        bytes.extend_from_slice(&Sha512::digest(seed.as_bytes()));
+        // The big-endian number's least significant word is at the end.
+        let significant = match bytes.iter().position(|b| *b != 0) {
+            Some(p) => &bytes[p..],
+            None => &[][..],
+        };
+        let mut key: Vec<u32> = significant
+            .rchunks(4)
+            .map(|c| c.iter().fold(0u32, |acc, b| (acc << 8) | u32::from(*b)))
+            .collect();
+        if key.is_empty() {
+            key.push(0);
+        }
+        Self::init_by_array(&key)
+    }
+
+    fn next_u32(&mut self) -> u32 {
+        if self.index >= 624 {
+            for k in 0..624 {
+                let y = (self.mt[k] & 0x8000_0000) | (self.mt[(k + 1) % 624] & 0x7fff_ffff);
+                let mut v = self.mt[(k + 397) % 624] ^ (y >> 1);
+                if y & 1 != 0 {
+                    v ^= 0x9908_b0df;
+                }
+                self.mt[k] = v;
+            }
+            self.index = 0;
+        }
+        let mut y = self.mt[self.index];
+        self.index += 1;
+        y ^= y >> 11;
+        y ^= (y << 7) & 0x9d2c_5680;
+        y ^= (y << 15) & 0xefc6_0000;
+        y ^ (y >> 18)
+    }
+
+    /// `_randbelow(n)`: `getrandbits(n.bit_length())` until below `n` (`n` under 2^32).
+    fn below(&mut self, n: usize) -> usize {
+        let k = usize::BITS - n.leading_zeros();
+        loop {
+            let r = (self.next_u32() >> (32 - k)) as usize;
+            if r < n {
+                return r;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_gives_the_password_python_gives() {
+        // python3 -c "import random,string; r=random.Random('web1');
+        //   print(''.join(r.choice(string.ascii_letters+string.digits+'.,:-_') for _ in range(20)))"
+        let chars = candidates(
+            &DEFAULT_CHARS
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(
+            random_password(20, &chars, Some("web1")).unwrap(),
+            "PHReYru8meWgwuf2LQh8"
+        );
+        // An empty seed is still a seed (its SHA-512 alone makes the number).
+        let digits: Vec<char> = "0123456789".chars().collect();
+        assert_eq!(
+            random_password(10, &digits, Some("")).unwrap(),
+            "7936359095"
+        );
+    }
+
+    #[test]
+    fn terms_split_into_a_path_and_options() {
+        let (p, o) = parse_term("creds/db length=8 chars=digits,,", Options::default()).unwrap();
+        assert_eq!(p, "creds/db");
+        assert_eq!(o.length, Some(8));
+        assert_eq!(o.chars, Some(vec![",".to_string(), "digits".to_string()]));
+        let (p, _) = parse_term("a dir/with space length=3", Options::default()).unwrap();
+        assert_eq!(p, "a dir/with space");
+        let e = parse_term("x bogus=1", Options::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("Unrecognized parameter(s) given to password lookup: bogus")
+        );
+        assert!(parse_term("x length=2 trailing", Options::default()).is_err());
+    }
+
+    #[test]
+    fn a_saved_password_is_given_back_and_a_new_one_saved_private() {
+        let d = tempfile::tempdir().unwrap();
+        let first = lookup("sub/pw length=12", Options::default(), d.path()).unwrap();
+        assert_eq!(first.chars().count(), 12);
+        let file = d.path().join("sub/pw");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            format!("{first}\n")
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&file), mode(&d.path().join("sub"))), (0o600, 0o700));
+        assert_eq!(
+            lookup("sub/pw length=30", Options::default(), d.path()).unwrap(),
+            first
+        );
+        // With `encrypt`, the salt is kept beside the password and the hash is stable.
+        let h1 = lookup("sub/pw encrypt=sha512_crypt", Options::default(), d.path()).unwrap();
+        let h2 = lookup("sub/pw encrypt=sha512_crypt", Options::default(), d.path()).unwrap();
+        assert!(h1.starts_with("$6$") && h1 == h2, "{h1} {h2}");
+        assert!(
+            std::fs::read_to_string(&file)
+                .unwrap()
+                .starts_with(&format!("{first} salt="))
+        );
+        // `/dev/null` is never read nor written.
+        let a = lookup("/dev/null", Options::default(), d.path()).unwrap();
+        assert_eq!(a.chars().count(), 20);
+    }
+}
