@@ -228,7 +228,7 @@ async fn run(ctx: &ModuleCtx<'_>, mut p: Params) -> Result<ModuleResult, ModuleE
     };
     if !into_dir && parent_stat.kind != Kind::Directory {
         return Ok(ModuleResult::failed(format!(
-            "destination directory `{parent}` does not exist"
+            "Destination directory {parent} does not exist"
         )));
     }
     if into_dir && stats[0].kind == Kind::Absent && !ctx.check_mode {

@@ -54,7 +54,7 @@ pub async fn copy_on_host(
     };
     if !into_dir && par.kind != Kind::Directory {
         return Ok(ModuleResult::failed(format!(
-            "destination directory `{parent}` does not exist"
+            "Destination directory {parent} does not exist"
         )));
     }
     let write = t.kind == Kind::Absent || (force && t.checksum != s.checksum);

@@ -343,6 +343,13 @@ fn run(
             let mut opts = super::password::Options::default();
             for key in ["length", "chars", "seed", "encrypt", "ident"] {
                 if let Some(v) = kwargs.get::<Option<Value>>(key)? {
+                    if key == "seed"
+                        && v.kind() == ValueKind::Number
+                        && let Ok(n) = i128::try_from(v.clone())
+                    {
+                        opts.seed = Some(super::password::Seed::Int(n));
+                        continue;
+                    }
                     let text = match (key, v.kind()) {
                         // A list of character specs, as the option's list form.
                         ("chars", ValueKind::Seq) => {

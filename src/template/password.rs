@@ -6,7 +6,9 @@
 //! `path_dwim`). With `encrypt`, the password comes back hashed with a salt kept in the file.
 //!
 //! `seed` gives the very password Ansible gives: Python's `random.Random(seed).choice`, that is
-//! MT19937 seeded from the seed's bytes and their SHA-512, is reproduced here.
+//! MT19937 seeded from the seed's bytes and their SHA-512, is reproduced here. A number given
+//! as a keyword argument (`seed=7`) seeds as Python's number does; ansible-core 2.19 gives a
+//! different password for it on every run, kinit the same one.
 //! Reading, making and saving a password is done under one lock, so hosts asking for the same
 //! file at once all get the one saved.
 
@@ -24,12 +26,20 @@ fn invalid(msg: String) -> Error {
     Error::new(minijinja::ErrorKind::InvalidOperation, msg)
 }
 
+/// A `seed` as Python's `random.Random` takes it: text (a `k=v` term's, or a string) or a
+/// whole number (a number given as a keyword argument), which seed differently.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seed {
+    Text(String),
+    Int(i128),
+}
+
 /// The options of one term (after keyword arguments, which a term's own `k=v` override).
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub length: Option<usize>,
     pub chars: Option<Vec<String>>,
-    pub seed: Option<String>,
+    pub seed: Option<Seed>,
     pub encrypt: Option<String>,
     pub ident: Option<String>,
 }
@@ -44,7 +54,7 @@ impl Options {
                 })?)
             }
             "chars" => self.chars = Some(split_chars(value)),
-            "seed" => self.seed = Some(value.to_string()),
+            "seed" => self.seed = Some(Seed::Text(value.to_string())),
             // An empty `encrypt` is none, as Python reads it.
             "encrypt" => self.encrypt = Some(value.to_string()).filter(|v| !v.is_empty()),
             "ident" => self.ident = Some(value.to_string()),
@@ -173,7 +183,7 @@ pub fn lookup(term: &str, base_opts: Options, base: &Path) -> Result<String, Err
             (p, s, false)
         }
         None => (
-            random_password(length, &chars, opts.seed.as_deref())?,
+            random_password(length, &chars, opts.seed.as_ref())?,
             None,
             true,
         ),
@@ -263,10 +273,13 @@ fn write_file(
 
 /// `length` characters picked from `chars`: from the system's randomness, or with `seed` as
 /// Python's `random.Random(seed)` picks them.
-fn random_password(length: usize, chars: &[char], seed: Option<&str>) -> Result<String, Error> {
+fn random_password(length: usize, chars: &[char], seed: Option<&Seed>) -> Result<String, Error> {
     match seed {
         Some(s) => {
-            let mut mt = Mt19937::from_python_str_seed(s);
+            let mut mt = match s {
+                Seed::Text(t) => Mt19937::from_python_str_seed(t),
+                Seed::Int(n) => Mt19937::from_python_int_seed(*n),
+            };
             Ok((0..length).map(|_| chars[mt.below(chars.len())]).collect())
         }
         None => {
@@ -362,6 +375,21 @@ impl Mt19937 {
         Self::init_by_array(&key)
     }
 
+    /// `random.Random(n)` for a whole number: its absolute value in 32-bit words, least
+    /// significant first.
+    fn from_python_int_seed(n: i128) -> Self {
+        let mut v = n.unsigned_abs();
+        let mut key = Vec::new();
+        while v > 0 {
+            key.push(v as u32);
+            v >>= 32;
+        }
+        if key.is_empty() {
+            key.push(0);
+        }
+        Self::init_by_array(&key)
+    }
+
     fn next_u32(&mut self) -> u32 {
         if self.index >= 624 {
             for k in 0..624 {
@@ -409,15 +437,17 @@ mod tests {
                 .collect::<Vec<_>>(),
         );
         assert_eq!(
-            random_password(20, &chars, Some("web1")).unwrap(),
+            random_password(20, &chars, Some(&Seed::Text("web1".into()))).unwrap(),
             "PHReYru8meWgwuf2LQh8"
         );
         // An empty seed is still a seed (its SHA-512 alone makes the number).
         let digits: Vec<char> = "0123456789".chars().collect();
-        assert_eq!(
-            random_password(10, &digits, Some("")).unwrap(),
-            "7936359095"
-        );
+        let seeded = |s: Seed| random_password(10, &digits, Some(&s)).unwrap();
+        assert_eq!(seeded(Seed::Text(String::new())), "7936359095");
+        // A number seeds as a number: python3 -c "import random; r=random.Random(7);
+        //   print(''.join(r.choice('0123456789') for _ in range(10)))"
+        assert_eq!(seeded(Seed::Int(7)), "5260181590");
+        assert_eq!(seeded(Seed::Int((1 << 40) + 5)), "8840802123");
     }
 
     #[test]

@@ -224,6 +224,9 @@ impl Object for LazyVars {
                 })
             }),
             SELF_KEY => Some(Value::from_dyn_object(self.clone())),
+            // `vars`: every variable, by name (`vars['ansible_' + iface]`), templated when
+            // read like any other.
+            "vars" => Some(Value::from_dyn_object(self.clone())),
             _ => None,
         }
     }
