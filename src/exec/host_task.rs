@@ -660,6 +660,28 @@ impl Executor {
                  (kinit warned about it when loading the playbook)"
             )),
             Action::Invalid { detail, .. } => Attempt::failed(detail.clone()),
+            Action::Dynamic { template, args } => {
+                let name = match self.templar.render_str(template, ctx) {
+                    Ok(n) => n.trim().to_string(),
+                    Err(e) => {
+                        return Attempt::of(self.error_result(
+                            task,
+                            format!("Error processing keyword 'action': {e}"),
+                        ));
+                    }
+                };
+                let Some(short) = crate::playbook::resolve_action(&name) else {
+                    return Attempt::failed(format!(
+                        "couldn't resolve module/action '{name}' (the task's `action` \
+                         `{template}`): kinit has no such module or action"
+                    ));
+                };
+                match crate::playbook::actions::ExecAction::parse(&short, args) {
+                    Some(Ok(action)) => self.run_action(t, &action, ctx).await,
+                    Some(Err(e)) => Attempt::failed(e.to_string()),
+                    None => self.run_module(t, &short, args, ctx).await,
+                }
+            }
         }
     }
 

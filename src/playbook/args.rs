@@ -52,6 +52,27 @@ pub(crate) fn split_action_value(n: &Node<'_>) -> Result<(String, Value), LoadEr
     match n.value {
         Value::String(s) => {
             let s = s.trim();
+            // A templated name (`{{ ansible_pkg_mgr }} name=x`) ends after its braces.
+            let name_end = if s.starts_with("{{") {
+                s.find("}}").map(|i| {
+                    let after = i + 2;
+                    after
+                        + s[after..]
+                            .find(char::is_whitespace)
+                            .unwrap_or(s.len() - after)
+                })
+            } else {
+                None
+            };
+            if let Some(end) = name_end {
+                let rest = s[end..].trim();
+                let args = if rest.is_empty() {
+                    Value::Null
+                } else {
+                    Value::String(rest.to_string())
+                };
+                return Ok((s[..end].to_string(), args));
+            }
             // `action: setup` alone has no arguments, not an empty free-form one.
             let Some((m, rest)) = s.split_once(char::is_whitespace) else {
                 return Ok((s.to_string(), Value::Null));

@@ -45,7 +45,7 @@ pub use keywords::set_templated;
 pub use load::{Loader, LoaderOptions, RoleNames};
 pub use play::serial_from_text;
 pub use tags::TagFilter;
-pub use task::rolespec_validate;
+pub use task::{resolve_action, rolespec_validate};
 
 use crate::vars::VarMap;
 
@@ -327,6 +327,9 @@ pub enum Action {
     /// An executor action whose arguments are wrong: loads with a warning (`detail`), fails on
     /// a host that reaches it, as Ansible checks arguments only when a task runs.
     Invalid { module: String, detail: String },
+    /// `action: "{{ ansible_pkg_mgr }}"`: the module's name is a template, rendered where the
+    /// task runs (a module or executor action of kinit's).
+    Dynamic { template: String, args: Value },
 }
 
 #[derive(Debug, Clone)]
@@ -357,6 +360,7 @@ impl Task {
             Action::Python { module, .. }
             | Action::Unimplemented { module }
             | Action::Invalid { module, .. } => module.clone(),
+            Action::Dynamic { template, .. } => template.clone(),
         }
     }
 

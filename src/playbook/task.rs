@@ -231,6 +231,20 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                 kw.delegate_to = Some("localhost".into());
             }
             let task_loc = loc(node);
+            // A templated module name is known only when the task runs.
+            if module.contains("{{") || module.contains("{%") {
+                let args = build_args("", &args, node.get("args").as_ref(), &n)?;
+                return Ok(Task {
+                    name,
+                    action: Action::Dynamic {
+                        template: module,
+                        args,
+                    },
+                    kw,
+                    loc: task_loc,
+                    role: None,
+                });
+            }
             let Some(short) = resolve_action(&module) else {
                 // A Python module kinit does not implement, given by `action: name args`.
                 let path = custom_plugin(ctx, &module)
