@@ -186,6 +186,11 @@ impl PyRegex {
         self.names.len().saturating_sub(1)
     }
 
+    /// The name of group `i`, if it has one.
+    pub fn group_name(&self, i: usize) -> Option<&str> {
+        self.names.get(i).and_then(|n| n.as_deref())
+    }
+
     /// The index of the group called `name`.
     pub fn group_index(&self, name: &str) -> Option<usize> {
         self.names.iter().position(|n| n.as_deref() == Some(name))

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::transport::quote::sh;
 
@@ -73,6 +74,10 @@ pub(crate) const PORT_OPEN: &str = r#"_po() {
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
     let present = matches!(p.state, State::Started | State::Present);
+    // `absent` waits for the file to go, whatever it holds (ansible-core's `wait_for`).
+    if let (Some(path), Some(re), None, true) = (&p.path, &p.search_regex, &p.port, present) {
+        return wait_for_text(ctx, &p, path, re).await;
+    }
     let cond = match (&p.port, &p.path) {
         (Some(_), Some(_)) => {
             return Err(ModuleError::BadArgs {
@@ -94,12 +99,9 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             );
             if present { t } else { format!("! {t}") }
         }
-        (None, Some(path)) => match (&p.search_regex, present) {
-            (Some(re), true) => format!("grep -Eq -- {} {} 2>/dev/null", sh(re), sh(path)),
-            (Some(re), false) => format!("! grep -Eq -- {} {} 2>/dev/null", sh(re), sh(path)),
-            (None, true) => format!("[ -e {} ]", sh(path)),
-            (None, false) => format!("[ ! -e {} ]", sh(path)),
-        },
+        // (`present` with `search_regex` is `wait_for_text`.)
+        (None, Some(path)) if present => format!("[ -e {} ]", sh(path)),
+        (None, Some(path)) => format!("[ ! -e {} ]", sh(path)),
         // Neither: just wait `timeout` seconds (Ansible's behaviour).
         (None, None) => "false".into(),
     };
@@ -124,18 +126,94 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     if let Some(path) = &p.path {
         r = r.with("path", path.as_str());
     }
+    r = r
+        .with("search_regex", Value::Null)
+        .with("match_groups", Value::Array(Vec::new()))
+        .with("match_groupdict", Value::Object(Default::default()));
     if p.port.is_none() && p.path.is_none() {
         return Ok(r);
     }
     if !text.contains("kinit-ready") {
         r.failed = true;
-        r.msg = Some(p.msg.unwrap_or_else(|| {
-            let what = match (&p.port, &p.path) {
-                (Some(port), _) => format!("{}:{port}", p.host),
-                (_, Some(path)) => path.clone(),
-                _ => String::new(),
-            };
-            format!("timeout when waiting for {what}")
+        // ansible-core's words for each wait.
+        r.msg = Some(p.msg.unwrap_or_else(|| match (&p.port, &p.path, present) {
+            (Some(port), _, true) => format!("Timeout when waiting for {}:{port}", p.host),
+            (Some(port), _, false) => {
+                format!("Timeout when waiting for {}:{port} to stop.", p.host)
+            }
+            (_, Some(path), true) => format!("Timeout when waiting for file {path}"),
+            (_, Some(path), false) => format!("Timeout when waiting for {path} to be absent."),
+            _ => "Timeout".to_string(),
+        }));
+    }
+    Ok(r)
+}
+
+/// `path` with `search_regex`: the file is read from the host every `sleep` seconds and
+/// searched on the controller with Python's `re` (multi-line, as ansible-core searches it), so
+/// named groups and Python's syntax work; the result carries `match_groups` and
+/// `match_groupdict` of the match.
+async fn wait_for_text(
+    ctx: &ModuleCtx<'_>,
+    p: &Params,
+    path: &str,
+    pattern: &str,
+) -> Result<ModuleResult, ModuleError> {
+    use crate::pyre::{Anchor, Flags, PyRegex};
+    let re = PyRegex::with(
+        pattern,
+        Flags {
+            multiline: true,
+            ..Flags::default()
+        },
+        Anchor::Search,
+    )
+    .map_err(|e| ModuleError::BadArgs {
+        module: "wait_for",
+        detail: format!("`search_regex` `{pattern}`: {e}"),
+    })?;
+    let started = Instant::now();
+    tokio::time::sleep(std::time::Duration::from_secs(p.delay.unwrap_or(0))).await;
+    let timeout = std::time::Duration::from_secs(p.timeout.unwrap_or(300));
+    let pause = std::time::Duration::from_secs(p.sleep.unwrap_or(1).max(1));
+    let mut found: Option<(Value, Value)> = None;
+    let ready = loop {
+        let out = ctx.run(format!("cat -- {} 2>/dev/null", sh(path))).await?;
+        let text = out.success().then(|| out.stdout_str());
+        let hit = text.as_deref().and_then(|t| re.search(t)).map(|c| {
+            let groups: Vec<Value> = (1..=re.groups())
+                .map(|i| c.get(i).map_or(Value::Null, Value::from))
+                .collect();
+            let named: serde_json::Map<String, Value> = (1..=re.groups())
+                .filter_map(|i| {
+                    let name = re.group_name(i)?;
+                    Some((name.to_string(), c.get(i).map_or(Value::Null, Value::from)))
+                })
+                .collect();
+            (Value::Array(groups), Value::Object(named))
+        });
+        if hit.is_some() {
+            found = hit;
+            break true;
+        }
+        if started.elapsed() >= timeout {
+            break false;
+        }
+        tokio::time::sleep(pause).await;
+    };
+    let (groups, named) =
+        found.unwrap_or_else(|| (Value::Array(Vec::new()), Value::Object(Default::default())));
+    let mut r = ModuleResult::ok()
+        .with("elapsed", started.elapsed().as_secs())
+        .with("state", format!("{:?}", p.state).to_lowercase())
+        .with("path", path)
+        .with("search_regex", pattern)
+        .with("match_groups", groups)
+        .with("match_groupdict", named);
+    if !ready {
+        r.failed = true;
+        r.msg = Some(p.msg.clone().unwrap_or_else(|| {
+            format!("Timeout when waiting for search string {pattern} in {path}")
         }));
     }
     Ok(r)
