@@ -20,15 +20,20 @@ pub struct Params {
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
-    // The cause is told apart first, so the failure reads as ansible-core's (its `open`
-    // errors: ENOENT, EACCES, a directory's EISDIR, anything else).
+    // The cause is told apart first by opening the file (`head -c0`, in the C locale), so the
+    // failure reads as ansible-core's (its `open` errors: ENOENT, EACCES, ENOTDIR, a
+    // directory's EISDIR).
     let out = ctx
         .run(format!(
             "p={}\n\
-             if [ -r \"$p\" ]; then [ -d \"$p\" ] && exit 121; exec cat -- \"$p\"; fi\n\
-             [ -e \"$p\" ] && exit 122\n\
-             d=$(dirname -- \"$p\"); [ -e \"$d\" ] && [ ! -d \"$d\" ] && exit 124\n\
-             exit 123\n",
+             e=$(LC_ALL=C head -c0 -- \"$p\" 2>&1)\n\
+             case $e in\n\
+               *'Permission denied'*) exit 122 ;;\n\
+               *'No such file'*) exit 123 ;;\n\
+               *'Not a directory'*) exit 124 ;;\n\
+             esac\n\
+             [ -d \"$p\" ] && exit 121\n\
+             exec cat -- \"$p\"\n",
             sh(&p.src)
         ))
         .await?;
