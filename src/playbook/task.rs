@@ -252,6 +252,28 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                     .map(|(p, _)| p)
                     .or_else(|| super::installed::module(ctx.loader, &module));
                 let Some(path) = path else {
+                    // A custom action plugin: one that only re-exports an action kinit has
+                    // runs as that action; any other loads with a warning, as in the key form.
+                    if let Some((file, ACTION_PLUGIN)) = custom_plugin(ctx, &module) {
+                        if let Some(short) = action_alias(&file) {
+                            let args = build_args(&short, &args, node.get("args").as_ref(), &n)?;
+                            return finish_module(ctx, name, short, args, kw, task_loc, &n);
+                        }
+                        ctx.loader.warn(format!(
+                            "{}:{}: module `{module}` ({ACTION_PLUGIN}, `{}`) is not implemented \
+                             by kinit; the task fails on any host that reaches it",
+                            n.file.display(),
+                            n.line(),
+                            file.display()
+                        ));
+                        return Ok(Task {
+                            name,
+                            action: Action::Unimplemented { module },
+                            kw,
+                            loc: task_loc,
+                            role: None,
+                        });
+                    }
                     return Err(LoadError::UnknownModule {
                         file: n.file.to_path_buf(),
                         line: n.line(),

@@ -456,6 +456,33 @@ fn custom_action_plugins_load_with_a_warning_and_fail_where_reached() {
     );
 }
 
+/// The `action:` form of a task naming a custom action plugin loads as the key form does: with
+/// a warning, failing where reached (it was refused as an unknown module).
+#[test]
+fn an_action_plugin_named_by_action_loads_with_a_warning() {
+    let ran = Test::new()
+        .write(
+            "action_plugins/shout.py",
+            "# a custom Ansible action plugin\n",
+        )
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+             \x20   - action: shout msg=hi\n      ignore_errors: true\n\
+             \x20   - debug: msg=after\n",
+        )
+        .args(["playbook", "site.yml"])
+        .succeeds()
+        .snapshot();
+    assert!(
+        ran.stderr().contains(
+            "site.yml:4: module `shout` (a custom action plugin, `action_plugins/shout.py`)"
+        ),
+        "{}",
+        ran.stderr()
+    );
+}
+
 /// A module's `deprecations` are shown as ansible-playbook shows them, on stderr: who removes
 /// the feature and when (checked against ansible-core 2.19.4's output for the same module).
 #[test]
