@@ -203,8 +203,11 @@ pub async fn wait_for(fx: &Fixture<'_>) {
     let r = fx
         .run("wait_for", json!({"port": port, "timeout": 1}))
         .await;
-    assert!(
-        r.failed && r.msg.as_deref().unwrap().contains("timeout"),
+    // ansible-core's words (`modules/wait_for.py`).
+    assert!(r.failed, "{r:?}");
+    assert_eq!(
+        r.msg.as_deref(),
+        Some(format!("Timeout when waiting for 127.0.0.1:{port}").as_str()),
         "{r:?}"
     );
 
