@@ -259,20 +259,14 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                             let args = build_args(&short, &args, node.get("args").as_ref(), &n)?;
                             return finish_module(ctx, name, short, args, kw, task_loc, &n);
                         }
-                        ctx.loader.warn(format!(
-                            "{}:{}: module `{module}` ({ACTION_PLUGIN}, `{}`) is not implemented \
-                             by kinit; the task fails on any host that reaches it",
-                            n.file.display(),
-                            n.line(),
+                        let what = format!(
+                            " ({ACTION_PLUGIN}, `{}`) is not implemented by kinit",
                             file.display()
+                        );
+                        let at = format!("{}:{}", n.file.display(), n.line());
+                        return Ok(unimplemented_task(
+                            ctx, name, module, &what, &at, kw, task_loc,
                         ));
-                        return Ok(Task {
-                            name,
-                            action: Action::Unimplemented { module },
-                            kw,
-                            loc: task_loc,
-                            role: None,
-                        });
                     }
                     return Err(LoadError::UnknownModule {
                         file: n.file.to_path_buf(),
@@ -365,19 +359,11 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
             [ns, coll, _] => format!(" nor found in an installed collection `{ns}.{coll}`"),
             _ => String::new(),
         };
-        ctx.loader.warn(format!(
-            "{}:{}: module `{module}`{origin} is not implemented by kinit{not_found}; the task \
-             fails on any host that reaches it",
-            val.file.display(),
-            node.line()
+        let at = format!("{}:{}", val.file.display(), node.line());
+        let what = format!("{origin} is not implemented by kinit{not_found}");
+        return Ok(unimplemented_task(
+            ctx, name, module, &what, &at, kw, task_loc,
         ));
-        return Ok(Task {
-            name,
-            action: Action::Unimplemented { module },
-            kw,
-            loc: task_loc,
-            role: None,
-        });
     }
     let Some((written, short, val)) = action_key else {
         return Err(invalid(node, "task has no module (and is not a block)"));
@@ -389,6 +375,29 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
     }
     let args = build_args(&short, val.value, node.get("args").as_ref(), &val)?;
     finish_module(ctx, name, short, args, kw, task_loc, &val)
+}
+
+/// A task naming a module kinit does not implement (`what`: what the name is and where kinit
+/// looked): a load-time warning at `at`, and a task that fails on any host reaching it.
+fn unimplemented_task(
+    ctx: &TaskCtx<'_>,
+    name: Option<String>,
+    module: String,
+    what: &str,
+    at: &str,
+    kw: Keywords,
+    loc: Location,
+) -> Task {
+    ctx.loader.warn(format!(
+        "{at}: module `{module}`{what}; the task fails on any host that reaches it"
+    ));
+    Task {
+        name,
+        action: Action::Unimplemented { module },
+        kw,
+        loc,
+        role: None,
+    }
 }
 
 fn finish_module(
