@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 use crate::transport::quote::sh;
 
 use super::args::{boolish, list, opt_stringish, opt_u64ish};
+use super::codec::Codec;
 use super::host_path;
 use super::mode::Mode;
 use super::posix::Algo;
@@ -109,7 +110,7 @@ pub struct Params {
     /// `mode` must be exactly the permissions (default) or only share a bit with them.
     #[serde(default = "yes", deserialize_with = "boolish")]
     exact_mode: bool,
-    /// Accepted for compatibility: files are read as UTF-8.
+    /// The encoding `contains` reads files in (Python's name; UTF-8 by default).
     encoding: Option<String>,
     /// Stop after this many matches.
     limit: Option<i64>,
@@ -391,7 +392,14 @@ struct Walked {
 /// non-folders then its folders (directory order each), then each sub-folder in turn.
 /// Returns the entries in the order upstream looks at them and, per folder walked, how many
 /// entries it has (upstream's `examined` adds them up as it goes).
-fn walk(top: &str, entries: Vec<Entry>, p: &Params) -> (Vec<Walked>, Vec<u64>) {
+/// A folder's entries in walk order, and how many entries each walked folder has.
+type Walk = (Vec<Walked>, Vec<u64>);
+
+/// A searched folder's walk and the folders in it the walk could not enter (path, why), or
+/// why the folder itself is not searched.
+type Searched = Result<(Walk, Vec<(String, String)>), String>;
+
+fn walk(top: &str, entries: Vec<Entry>, p: &Params) -> Walk {
     let mut children: HashMap<String, Vec<Entry>> = HashMap::new();
     for e in entries {
         let parent = match e.rel.rfind('/') {
@@ -525,6 +533,40 @@ fn contains(text: &str, re: &Regex, whole: bool) -> bool {
         .any(|line| re.search(line).is_some_and(|m| m.start() == 0))
 }
 
+/// The bytes Python's text reader hands over at a time: it decodes a file in chunks of this
+/// size, so a line can match before a chunk further on fails to decode.
+const PY_CHUNK: usize = 8192;
+
+/// `contains` on a file's bytes as upstream's `contentfilter` reads them: decoded strictly in
+/// `encoding`; a file that does not decode fails the whole folder with upstream's message,
+/// unless (line by line) a complete line of the chunks read before the bad one matched.
+fn content_hit(path: &str, bytes: &[u8], re: &Regex, p: &Params) -> Result<bool, String> {
+    let name = p.encoding.as_deref().unwrap_or_default();
+    let Some(codec) = Codec::lookup(name) else {
+        return Err(format!("unknown encoding: {name}"));
+    };
+    match codec.decode(bytes) {
+        Ok(text) => Ok(contains(&text, re, p.read_whole_file)),
+        Err(bad) => {
+            let read = bad / PY_CHUNK * PY_CHUNK;
+            if !p.read_whole_file
+                && let Ok(text) = codec.decode(&bytes[..read])
+                && let Some(end) = text.rfind('\n')
+                && contains(&text[..=end], re, false)
+            {
+                return Ok(true);
+            }
+            let current = match &p.encoding {
+                Some(e) => e.as_str(),
+                None => "None (default determined by the Python built-in function \"open\")",
+            };
+            Err(format!(
+                "Failed to read the file {path} due to an encoding error. current encoding: {current}"
+            ))
+        }
+    }
+}
+
 fn filters(p: &Params) -> Result<Filters, Box<ModuleResult>> {
     let fail = |m: String| Box::new(ModuleResult::failed(m));
     let names = Names::new(p).map_err(fail)?;
@@ -585,7 +627,6 @@ fn filters(p: &Params) -> Result<Filters, Box<ModuleResult>> {
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
-    let _ = &p.encoding;
     let f = match filters(&p) {
         Ok(f) => f,
         Err(r) => return Ok(*r),
@@ -595,23 +636,30 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
     let mut skipped = Map::new();
-    let mut warned = false;
-    // Per searched folder: its entries in walk order.
-    let mut walks = Vec::new();
+    // Upstream warns of each searched folder it gave up on (not of folders the walk could
+    // not enter).
+    let mut warnings: Vec<String> = Vec::new();
+    let mut give_up = |skipped: &mut Map<String, Value>, top: &str, why: String| {
+        warnings.push(format!(
+            "Skipped '{top}' path due to this access issue: {why}\n"
+        ));
+        skipped.insert(top.to_string(), why.into());
+    };
+    // Per searched folder: its entries in walk order and the folders the walk could not
+    // enter, or why it is not searched.
+    let mut walks: Vec<(&String, Searched)> = Vec::new();
     for top in &p.paths {
         let out = ctx.run(list_script(top, &p)).await?;
         let stdout = out.stdout.as_slice();
         if stdout.first() != Some(&b'D') {
-            skipped.insert(top.clone(), format!("'{top}' is not a directory").into());
-            warned = true;
+            walks.push((top, Err(format!("'{top}' is not a directory"))));
             continue;
         }
+        let mut unreadable = Vec::new();
         let mut other = Vec::new();
         for line in out.stderr_str().lines() {
             match walk_error(line) {
-                Some((path, why)) => {
-                    skipped.insert(path, why.into());
-                }
+                Some(e) => unreadable.push(e),
                 None => other.push(line.to_string()),
             }
         }
@@ -623,7 +671,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 other.join("; ")
             )));
         }
-        walks.push(walk(top, parse_entries(&stdout[2.min(stdout.len())..]), &p));
+        let w = walk(top, parse_entries(&stdout[2.min(stdout.len())..]), &p);
+        walks.push((top, Ok((w, unreadable))));
     }
     // Decide everything but content; read the content of the files that need it.
     let pre = |w: &Walked| -> bool {
@@ -633,8 +682,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             return false;
         }
         let name = e.rel.rsplit('/').next().unwrap_or("");
-        let common =
-            f.names.matches(name) && f.age_ok(e, p.age_stamp, now) && f.mode_ok(e, p.exact_mode);
+        let common = f.names.matches(name) && f.age_ok(e, p.age_stamp, now);
         match p.file_type {
             FileType::Any => common && (e.kind != 'f' || f.size_ok(e)),
             FileType::Directory => e.kind == 'd' && common,
@@ -642,30 +690,50 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             FileType::Link => e.kind == 'l' && common,
         }
     };
-    let mut content: HashMap<String, bool> = HashMap::new();
+    // Upstream checks the mode last, after reading the content.
+    let mode_ok = |w: &Walked| f.mode_ok(&w.entry, p.exact_mode);
+    let mut content: HashMap<String, Result<bool, String>> = HashMap::new();
     if let (Some(re), FileType::File) = (&f.contains, p.file_type) {
         let want: Vec<String> = walks
             .iter()
-            .flat_map(|(w, _)| w)
+            .filter_map(|(_, w)| w.as_ref().ok())
+            .flat_map(|((w, _), _)| w)
             .filter(|w| pre(w))
             .map(|w| w.path.clone())
             .collect();
         for (path, bytes) in want.iter().zip(read_files(ctx, &want).await?) {
-            let hit = bytes
-                .is_some_and(|b| contains(&String::from_utf8_lossy(&b), re, p.read_whole_file));
+            // A file that cannot be read does not match (upstream passes over its `OSError`).
+            let hit = bytes.map_or(Ok(false), |b| content_hit(path, &b, re, &p));
             content.insert(path.clone(), hit);
         }
     }
     let mut files: Vec<Map<String, Value>> = Vec::new();
     let mut msg = "All paths examined";
     let mut looked = 0u64;
-    for (walked, counts) in &walks {
+    for (top, walked) in &walks {
+        let ((walked, counts), unreadable) = match walked {
+            Ok(w) => w,
+            Err(why) => {
+                give_up(&mut skipped, top, why.clone());
+                continue;
+            }
+        };
+        for (path, why) in unreadable {
+            skipped.insert(path.clone(), why.clone().into());
+        }
         let mut examined: u64 = counts.iter().sum();
         for w in walked {
-            let ok = pre(w)
-                && (f.contains.is_none()
-                    || p.file_type != FileType::File
-                    || content.get(&w.path).copied().unwrap_or(false));
+            let hit = match content.get(&w.path) {
+                Some(Err(why)) if pre(w) => {
+                    // Upstream's exception ends the walk of this folder where it stood.
+                    give_up(&mut skipped, top, why.clone());
+                    examined = counts[..=w.root].iter().sum();
+                    break;
+                }
+                Some(hit) => hit.clone().unwrap_or(false),
+                None => f.contains.is_none() || p.file_type != FileType::File,
+            };
+            let ok = pre(w) && hit && mode_ok(w);
             if ok {
                 files.push(statinfo(&w.path, &w.entry));
             }
@@ -708,11 +776,11 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             }
         }
     }
-    if warned {
+    if !warnings.is_empty() {
         msg = "Not all paths examined, check warnings for details";
     }
     let matched = files.len();
-    Ok(ModuleResult {
+    let r = ModuleResult {
         msg: Some(msg.into()),
         ..ModuleResult::ok()
     }
@@ -722,7 +790,12 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     )
     .with("matched", matched)
     .with("examined", looked)
-    .with("skipped_paths", Value::Object(skipped)))
+    .with("skipped_paths", Value::Object(skipped));
+    Ok(if warnings.is_empty() {
+        r
+    } else {
+        r.with("warnings", warnings)
+    })
 }
 
 #[cfg(test)]

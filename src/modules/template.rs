@@ -4,6 +4,7 @@
 use serde::Deserialize;
 
 use super::args::boolish;
+use super::codec::Codec;
 use super::command::yes;
 use super::filewrite::{self, Content, Write};
 use super::host_path;
@@ -338,7 +339,6 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
 /// `shift_jis`, `koi8-r`...). A character the encoding lacks fails the task, as Python's
 /// strict codecs do.
 fn encoded(text: String, encoding: &str) -> Result<Vec<u8>, ModuleError> {
-    let name = encoding.trim().to_ascii_lowercase().replace('_', "-");
     let utf16 = |big: bool, bom: bool| {
         let mut out = Vec::with_capacity(text.len() * 2 + 2);
         if bom {
@@ -369,31 +369,28 @@ fn encoded(text: String, encoding: &str) -> Result<Vec<u8>, ModuleError> {
             ),
         }
     };
-    Ok(match name.as_str() {
-        "" | "utf-8" | "utf8" | "u8" => text.into_bytes(),
-        "utf-16" | "utf16" => utf16(false, true),
-        "utf-16-le" | "utf-16le" => utf16(false, false),
-        "utf-16-be" | "utf-16be" => utf16(true, false),
-        // Python's latin-1 is ISO-8859-1 itself; WHATWG reads the label as windows-1252.
-        "latin-1" | "latin1" | "iso-8859-1" | "iso8859-1" | "l1" => {
-            let mut out = Vec::with_capacity(text.len());
-            for (i, c) in text.chars().enumerate() {
-                out.push(
-                    u8::try_from(u32::from(c))
-                        .map_err(|_| unencodable(c, i, "latin-1", "ordinal not in range(256)"))?,
-                );
+    let narrow = |limit: u32, codec: &str, why: &str| {
+        let mut out = Vec::with_capacity(text.len());
+        for (i, c) in text.chars().enumerate() {
+            match u8::try_from(u32::from(c)) {
+                Ok(b) if u32::from(b) < limit => out.push(b),
+                _ => return Err(unencodable(c, i, codec, why)),
             }
-            out
         }
-        _ => {
-            let Some(enc) = encoding_rs::Encoding::for_label(name.as_bytes())
-                .filter(|e| e.output_encoding() == *e)
-            else {
-                return Err(ModuleError::Failed {
-                    // ansible-core's words (Python's `LookupError`), and the argument's name.
-                    msg: format!("Task failed: unknown encoding: {encoding} (`output_encoding`)"),
-                });
-            };
+        Ok(out)
+    };
+    let Some(codec) = Codec::lookup(encoding) else {
+        return Err(ModuleError::Failed {
+            // ansible-core's words (Python's `LookupError`), and the argument's name.
+            msg: format!("Task failed: unknown encoding: {encoding} (`output_encoding`)"),
+        });
+    };
+    Ok(match codec {
+        Codec::Utf8 => text.into_bytes(),
+        Codec::Utf16 { big, bom } => utf16(big, bom),
+        Codec::Latin1 => narrow(0x100, "latin-1", "ordinal not in range(256)")?,
+        Codec::Ascii => narrow(0x80, "ascii", "ordinal not in range(128)")?,
+        Codec::Whatwg(enc) => {
             let (bytes, _, lossy) = enc.encode(&text);
             if lossy {
                 // The first character the encoding lacks, as Python names it.
