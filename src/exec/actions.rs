@@ -90,7 +90,22 @@ impl Executor {
                 Attempt::of(r)
             }
             ExecAction::SetFact(facts) => {
-                let facts = rendered!(facts);
+                let values = rendered!(facts);
+                // `set_fact` alone templates its keys (ansible-core's set_fact action keeps
+                // this "for dynamic storage"); nowhere else is a key templated.
+                let names = facts.keys().map(|k| Value::String(k.clone())).collect();
+                let names = match rendered!(&Value::Array(names)) {
+                    Value::Array(names) => names,
+                    other => vec![other],
+                };
+                let facts = names
+                    .into_iter()
+                    .zip(values.into_iter().map(|(_, v)| v))
+                    .map(|(k, v)| match k {
+                        Value::String(k) => (k, v),
+                        k => (k.to_string(), v),
+                    })
+                    .collect();
                 self.set_fact(facts, kw, host, ctx)
             }
             ExecAction::AddHost(args) => self.add_host(&rendered!(args)),
@@ -334,7 +349,7 @@ impl Executor {
                 .unwrap_or(cond)
                 .trim()
                 .to_string();
-            match self.templar.eval_bool(&expr, ctx) {
+            match self.condition("that", &expr, ctx) {
                 Ok(true) => {}
                 Ok(false) => {
                     let msg = render(&args.fail_msg)
@@ -346,11 +361,8 @@ impl Executor {
                     r.msg = Some(msg);
                     return Attempt::of(r);
                 }
-                Err(e) => {
-                    let failure = super::host_task::Failure {
-                        reason: format!("{}{e}", super::host_task::CONDITIONAL_ERROR),
-                        at: Some(format!("that: {cond}")),
-                    };
+                Err(mut failure) => {
+                    failure.at = Some(format!("that: {cond}"));
                     return Attempt::of(self.error_result(task, failure));
                 }
             }

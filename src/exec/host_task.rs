@@ -410,22 +410,38 @@ impl Executor {
         ctx: &VarMap,
     ) -> Result<Option<String>, Failure> {
         for c in conds {
-            let at = || Some(format!("when: {c}"));
             let rendered = self
                 .embedded_templates_rendered(c, ctx)
-                .map_err(|reason| Failure { reason, at: at() })?;
+                .map_err(|reason| Failure {
+                    reason,
+                    at: Some(format!("when: {c}")),
+                })?;
             match self.templar.eval_bool(&rendered, ctx) {
                 Ok(true) => {}
                 Ok(false) => return Ok(Some(rendered.into_owned())),
                 Err(e) => {
                     return Err(Failure {
                         reason: format!("{CONDITIONAL_ERROR}{e}"),
-                        at: at(),
+                        at: Some(format!("when: {c}")),
                     });
                 }
             }
         }
         Ok(None)
+    }
+
+    /// One conditional (`that`, `until`, `changed_when`, `failed_when`) evaluated as
+    /// ansible-core does: its constant strings' templates rendered first (see
+    /// [`Self::embedded_templates_rendered`]). An error names the condition as `key: cond`.
+    pub(crate) fn condition(&self, key: &str, cond: &str, ctx: &VarMap) -> Result<bool, Failure> {
+        let at = || Some(format!("{key}: {cond}"));
+        let rendered = self
+            .embedded_templates_rendered(cond, ctx)
+            .map_err(|reason| Failure { reason, at: at() })?;
+        self.templar.eval_bool(&rendered, ctx).map_err(|e| Failure {
+            reason: format!("{CONDITIONAL_ERROR}{e}"),
+            at: at(),
+        })
     }
 
     /// `cond` with every string constant that holds a template (`x == '{{ y }}'`) replaced
@@ -528,7 +544,7 @@ impl Executor {
             let dir = self.async_dir(ctx);
             let job = Arc::new(AsyncJob::new(dir.clone(), secs));
             let kw = Keywords {
-                timeout: t.kw.timeout.or(Some(secs)),
+                timeout: t.kw.timeout.or(Some(secs as i64)),
                 ..t.kw.clone()
             };
             let a = DETACH
@@ -554,7 +570,7 @@ impl Executor {
             );
         }
         let kw = Keywords {
-            timeout: t.kw.timeout.or(Some(secs)),
+            timeout: t.kw.timeout.or(Some(secs as i64)),
             ..t.kw.clone()
         };
         let mut a = UNDER_ASYNC

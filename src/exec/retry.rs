@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Executor;
-use super::host_task::{Attempt, CONDITIONAL_ERROR, Failure, NO_TRACEBACK, OnHost};
+use super::host_task::{Attempt, Failure, NO_TRACEBACK, OnHost};
 use crate::playbook::{Keywords, Task};
 use crate::report::Event;
 use crate::vars::VarMap;
@@ -84,13 +84,9 @@ impl Executor {
             }
             let done = match &kw.until {
                 None => !a.result.is_failed(),
-                Some(until) => match self.templar.eval_bool(until, &c) {
+                Some(until) => match self.condition("until", until, &c) {
                     Ok(b) => b,
-                    Err(e) => {
-                        let failure = Failure {
-                            reason: format!("{CONDITIONAL_ERROR}{e}"),
-                            at: Some(format!("until: {until}")),
-                        };
+                    Err(failure) => {
                         return Attempt::of(self.error_result(task, failure));
                     }
                 },
@@ -136,15 +132,7 @@ impl Executor {
         let mut eval = |conds: &Vec<String>, key: &str| -> Result<(), Failure> {
             let mut all = true;
             for cond in conds {
-                match self.templar.eval_bool(cond, &c) {
-                    Ok(b) => all &= b,
-                    Err(e) => {
-                        return Err(Failure {
-                            reason: format!("{CONDITIONAL_ERROR}{e}"),
-                            at: Some(format!("{key}_when: {cond}")),
-                        });
-                    }
-                }
+                all &= self.condition(&format!("{key}_when"), cond, &c)?;
             }
             a.result.set(key, json!(all));
             if let Some(r) = &kw.register {

@@ -321,7 +321,9 @@ pub(crate) fn single_expression(s: &str) -> Option<&str> {
     None
 }
 
-/// A JSON value as a template value, templating every string in it against `ctx`.
+/// A JSON value as a template value, templating every string in it against `ctx`. A
+/// mapping's keys stay as written: ansible-core 2.19 templates no key (`set_fact` renders its
+/// own names).
 pub(crate) fn json_to_value(
     env: &Environment<'static>,
     raw: &Json,
@@ -338,12 +340,7 @@ pub(crate) fn json_to_value(
         Json::Object(map) => {
             let mut out = indexmap::IndexMap::with_capacity(map.len());
             for (k, v) in map {
-                let key = if is_template(k) {
-                    Value::from(super::render::render(env, k, ctx)?)
-                } else {
-                    Value::from(k.as_str())
-                };
-                out.insert(key, json_to_value(env, v, ctx)?);
+                out.insert(Value::from(k.as_str()), json_to_value(env, v, ctx)?);
             }
             Value::from_iter(out)
         }

@@ -93,26 +93,19 @@ fn collect_templates(v: &Value, f: &mut dyn FnMut(&str) -> bool) -> bool {
     match v {
         Value::String(s) if is_template(s) => f(s),
         Value::Array(items) => items.iter().all(|i| collect_templates(i, f)),
-        Value::Object(m) => m
-            .iter()
-            .all(|(k, x)| (!is_template(k) || f(k)) && collect_templates(x, f)),
+        Value::Object(m) => m.values().all(|x| collect_templates(x, f)),
         _ => true,
     }
 }
 
-/// Every templated string (values and keys) inside `v`.
+/// Every templated string inside `v` (keys are never templated).
 pub(crate) fn templates_in(v: &Value) -> Vec<&str> {
     let mut out = Vec::new();
     fn walk<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
         match v {
             Value::String(s) if is_template(s) => out.push(s),
             Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
-            Value::Object(m) => m.iter().for_each(|(k, x)| {
-                if is_template(k) {
-                    out.push(k);
-                }
-                walk(x, out);
-            }),
+            Value::Object(m) => m.values().for_each(|x| walk(x, out)),
             _ => {}
         }
     }
