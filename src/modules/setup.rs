@@ -7,6 +7,9 @@
 //! (`ansible_facts.ansible_distribution`); the executor stores them as host facts, reachable
 //! both as `ansible_facts.distribution` and as the `ansible_distribution` variable.
 //!
+//! Local facts (`ansible_local`, from `fact_path`) are read by the same command
+//! (`local_facts`).
+//!
 //! One file: the fact names come from one command's output, parsed in one place.
 
 use std::collections::BTreeMap;
@@ -16,6 +19,7 @@ use serde_json::{Map, Value, json};
 
 use super::args::list;
 use super::host_path;
+use super::local_facts;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Setup, "setup", Params, run);
@@ -50,7 +54,8 @@ pub struct Params {
     /// Accepted for compatibility; kinit's fact gathering has no timeout of its own.
     #[serde(default, deserialize_with = "super::args::opt_u64ish")]
     gather_timeout: Option<u64>,
-    /// Accepted for compatibility; kinit has no local fact files.
+    /// Where the local facts (`ansible_local`) are: `*.fact` files, JSON or INI, or
+    /// programs printing either (`/etc/ansible/facts.d` by default).
     #[serde(default, deserialize_with = "host_path::opt")]
     fact_path: Option<String>,
 }
@@ -117,10 +122,11 @@ fn python_candidates(vars: &crate::vars::VarMap) -> String {
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
-    let _ = (&p.gather_subset, p.gather_timeout, &p.fact_path);
+    let _ = (&p.gather_subset, p.gather_timeout);
     let script = format!(
-        "KINIT_PY={}\n{SCRIPT}{PYTHON}",
-        crate::transport::quote::sh(&python_candidates(ctx.vars))
+        "KINIT_PY={}\n{SCRIPT}{PYTHON}{}",
+        crate::transport::quote::sh(&python_candidates(ctx.vars)),
+        local_facts::script(p.fact_path.as_deref().unwrap_or("/etc/ansible/facts.d")),
     );
     let out = ctx.run(&script).await?;
     if !out.success() {
@@ -129,7 +135,15 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             out.stderr_str().trim()
         )));
     }
-    let mut facts = parse(&out.stdout_str());
+    let stdout = out.stdout.as_slice();
+    let mark = local_facts::MARK.as_bytes();
+    let (main, local) = match stdout.windows(mark.len()).position(|w| w == mark) {
+        Some(at) => (&stdout[..at], &stdout[at + mark.len()..]),
+        None => (stdout, &[][..]),
+    };
+    let mut facts = parse(&String::from_utf8_lossy(main));
+    let (local, warnings) = local_facts::parse(local);
+    facts.insert("ansible_local".into(), Value::Object(local));
     if !p.filter.is_empty() {
         let mut b = globset::GlobSetBuilder::new();
         for f in &p.filter {
@@ -144,7 +158,12 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         })?;
         facts.retain(|k, _| set.is_match(k));
     }
-    Ok(ModuleResult::ok().with("ansible_facts", Value::Object(facts)))
+    let r = ModuleResult::ok().with("ansible_facts", Value::Object(facts));
+    Ok(if warnings.is_empty() {
+        r
+    } else {
+        r.with("warnings", warnings)
+    })
 }
 
 /// The facts a module result carries (`ansible_facts`), keyed the way the executor keeps
