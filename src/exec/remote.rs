@@ -265,6 +265,12 @@ impl Executor {
             Ok(b) => b,
             Err(msg) => return Attempt::of(self.error_result(task, msg)),
         };
+        // ansible-core's alarm takes 0 (no limit) to 100000000 seconds.
+        if let Some(t) = kw.timeout.filter(|t| !(0..=100_000_000).contains(t)) {
+            return Attempt::failed(format!(
+                "Task failed: Timeout {t} is invalid, it must be between 0 and 100000000."
+            ));
+        }
         let search = self.search_paths(task, inh);
         let host_env = self.conns.host_env(&resolved.target);
         let render = TaskRender {
@@ -284,7 +290,11 @@ impl Executor {
             diff: kw.diff.unwrap_or(self.opts.diff),
             become_,
             env,
-            timeout: kw.timeout.map(Duration::from_secs),
+            timeout: kw
+                .timeout
+                .and_then(|t| u64::try_from(t).ok())
+                .filter(|t| *t > 0)
+                .map(Duration::from_secs),
             search_paths: &search,
             vars: ctx,
             render: &render,
@@ -320,9 +330,18 @@ impl Executor {
             Err(ModuleError::Transport(TransportError::Timeout { after, .. }))
                 if mctx.timeout == Some(after) =>
             {
-                Attempt::failed(format!(
-                    "the task timed out after {after:?} (its `timeout` keyword)"
-                ))
+                // ansible-core's TaskTimeoutError and what it adds to the result.
+                let secs = after.as_secs();
+                let mut r =
+                    TaskResult::failed(format!("Task failed: Timed out after {secs} second(s)."));
+                r.set(
+                    "timedout",
+                    json!({
+                        "frame": "Configure `DISPLAY_TRACEBACK` to see a traceback on timeout errors.",
+                        "period": secs,
+                    }),
+                );
+                Attempt::of(r)
             }
             Err(ModuleError::Transport(e @ TransportError::Timeout { .. })) => {
                 Attempt::failed(crate::provider::error::chain(&e))

@@ -106,14 +106,19 @@ pub fn set_templated(kw: &mut Keywords, key: &str, value: &str) -> Result<(), St
         "diff" => kw.diff = Some(b()?),
         "any_errors_fatal" => kw.any_errors_fatal = Some(b()?),
         "timeout" | "async" | "poll" => {
-            let secs =
-                Some(value.trim().parse().map_err(|_| {
-                    format!("`{key}` expects seconds, its template gave `{value}`")
-                })?);
+            let secs: i64 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("`{key}` expects seconds, its template gave `{value}`"))?;
+            let unsigned = || {
+                u64::try_from(secs)
+                    .map(Some)
+                    .map_err(|_| format!("`{key}` expects seconds, its template gave `{value}`"))
+            };
             match key {
-                "timeout" => kw.timeout = secs,
-                "async" => kw.async_ = secs,
-                _ => kw.poll = secs,
+                "timeout" => kw.timeout = Some(secs),
+                "async" => kw.async_ = unsigned()?,
+                _ => kw.poll = unsigned()?,
             }
         }
         _ => return Err(format!("`{key}` cannot be templated")),
@@ -323,8 +328,8 @@ pub fn parse_keywords(
             "timeout" => {
                 kw.timeout = templated_or(n, key, &mut kw.templated, |n, _| {
                     n.value
-                        .as_u64()
-                        .ok_or_else(|| invalid(n, "`timeout` expects seconds"))
+                        .as_i64()
+                        .ok_or_else(|| invalid(n, "`timeout` expects whole seconds"))
                 })?
             }
             "any_errors_fatal" => {

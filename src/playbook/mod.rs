@@ -290,7 +290,9 @@ pub struct Keywords {
     pub vars: VarMap,
     pub check_mode: Option<bool>,
     pub diff: Option<bool>,
-    pub timeout: Option<u64>,
+    /// Seconds the task may take (`0`: no limit; outside 0..=100000000 the task fails when
+    /// it runs, as ansible-core's alarm refuses it).
+    pub timeout: Option<i64>,
     pub any_errors_fatal: Option<bool>,
     /// Keywords given as templates (`ignore_errors: "{{ x }}"`), by name: rendered when the
     /// task runs, with its first host's variables (`keywords::set_templated`).

@@ -103,6 +103,16 @@ pub fn finished(value: Value) -> Result<bool, Error> {
     result_flag("finished", &value, "finished", true)
 }
 
+/// `timedout`: the result of a task its `timeout` stopped (ansible-core's `timedout` test:
+/// a `timedout` with a `period`).
+pub fn timedout(value: Value) -> Result<bool, Error> {
+    if value.kind() != minijinja::value::ValueKind::Map {
+        return Err(invalid("The 'timedout' test expects a dictionary".into()));
+    }
+    let t = value.get_attr("timedout").unwrap_or_default();
+    Ok(t.is_true() && t.get_attr("period").is_ok_and(|p| p.is_true()))
+}
+
 pub fn unreachable(value: Value) -> Result<bool, Error> {
     result_flag("unreachable", &value, "unreachable", false)
 }

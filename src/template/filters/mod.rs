@@ -297,6 +297,7 @@ pub fn register(env: &mut Environment<'static>) {
         "skip" => p::skipped,
         "finished" => p::finished,
         "unreachable" => p::unreachable,
+        "timedout" => p::timedout,
         "reachable" => p::reachable,
         "version" => p::version,
         "version_compare" => p::version,
@@ -323,6 +324,9 @@ pub fn register(env: &mut Environment<'static>) {
         "is_mount" => p::path_mount,
         "nan" => p::is_nan,
         "isnan" => p::is_nan,
+        "uri" => url::is_uri,
+        "url" => url::is_url,
+        "urn" => url::is_urn,
     });
     for name in [
         "defined",

@@ -78,10 +78,15 @@ pub fn urlencode(value: Value) -> Result<String, Error> {
     Ok(parts.join("&"))
 }
 
-/// Python's `urlsplit` result: scheme, netloc, path, query, fragment and the netloc's
-/// username, password, hostname (lowercased) and port (an integer).
-fn split(url: &str) -> Result<Vec<(&'static str, Value)>, Error> {
-    let mut rest = url;
+/// The scheme (lower-cased), netloc and the rest of `url`, as Python's `urlsplit` cuts them
+/// (C0 controls and spaces around it dropped, tabs and line breaks inside it too).
+fn scheme_netloc(url: &str) -> (String, String, String) {
+    let url: String = url
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\r' | '\n'))
+        .collect();
+    let mut rest = url.as_str();
     let mut scheme = String::new();
     if let Some(i) = rest.find(':')
         && rest[..i].starts_with(|c: char| c.is_ascii_alphabetic())
@@ -98,6 +103,14 @@ fn split(url: &str) -> Result<Vec<(&'static str, Value)>, Error> {
         netloc = &after[..end];
         rest = &after[end..];
     }
+    (scheme, netloc.to_string(), rest.to_string())
+}
+
+/// Python's `urlsplit` result: scheme, netloc, path, query, fragment and the netloc's
+/// username, password, hostname (lowercased) and port (an integer).
+fn split(url: &str) -> Result<Vec<(&'static str, Value)>, Error> {
+    let (scheme, netloc, rest) = scheme_netloc(url);
+    let (netloc, rest) = (netloc.as_str(), rest.as_str());
     let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
     let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
     let (userinfo, hostport) = match netloc.rsplit_once('@') {
@@ -152,6 +165,32 @@ fn split(url: &str) -> Result<Vec<(&'static str, Value)>, Error> {
     ])
 }
 
+/// The `uri` test (ansible-core's plugins/test/uri.py): anything `urlparse` takes is a URI,
+/// so only a scheme outside `schemes` (when given) makes a string fail it.
+pub fn is_uri(value: Value, schemes: Option<Value>) -> Result<bool, Error> {
+    let (scheme, _, _) = scheme_netloc(&pyrepr::to_str(&value)?);
+    Ok(match schemes.filter(|s| s.is_true()) {
+        None => true,
+        Some(list) => list
+            .try_iter()?
+            .any(|s| s.as_str() == Some(scheme.as_str())),
+    })
+}
+
+/// The `url` test: a URI with a netloc, or a `file` one.
+pub fn is_url(value: Value, schemes: Option<Value>) -> Result<bool, Error> {
+    if !is_uri(value.clone(), schemes)? {
+        return Ok(false);
+    }
+    let (scheme, netloc, _) = scheme_netloc(&pyrepr::to_str(&value)?);
+    Ok(!netloc.is_empty() || scheme == "file")
+}
+
+/// The `urn` test: a URI whose scheme is `urn`.
+pub fn is_urn(value: Value) -> Result<bool, Error> {
+    is_uri(value, Some(Value::from(vec!["urn"])))
+}
+
 /// `urlsplit(query='')`: the dictionary of parts, or the one part named.
 pub fn urlsplit(value: Value, query: Option<String>) -> Result<Value, Error> {
     let parts = split(&pyrepr::to_str(&value)?)?;
@@ -192,6 +231,22 @@ mod tests {
         ]);
         assert_eq!(e(pairs), "a=1&b=2");
         assert_eq!(e(Value::from(42)), "42");
+    }
+
+    #[test]
+    fn uri_tests_as_pythons_urlparse_reads_them() {
+        let s = |v: &str| Value::from(v);
+        let special = || Some(Value::from(vec!["http", "https", "file"]));
+        assert!(is_uri(s("asldkfjh"), None).unwrap());
+        assert!(!is_uri(s("asldkfjh"), special()).unwrap());
+        assert!(is_uri(s("admin:secret@example.com"), None).unwrap());
+        assert!(!is_url(s("admin:secret@example.com"), None).unwrap());
+        assert!(is_url(s("file://etc/hosts"), special()).unwrap());
+        assert!(is_url(s("ftp:// searchengine.tld"), None).unwrap());
+        assert!(!is_url(s("htp://x.tld"), special()).unwrap());
+        assert!(!is_url(s("urn:isbn:9780307476463"), None).unwrap());
+        assert!(is_urn(s("URN:isbn:9780307476463")).unwrap());
+        assert!(!is_urn(s("ftps://a:b@example.com")).unwrap());
     }
 
     #[test]
