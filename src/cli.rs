@@ -282,8 +282,8 @@ pub struct ConnectArgs {
     /// The user to become.
     #[arg(long, value_name = "USER")]
     pub become_user: Option<String>,
-    /// The become method; kinit has `sudo`.
-    #[arg(long, value_name = "METHOD", value_parser = ["sudo"])]
+    /// The become method: `sudo` (the default) or `su`.
+    #[arg(long, value_name = "METHOD", value_parser = ["sudo", "su"])]
     pub become_method: Option<String>,
     /// Ask for the SSH password on the terminal (for hosts whose variables set none).
     #[arg(

@@ -194,6 +194,7 @@ impl PlaybookConfig {
                 timeout: c.timeout.or(cfg.timeout).map(Duration::from_secs),
                 become_: c.become_ || cfg.become_ == Some(true),
                 become_user: c.become_user.clone().or(cfg.become_user.clone()),
+                become_method: c.become_method.clone().or(cfg.become_method.clone()),
                 ssh_args: cfg.ssh_args.clone(),
                 gathering: cfg.gathering,
                 // Asked on the terminal by the `kinit playbook` handler (`-k`, `-K`).

@@ -28,9 +28,14 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
             cfg.ignored.join(", ")
         );
     }
-    if let Some(m) = cfg.become_method.as_deref().filter(|m| *m != "sudo") {
+    if let Some(m) = cfg
+        .become_method
+        .as_deref()
+        .filter(|m| crate::transport::BecomeMethod::parse(m).is_none())
+    {
         eprintln!(
-            "[WARNING]: become_method `{m}` from ansible.cfg/ANSIBLE_BECOME_METHOD: kinit becomes with sudo"
+            "[WARNING]: become_method `{m}` from ansible.cfg/ANSIBLE_BECOME_METHOD: kinit \
+             becomes with sudo or su; a task that becomes with it fails"
         );
     }
     // `-k`/`-K` first, as ansible-playbook asks them (`CLI.ask_passwords`), and only for a run.

@@ -91,6 +91,8 @@ pub(crate) fn effective(task: &Keywords, parent: &Keywords) -> Keywords {
         run_once,
         become_,
         become_user,
+        become_method,
+        become_flags,
         no_log,
         check_mode,
         diff,

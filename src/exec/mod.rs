@@ -90,6 +90,8 @@ pub struct ConnectDefaults {
     pub timeout: Option<std::time::Duration>,
     pub become_: bool,
     pub become_user: Option<String>,
+    /// `--become-method` or ansible.cfg's `become_method` (`sudo` when unset).
+    pub become_method: Option<String>,
     /// ansible.cfg's `[ssh_connection] ssh_args` (or ANSIBLE_SSH_ARGS), for hosts without
     /// `ansible_ssh_args`.
     pub ssh_args: Option<String>,

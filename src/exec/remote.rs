@@ -19,7 +19,7 @@ use crate::modules::{ModuleCtx, ModuleError, ModuleResult, ProgressSink, Render}
 use crate::playbook::{Keywords, Task};
 use crate::report::{Event, EventSender, TaskResult};
 use crate::template::{Templar, TemplateError};
-use crate::transport::{BecomeOptions, TransportError};
+use crate::transport::{BecomeMethod, BecomeOptions, TransportError};
 use crate::vars::VarMap;
 
 /// Template rendering for modules (`template`), with the task's variables.
@@ -382,9 +382,30 @@ impl Executor {
             None => host.become_.user.clone(),
         }
         .or_else(|| self.opts.connect.become_user.clone());
+        let keyword = |name: &str, v: &Option<String>| -> Result<Option<String>, String> {
+            v.as_ref()
+                .map(|v| {
+                    self.templar
+                        .render_str(v, ctx)
+                        .map_err(|e| format!("Error processing keyword '{name}': {e}"))
+                })
+                .transpose()
+        };
+        let name = keyword("become_method", &kw.become_method)?
+            .or_else(|| host.become_.method.clone())
+            .or_else(|| self.opts.connect.become_method.clone())
+            .unwrap_or_else(|| "sudo".into());
+        let method = BecomeMethod::parse(&name).ok_or_else(|| {
+            format!(
+                "become_method `{name}` is not available in kinit: it becomes with `sudo` or `su`"
+            )
+        })?;
         Ok(Some(BecomeOptions {
             user,
             password: host.become_.password.clone(),
+            method,
+            flags: keyword("become_flags", &kw.become_flags)?
+                .or_else(|| host.become_.flags.clone()),
         }))
     }
 

@@ -40,6 +40,7 @@ pub const TASK_KEYWORDS: &[&str] = &[
     "become",
     "become_user",
     "become_method",
+    "become_flags",
     "environment",
     "module_defaults",
     "no_log",
@@ -310,15 +311,8 @@ pub fn parse_keywords(
             "run_once" => kw.run_once = templated_or(n, key, &mut kw.templated, parse_bool)?,
             "become" => kw.become_ = templated_or(n, key, &mut kw.templated, parse_bool)?,
             "become_user" => kw.become_user = Some(scalar_string(n)?),
-            "become_method" => {
-                let m = scalar_string(n)?;
-                if m != "sudo" {
-                    return Err(invalid(
-                        n,
-                        format!("`become_method` `{m}` is not supported (only `sudo`)"),
-                    ));
-                }
-            }
+            "become_method" => kw.become_method = Some(scalar_string(n)?),
+            "become_flags" => kw.become_flags = Some(scalar_string(n)?),
             "environment" => kw.environment = Some(n.value.clone()),
             "module_defaults" => kw.module_defaults = Some(n.value.clone()),
             "no_log" => kw.no_log = templated_or(n, key, &mut kw.templated, parse_bool)?,

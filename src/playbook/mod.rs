@@ -283,6 +283,10 @@ pub struct Keywords {
     pub run_once: Option<bool>,
     pub become_: Option<bool>,
     pub become_user: Option<String>,
+    /// `become_method` (`sudo`, `su`; another fails the task where it becomes) and
+    /// `become_flags`, as written (templates are rendered where the task runs).
+    pub become_method: Option<String>,
+    pub become_flags: Option<String>,
     pub environment: Option<Value>,
     /// `module_defaults`: per module, arguments a task of it gets unless it sets them.
     pub module_defaults: Option<Value>,

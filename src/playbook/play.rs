@@ -32,6 +32,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "become",
     "become_user",
     "become_method",
+    "become_flags",
     "tags",
     "environment",
     "module_defaults",
@@ -73,6 +74,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
             "become"
                 | "become_user"
                 | "become_method"
+                | "become_flags"
                 | "tags"
                 | "environment"
                 | "module_defaults"

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use target::{
-    BecomeOptions, ConnectionKind, HostKeyChecking, HostTarget, JumpHost, WinRmOptions,
+    BecomeMethod, BecomeOptions, ConnectionKind, HostKeyChecking, HostTarget, JumpHost,
+    WinRmOptions,
 };
 
 /// The language a host's commands are written in.

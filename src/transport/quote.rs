@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 
-use super::{BecomeOptions, ExecRequest};
+use super::{BecomeMethod, BecomeOptions, ExecRequest};
 
 /// Quote one word for POSIX sh: safe words stay bare, everything else goes in single quotes.
 pub fn sh(word: &str) -> String {
@@ -60,13 +60,58 @@ pub fn sh_wrap(req: &ExecRequest) -> String {
     inner.push_str(&req.script);
     match &req.become_ {
         None => inner,
+        Some(b) if b.method == BecomeMethod::Su => become_su(b, &inner),
         Some(b) => become_sudo(b, &inner),
     }
 }
 
+/// `su [flags] user -c 'sh -c ...'`, as ansible-core's `su` become plugin runs it (the
+/// user's login shell runs `-c`). A password (the first stdin line, as for sudo) is all su
+/// gets on its stdin, so a su that asks for none (root's) leaves it unread and nowhere else;
+/// the command gets the rest of the real stdin back. su's prompt (on its stderr, no line
+/// break) is taken out of what su says; the command's own stderr bypasses that filter.
+fn become_su(b: &BecomeOptions, inner: &str) -> String {
+    let user = sh(b.user.as_deref().unwrap_or("root"));
+    let flags = b
+        .flags
+        .as_deref()
+        .map(|f| format!("{} ", f.trim()))
+        .unwrap_or_default();
+    if b.password.is_none() {
+        return format!(
+            "su {flags}{user} -c {}",
+            sh(&format!("sh -c {}", sh(inner)))
+        );
+    }
+    let run = sh(&format!(
+        "exec 0<&5 5<&- 2>&3 3>&- 4>&-; sh -c {}",
+        sh(inner)
+    ));
+    format!(
+        "IFS= read -r kinit_pw; exec 3>&2 4>&1 5<&0; kinit_rc=$(mktemp) || exit 1; \
+         {{ printf '%s\\n' \"$kinit_pw\" | su {flags}{user} -c {run}; echo $? > \"$kinit_rc\"; }} \
+         2>&1 1>&4 | sed 's/^Password: *//' >&3; unset kinit_pw; \
+         rc=$(cat \"$kinit_rc\"); rm -f \"$kinit_rc\"; exit \"${{rc:-1}}\""
+    )
+}
+
 fn become_sudo(b: &BecomeOptions, inner: &str) -> String {
     let user = sh(b.user.as_deref().unwrap_or("root"));
-    let run = format!("sudo -H -n -u {user} -- sh -c {}", sh(inner));
+    // kinit passes `-n` (and `-S` where it has a password) itself.
+    let flags = match b.flags.as_deref() {
+        Some(f) => f
+            .split_whitespace()
+            .filter(|f| !matches!(*f, "-n" | "-S" | "--non-interactive" | "--stdin"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => "-H".to_string(),
+    };
+    let flags = if flags.is_empty() {
+        String::new()
+    } else {
+        format!("{flags} ")
+    };
+    let run = format!("sudo {flags}-n -u {user} -- sh -c {}", sh(inner));
     if b.password.is_none() {
         return run;
     }
@@ -119,6 +164,33 @@ mod tests {
         assert_eq!(
             sh_wrap(&req),
             r"sudo -H -n -u root -- sh -c 'cd /tmp && export X='\''a b'\''; echo $X'"
+        );
+    }
+
+    #[test]
+    fn become_flags_and_su() {
+        let req = |method, flags: Option<&str>| ExecRequest {
+            script: "id".into(),
+            become_: Some(BecomeOptions {
+                user: Some("app".into()),
+                method,
+                flags: flags.map(str::to_string),
+                ..BecomeOptions::default()
+            }),
+            ..ExecRequest::default()
+        };
+        // kinit keeps `-n` its own; the user's flags replace `-H`.
+        assert_eq!(
+            sh_wrap(&req(BecomeMethod::Sudo, Some("-E -S -n"))),
+            "sudo -E -n -u app -- sh -c id"
+        );
+        assert_eq!(
+            sh_wrap(&req(BecomeMethod::Su, None)),
+            r"su app -c 'sh -c id'"
+        );
+        assert_eq!(
+            sh_wrap(&req(BecomeMethod::Su, Some("-l"))),
+            r"su -l app -c 'sh -c id'"
         );
     }
 }

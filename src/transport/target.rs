@@ -58,6 +58,29 @@ pub struct BecomeOptions {
     /// Target user (`root` when empty).
     pub user: Option<String>,
     pub password: Option<Secret>,
+    pub method: BecomeMethod,
+    /// `become_flags`: options for the become program, in place of kinit's own (`-H` for
+    /// sudo, none for su).
+    pub flags: Option<String>,
+}
+
+/// How a POSIX host's command becomes another user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BecomeMethod {
+    #[default]
+    Sudo,
+    Su,
+}
+
+impl BecomeMethod {
+    /// The method `become_method` names, or `None` for one kinit does not have.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.trim().rsplit('.').next().unwrap_or_default() {
+            "sudo" => Some(Self::Sudo),
+            "su" => Some(Self::Su),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

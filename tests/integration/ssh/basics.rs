@@ -138,6 +138,7 @@ async fn become_with_and_without_password_never_shows_it() {
         req.become_ = Some(BecomeOptions {
             user: None,
             password: Some(Secret::new(PW_USER_PASSWORD)),
+            ..Default::default()
         });
         let out = if shell {
             c.exec(&req).await
@@ -156,6 +157,7 @@ async fn become_with_and_without_password_never_shows_it() {
         req.become_ = Some(BecomeOptions {
             user: None,
             password: Some(Secret::new("wrong-password")),
+            ..Default::default()
         });
         // sudo caches per parent process; a fresh command must not reuse the good one.
         let out = c.exec_channel(&req).await.unwrap();

@@ -473,3 +473,68 @@ fn custom_python_module_runs_over_ssh_as_the_login_and_the_become_user() {
     assert_eq!(ran.stderr(), "");
     assert!(ran.stdout().contains("ok=3 "), "{}", ran.stdout());
 }
+
+/// `become_method: su` over SSH: the key user becomes the password user with that user's
+/// password (su reads it from its stdin, as util-linux su does without a terminal), the
+/// command still gets the task's own stdin, su's `Password:` prompt shows nowhere, and a
+/// wrong password fails the task with su's words. A method kinit lacks fails only the task
+/// that becomes with it. (The users exist only when the tests run as root.)
+#[test]
+fn become_method_su_becomes_with_a_password_and_keeps_stdin() {
+    use crate::fixtures::sshd::{PW_USER, PW_USER_PASSWORD};
+    if !is_root() {
+        crate::support::cannot_run("needs root: the password user is created only then");
+        return;
+    }
+    let lab = SshLab::new(1);
+    let h = &lab.hosts[0];
+    let playbook = format!(
+        "- hosts: all\n  gather_facts: false\n  become_method: su\n  become_user: {PW_USER}\n\
+         \x20 tasks:\n\
+         \x20   - shell: id -un; cat; echo to-stderr >&2\n      args:\n        stdin: fed-in\n\
+         \x20     become: true\n      register: who\n\
+         \x20   - assert:\n        that:\n          - who.stdout_lines == ['{PW_USER}', 'fed-in']\n\
+         \x20         - who.stderr == 'to-stderr'\n\
+         \x20   - command: id -un\n      become: true\n      vars:\n        ansible_become_password: wrong\n\
+         \x20     register: refused\n      ignore_errors: true\n\
+         \x20   - command: id -un\n      become: true\n      become_method: doas\n\
+         \x20     register: lacking\n      ignore_errors: true\n\
+         \x20   - assert:\n        that:\n          - refused.stderr == 'su: Authentication failure'\n\
+         \x20         - lacking.msg is search('become_method `doas` is not available')\n"
+    );
+    let ran = Test::new()
+        .write(
+            "hosts.ini",
+            &format!(
+                "h ansible_host={} ansible_port={} ansible_user={} \
+                 ansible_ssh_private_key_file={} ansible_become_password={PW_USER_PASSWORD}\n",
+                h.address,
+                h.port,
+                lab.user,
+                lab.client_key.display()
+            ),
+        )
+        .write("site.yml", &playbook)
+        .write(
+            ".home/.ssh/known_hosts",
+            &std::fs::read_to_string(&lab.known_hosts).unwrap(),
+        );
+    let home = ran.path().join(".home").display().to_string();
+    let ran = ran
+        .env("HOME", &home)
+        .args(["playbook", "site.yml", "-i", "hosts.ini"])
+        .run()
+        .partial_output("checked by the play's own asserts and the recap");
+    let out = ran.stdout();
+    assert_eq!(ran.output.status.code(), Some(0), "{out}\n{}", ran.stderr());
+    assert!(
+        out.contains(
+            "ok=5    changed=2    unreachable=0    failed=0    skipped=0    rescued=0    ignored=2"
+        ),
+        "{out}"
+    );
+    assert!(
+        !out.contains("Password:") && !out.contains(PW_USER_PASSWORD),
+        "{out}"
+    );
+}
