@@ -47,10 +47,17 @@ impl Executor {
         let no_log = kw.no_log == Some(true);
         // Arguments render as templates when the task runs; `assert: that` and `debug: var`
         // hold bare expressions and are evaluated instead.
+        let defaults = (!inh.module_defaults.is_empty() || kw.module_defaults.is_some())
+            .then_some((inh, kw));
         macro_rules! rendered {
             ($args:expr) => {
-                match self.rendered_args(task.module_name().unwrap_or_default(), $args, ctx, no_log)
-                {
+                match self.rendered_args(
+                    task.module_name().unwrap_or_default(),
+                    $args,
+                    ctx,
+                    no_log,
+                    defaults,
+                ) {
                     Ok(a) => a,
                     Err(e) => return Attempt::of(self.error_result(task, e)),
                 }
@@ -124,14 +131,24 @@ impl Executor {
     }
 
     /// `args` with every template rendered and omitted values left out.
+    /// `args` rendered, over the `module_defaults` for `module` where the play, a block or
+    /// the task sets any (ansible-core applies them to every action, `debug` too).
     fn rendered_args<T: Serialize + DeserializeOwned>(
         &self,
         module: &str,
         args: &T,
         ctx: &VarMap,
         no_log: bool,
+        defaults: Option<(&super::inherit::Inherit, &Keywords)>,
     ) -> Result<T, String> {
-        let raw = serde_json::to_value(args).map_err(|e| e.to_string())?;
+        let mut raw = serde_json::to_value(args).map_err(|e| e.to_string())?;
+        if let Some((inh, kw)) = defaults {
+            // An argument the task leaves out serializes as null; a default fills it.
+            if let Value::Object(own) = &mut raw {
+                own.retain(|_, v| !v.is_null());
+            }
+            raw = super::remote::module_defaults(module, inh, kw, &raw);
+        }
         let mut v = self
             .templar
             .render_value(&raw, ctx)

@@ -461,31 +461,32 @@ impl Executor {
     }
 }
 
-/// `args` over the `module_defaults` for module `name` (play, blocks, then the task; inner
-/// settings win, and the task's own arguments win over all). A defaults entry names a module
+/// `args` over the `module_defaults` for module `name` (play, blocks, then the task; the
+/// task's own arguments win over all). As ansible-core's `get_action_args_with_defaults`
+/// combines them, an inner entry for a module name replaces the outer one for that name
+/// whole (`debug: {}` drops inherited `debug` defaults). A defaults entry names a module
 /// short or by FQCN; `group/...` entries (action groups) are not expanded. A list of mappings
 /// is read in order, as Ansible reads one.
-fn module_defaults(name: &str, inh: &Inherit, kw: &Keywords, args: &Value) -> Value {
+pub(crate) fn module_defaults(name: &str, inh: &Inherit, kw: &Keywords, args: &Value) -> Value {
     let short = crate::modules::short_name(name);
-    let mut merged = serde_json::Map::new();
-    let mut apply = |entry: &Value| {
+    let mut by_name = serde_json::Map::new();
+    for entry in inh.module_defaults.iter().chain(kw.module_defaults.iter()) {
         let maps: Vec<&serde_json::Map<String, Value>> = match entry {
             Value::Object(m) => vec![m],
             Value::Array(items) => items.iter().filter_map(Value::as_object).collect(),
             _ => Vec::new(),
         };
         for m in maps {
-            for (module, defaults) in m {
-                if crate::modules::short_name(module) == short
-                    && let Value::Object(d) = defaults
-                {
-                    merged.extend(d.clone());
-                }
-            }
+            by_name.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
-    };
-    for entry in inh.module_defaults.iter().chain(kw.module_defaults.iter()) {
-        apply(entry);
+    }
+    let mut merged = serde_json::Map::new();
+    for (module, defaults) in &by_name {
+        if crate::modules::short_name(module) == short
+            && let Value::Object(d) = defaults
+        {
+            merged.extend(d.clone());
+        }
     }
     match args {
         Value::Object(own) => merged.extend(own.clone()),
