@@ -47,8 +47,8 @@ impl Executor {
         let no_log = kw.no_log == Some(true);
         // Arguments render as templates when the task runs; `assert: that` and `debug: var`
         // hold bare expressions and are evaluated instead.
-        let defaults = (!inh.module_defaults.is_empty() || kw.module_defaults.is_some())
-            .then_some((inh, kw));
+        let defaults =
+            (!inh.module_defaults.is_empty() || kw.module_defaults.is_some()).then_some((inh, kw));
         macro_rules! rendered {
             ($args:expr) => {
                 match self.rendered_args(

@@ -658,17 +658,24 @@ impl Executor {
                 }
             }
             Action::Block { .. } => Attempt::failed("a block is not a single task"),
-            Action::Python {
+            Action::Custom {
                 module,
                 path,
                 args,
                 collections,
+                python: true,
             } => {
                 let m = crate::modules::pymodule::PythonModule {
                     name: module,
                     path,
                     collections,
                 };
+                self.run_module_as(t, module, &m, args, ctx).await
+            }
+            Action::Custom {
+                module, path, args, ..
+            } => {
+                let m = crate::modules::script_module::ScriptModule { name: module, path };
                 self.run_module_as(t, module, &m, args, ctx).await
             }
             Action::Unimplemented { module } => Attempt::failed(format!(

@@ -91,6 +91,7 @@ pub mod replace;
 pub mod repo_ini;
 pub mod rpm_key;
 pub mod script;
+pub mod script_module;
 pub mod service;
 pub mod service_facts;
 pub mod setup;

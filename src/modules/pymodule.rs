@@ -179,7 +179,7 @@ fn interpreter_script(ctx: &ModuleCtx<'_>) -> String {
 
 /// The task's result from what the module printed: the first JSON object in its output, or a
 /// failure holding the output when there is none.
-fn result_of(stdout: &str, stderr: &str, rc: i32) -> ModuleResult {
+pub(super) fn result_of(stdout: &str, stderr: &str, rc: i32) -> ModuleResult {
     let parsed = stdout
         .match_indices('{')
         .filter(|(i, _)| stdout[..*i].ends_with('\n') || *i == 0)

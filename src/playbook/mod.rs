@@ -318,14 +318,17 @@ pub enum Action {
     IncludeTasks { file: Value, args: Value },
     /// `include_role` (dynamic).
     IncludeRole { args: Value },
-    /// A Python module kinit does not implement (a file in a `library/` folder or in an
-    /// installed collection), run by the host's Python (`modules::pymodule`). `collections`
-    /// are the folders holding `ansible_collections` its imports are looked up in.
-    Python {
+    /// A module file kinit does not implement (in a `library/` folder or in an installed
+    /// collection): Python, run by the host's Python (`modules::pymodule`), or another
+    /// language, run by its `#!` interpreter with an arguments file
+    /// (`modules::script_module`). `collections` are the folders holding
+    /// `ansible_collections` a Python module's imports are looked up in.
+    Custom {
         module: String,
         path: std::path::PathBuf,
         args: Value,
         collections: Vec<std::path::PathBuf>,
+        python: bool,
     },
     /// A module Ansible knows and kinit does not implement: loads with a warning, fails on a
     /// host that reaches it.
@@ -363,7 +366,7 @@ impl Task {
             },
             Action::IncludeTasks { .. } => "include_tasks".into(),
             Action::IncludeRole { .. } => "include_role".into(),
-            Action::Python { module, .. }
+            Action::Custom { module, .. }
             | Action::Unimplemented { module }
             | Action::Invalid { module, .. } => module.clone(),
             Action::Dynamic { template, .. } => template.clone(),
@@ -397,7 +400,7 @@ impl Task {
         match &self.action {
             Action::Module { name, .. } => Some(name),
             Action::Exec(a) => Some(a.name()),
-            Action::Python { module, .. } => Some(module),
+            Action::Custom { module, .. } => Some(module),
             _ => None,
         }
     }

@@ -67,7 +67,7 @@ pub fn loc(node: &Node<'_>) -> Location {
 /// A custom plugin Ansible would run for the action `name`: a module in a `library/` folder or
 /// an action plugin in an `action_plugins/` folder, looked up in the current role, beside the
 /// tasks file, beside the playbook, and in ansible.cfg's `library`. kinit runs Python modules
-/// (`Action::Python`); an action plugin or a module in another language is named in a warning
+/// and modules in other languages (`Action::Custom`); an action plugin is named in a warning
 /// at load and fails where a host reaches it.
 fn custom_plugin(ctx: &TaskCtx<'_>, name: &str) -> Option<(PathBuf, &'static str)> {
     let mut roots: Vec<PathBuf> = Vec::new();
@@ -121,8 +121,16 @@ fn action_alias(path: &Path) -> Option<String> {
     })
 }
 
-/// Whether a custom module is Python (kinit runs those): a `.py` file or one whose `#!` line
-/// names Python. Modules in other languages load with a warning and fail where they run.
+/// Whether kinit runs a custom module file: Python, or another POSIX language with a `#!`
+/// line, or a compiled program. A PowerShell module (`.ps1`) loads with a warning and fails
+/// where it runs.
+fn runs_here(path: &Path) -> bool {
+    !path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("ps1") || e.eq_ignore_ascii_case("cs"))
+}
+
+/// Whether a custom module is Python: a `.py` file or one whose `#!` line names Python.
 fn is_python(path: &Path) -> bool {
     if path.extension().is_some_and(|e| e == "py") {
         return true;
@@ -248,7 +256,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
             let Some(short) = resolve_action(&module) else {
                 // A Python module kinit does not implement, given by `action: name args`.
                 let path = custom_plugin(ctx, &module)
-                    .filter(|(p, kind)| *kind == CUSTOM_MODULE && is_python(p))
+                    .filter(|(p, kind)| *kind == CUSTOM_MODULE && runs_here(p))
                     .map(|(p, _)| p)
                     .or_else(|| super::installed::module(ctx.loader, &module));
                 let Some(path) = path else {
@@ -278,8 +286,9 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                 let args = build_args(&module, &args, node.get("args").as_ref(), &n)?;
                 return Ok(Task {
                     name,
-                    action: Action::Python {
+                    action: Action::Custom {
                         module,
+                        python: is_python(&path),
                         path,
                         args,
                         collections: ctx.loader.collection_roots(),
@@ -329,13 +338,14 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
         let custom = custom_plugin(ctx, &module)
             .or_else(|| super::installed::module(ctx.loader, &module).map(|p| (p, CUSTOM_MODULE)));
         if let Some((path, CUSTOM_MODULE)) = &custom
-            && is_python(path)
+            && runs_here(path)
         {
             let args = build_args(&module, val.value, node.get("args").as_ref(), &val)?;
             return Ok(Task {
                 name,
-                action: Action::Python {
+                action: Action::Custom {
                     module,
+                    python: is_python(path),
                     path: path.clone(),
                     args,
                     collections: ctx.loader.collection_roots(),

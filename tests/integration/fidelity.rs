@@ -395,10 +395,12 @@ fn a_templated_keyword_with_a_bad_value_fails_clearly() {
 
 /// A custom Python module in a role's `library/` folder runs on the host by its Python (its
 /// `AnsibleModule` from kinit's runner); a custom module in another language (a shell script
-/// beside the playbook) loads like a module kinit lacks: named in a warning, failing only
-/// where reached. Diff playbook 77 compares custom modules with ansible-playbook.
+/// beside the playbook) runs by its `#!` interpreter with ansible-core's `key=value`
+/// arguments file, which it sources; a PowerShell module loads like a module kinit lacks:
+/// named in a warning, failing only where reached. Diff playbook 77 compares custom modules
+/// with ansible-playbook.
 #[test]
-fn custom_python_modules_run_and_other_languages_load_with_a_warning() {
+fn custom_modules_in_python_and_sh_run_and_powershell_loads_with_a_warning() {
     let ran = Test::new()
         .write(
             "roles/r/library/shout.py",
@@ -410,19 +412,32 @@ fn custom_python_modules_run_and_other_languages_load_with_a_warning() {
             "roles/r/tasks/main.yml",
             "- shout: {text: hi}\n  register: s\n- debug: var=s.msg\n",
         )
-        .write("library/kube", "#!/bin/sh\n# WANT_JSON\n")
+        .write(
+            "library/kube",
+            "#!/bin/sh\n. \"$1\"\necho \"{\\\"changed\\\": false, \\\"msg\\\": \\\"$name in check mode: $_ansible_check_mode\\\"}\"\n",
+        )
+        .write("library/win_thing.ps1", "#!powershell\n")
         .write(
             "site.yml",
-            "- hosts: localhost\n  gather_facts: false\n  roles: [r]\n  tasks:\n    - kube:\n        name: x\n      when: false\n",
+            "- hosts: localhost\n  gather_facts: false\n  roles: [r]\n  tasks:\n\
+             \x20   - kube:\n        name: a b\n      register: k\n    - debug: var=k.msg\n\
+             \x20   - win_thing:\n        name: x\n      when: false\n",
         )
         .args(["playbook", "site.yml"])
         .succeeds()
         .snapshot();
     assert!(
-        ran.stderr().contains("module `kube` (a custom module, `")
+        ran.stdout()
+            .contains("\"k.msg\": \"a b in check mode: False\""),
+        "{}",
+        ran.stdout()
+    );
+    assert!(
+        ran.stderr()
+            .contains("module `win_thing` (a custom module, `")
             && ran
                 .stderr()
-                .contains("library/kube`) is not implemented by kinit"),
+                .contains("library/win_thing.ps1`) is not implemented by kinit"),
         "{}",
         ran.stderr()
     );
