@@ -49,7 +49,10 @@ pub fn vault(
     let _: Option<bool> = kwargs.get("wrap_object")?;
     kwargs.assert_all_used()?;
     let salt = match salt {
-        Some(s) => text("vault", &s, "The salt is required to be a string")?.into_bytes(),
+        // ansible-core's VaultAES256 refuses an empty salt and takes any other as its text
+        // (`to_bytes(7)` is `b'7'`).
+        Some(s) if !s.is_true() => return Err(failed("vault", "Unable to encrypt.")),
+        Some(s) => crate::template::pyrepr::to_str(&s)?.into_bytes(),
         None => {
             let mut random = vec![0u8; 32];
             getrandom::fill(&mut random).map_err(|e| failed("vault", e))?;
