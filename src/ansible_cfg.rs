@@ -4,7 +4,7 @@
 //! of the same settings. `kinit playbook`'s own flags override both.
 //!
 //! Honoured: `inventory`, `roles_path`, `library` (custom Python modules), `filter_plugins`,
-//! `test_plugins`, `collections_path` (installed collections' modules),
+//! `test_plugins`, `lookup_plugins`, `collections_path` (installed collections' modules),
 //! `remote_user`, `private_key_file`, `forks`,
 //! `host_key_checking`, `timeout`, `gathering` (`[defaults]`); `become`, `become_user`,
 //! `become_method` (`[privilege_escalation]`); `ssh_args` (`[ssh_connection]`, read like
@@ -65,6 +65,8 @@ pub struct AnsibleSettings {
     pub filter_plugins: Vec<PathBuf>,
     /// `test_plugins`: folders of custom Python tests.
     pub test_plugins: Vec<PathBuf>,
+    /// `lookup_plugins`: folders of custom Python lookups.
+    pub lookup_plugins: Vec<PathBuf>,
     /// `collections_path` (or the older `collections_paths`): folders of installed
     /// collections; `None` when unset.
     pub collections_path: Option<Vec<PathBuf>>,
@@ -178,6 +180,7 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
             ("defaults", "library") => s.library = folders(value),
             ("defaults", "filter_plugins") => s.filter_plugins = folders(value),
             ("defaults", "test_plugins") => s.test_plugins = folders(value),
+            ("defaults", "lookup_plugins") => s.lookup_plugins = folders(value),
             ("defaults", "collections_path" | "collections_paths") => {
                 s.collections_path = Some(folders(value));
             }
@@ -245,6 +248,9 @@ fn read_env(
     }
     if let Some(v) = get("ANSIBLE_TEST_PLUGINS") {
         s.test_plugins = folders(v);
+    }
+    if let Some(v) = get("ANSIBLE_LOOKUP_PLUGINS") {
+        s.lookup_plugins = folders(v);
     }
     if let Some(v) = get("ANSIBLE_COLLECTIONS_PATH").or_else(|| get("ANSIBLE_COLLECTIONS_PATHS")) {
         s.collections_path = Some(folders(v));

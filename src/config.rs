@@ -219,6 +219,7 @@ impl PlaybookConfig {
                 library_path: cfg.library.clone(),
                 filter_plugins: cfg.filter_plugins.clone(),
                 test_plugins: cfg.test_plugins.clone(),
+                lookup_plugins: cfg.lookup_plugins.clone(),
                 collections_path: cfg.collections_path.clone(),
                 extra_vars,
             },

@@ -217,13 +217,15 @@ impl Executor {
         let mut warnings = Vec::new();
         let filter_files = crate::template::pyfilters::plugin_files(&loader.filter_plugin_dirs());
         let test_files = crate::template::pyfilters::plugin_files(&loader.test_plugin_dirs());
-        if !filter_files.is_empty() || !test_files.is_empty() {
+        let lookup_files = crate::template::pyfilters::plugin_files(&loader.lookup_plugin_dirs());
+        if !filter_files.is_empty() || !test_files.is_empty() || !lookup_files.is_empty() {
             // The controller's own Python, as ansible-core runs plugins in its process.
             let python = std::path::Path::new("python3");
             let started = crate::template::pyfilters::PythonFilters::start(
                 python,
                 &filter_files,
                 &test_files,
+                &lookup_files,
             );
             match started {
                 Ok(host) => {

@@ -26,6 +26,8 @@ pub struct LoaderOptions {
     pub filter_plugins: Vec<PathBuf>,
     /// The same for custom Jinja tests (`test_plugins`, ANSIBLE_TEST_PLUGINS).
     pub test_plugins: Vec<PathBuf>,
+    /// The same for custom lookups (`lookup_plugins`, ANSIBLE_LOOKUP_PLUGINS).
+    pub lookup_plugins: Vec<PathBuf>,
     /// Folders holding installed collections (ansible.cfg's `collections_path`,
     /// ANSIBLE_COLLECTIONS_PATH), after the `collections/` folder beside the playbook;
     /// `None` for Ansible's default, `~/.ansible/collections:/usr/share/ansible/collections`.
@@ -128,6 +130,11 @@ impl Loader {
     /// Where custom Python tests are looked for, as `filter_plugin_dirs`.
     pub fn test_plugin_dirs(&self) -> Vec<PathBuf> {
         self.plugin_dirs("test_plugins", &self.opts.test_plugins)
+    }
+
+    /// Where custom Python lookups are looked for, as `filter_plugin_dirs`.
+    pub fn lookup_plugin_dirs(&self) -> Vec<PathBuf> {
+        self.plugin_dirs("lookup_plugins", &self.opts.lookup_plugins)
     }
 
     fn plugin_dirs(&self, folder: &str, configured: &[PathBuf]) -> Vec<PathBuf> {

@@ -89,7 +89,11 @@ fn run_guarded(
     let result = run(state, strip_fqcn(name), terms, kwargs);
     match (result, errors.as_deref()) {
         (Ok(v), _) => {
-            kwargs.assert_all_used()?;
+            // An option the lookup does not have is ignored, as ansible-core's
+            // `set_options(direct=...)` ignores it (`lookup('vars', name='x')` is `[]`).
+            for key in kwargs.args() {
+                let _: Value = kwargs.get(key)?;
+            }
             Ok(Some(v))
         }
         (Err(_), Some("ignore" | "warn")) => Ok(None),
@@ -115,12 +119,74 @@ fn term_strings(terms: &[Value]) -> Result<Vec<String>, Error> {
     Ok(out)
 }
 
+/// The global through which templates reach the custom Python lookups
+/// (`Templar::with_python_filters`).
+pub const PYTHON_LOOKUPS: &str = "__kinit_python_lookups";
+
+/// The Python plugin host, as a template global, when it serves lookups.
+pub struct PythonLookups(pub std::sync::Arc<super::pyfilters::PythonFilters>);
+
+impl std::fmt::Debug for PythonLookups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.lookups.keys()).finish()
+    }
+}
+
+impl minijinja::value::Object for PythonLookups {}
+
+/// A custom Python lookup (`lookup_plugins/<name>.py`): the terms and keyword arguments go to
+/// the plugin host as JSON; each variable the plugin reads is read from this template's
+/// scope when it asks, untemplated as ansible-core gives it.
+fn python_lookup(
+    state: &State<'_, '_>,
+    host: &super::pyfilters::PythonFilters,
+    name: &str,
+    terms: &[Value],
+    kwargs: &Kwargs,
+) -> Result<Vec<Value>, Error> {
+    let json = |v: &Value| serde_json::to_value(v).unwrap_or_default();
+    let mut named = serde_json::Map::new();
+    for key in kwargs.args() {
+        // `wantlist` and `errors` are ansible-core's own, not the plugin's.
+        let v: Value = kwargs.get(key)?;
+        if !matches!(key, "wantlist" | "errors") {
+            named.insert(key.to_string(), json(&v));
+        }
+    }
+    // A lookup gets the variables as they are written (ansible-core hands it the
+    // untemplated ones); one the scope does not hold as written is read rendered.
+    let written = state
+        .lookup(SELF_KEY)
+        .and_then(|v| v.downcast_object::<super::scope::LazyVars>());
+    let variable = |var: &str| -> Option<serde_json::Value> {
+        if let Some(raw) = written.as_ref().and_then(|w| w.vars.get(var)) {
+            return Some(raw.clone());
+        }
+        let v = state.lookup(var)?;
+        if v.is_undefined() {
+            return None;
+        }
+        serde_json::to_value(&v).ok()
+    };
+    host.lookup(name, terms.iter().map(json).collect(), named, &variable)
+        .map(|list| list.iter().map(Value::from_serialize).collect())
+        .map_err(invalid)
+}
+
 fn run(
     state: &State<'_, '_>,
     name: &str,
     terms: &[Value],
     kwargs: &Kwargs,
 ) -> Result<Vec<Value>, Error> {
+    // A custom lookup wins over a built-in one of the same name, as plugin folders come
+    // first in ansible-core's search.
+    if let Some(host) = state.lookup(PYTHON_LOOKUPS)
+        && let Some(host) = host.downcast_object_ref::<PythonLookups>()
+        && host.0.lookups.contains_key(name)
+    {
+        return python_lookup(state, &host.0, name, terms, kwargs);
+    }
     match name {
         "env" => {
             let default = kwargs.get::<Option<Value>>("default")?;

@@ -167,6 +167,12 @@ impl Templar {
                 call(value, args, kwargs).map(|v| v.is_true())
             });
         }
+        if !host.lookups.is_empty() {
+            env.add_global(
+                lookup::PYTHON_LOOKUPS,
+                minijinja::Value::from_object(lookup::PythonLookups(host.clone())),
+            );
+        }
         self.env = Arc::new(env);
         self
     }

@@ -1,8 +1,10 @@
-//! Custom Jinja filters and tests written in Python (`filter_plugins/*.py` and
-//! `test_plugins/*.py` beside the playbook, in a role, or in ansible.cfg's `filter_plugins`/
-//! `test_plugins`): ansible-core imports each file and calls
-//! `FilterModule().filters()[name](value, *args, **kwargs)` (`TestModule().tests()` for
-//! tests) on the controller. kinit does the same in one Python process per run
+//! Custom Jinja filters, tests and lookups written in Python (`filter_plugins/*.py`,
+//! `test_plugins/*.py` and `lookup_plugins/*.py` beside the playbook, in a role, or in
+//! ansible.cfg's `filter_plugins`/`test_plugins`/`lookup_plugins`): ansible-core imports each
+//! file and calls `FilterModule().filters()[name](value, *args, **kwargs)`
+//! (`TestModule().tests()` for tests, `LookupModule().run(terms, variables, **kwargs)` for a
+//! lookup named as its file) on the controller. A lookup's `variables` are read lazily: the
+//! host asks for each one the plugin reads, and kinit answers from the template's scope. kinit does the same in one Python process per run
 //! (`pyfilters.py`), started only when such files exist; a template calling one sends the
 //! value and arguments as JSON and gets the result back. Plugins get ansible-core's modules when the controller's Python has them,
 //! else kinit's stand-ins for the common imports.
@@ -27,6 +29,8 @@ pub struct PythonFilters {
     pub filters: BTreeMap<String, PathBuf>,
     /// Each test's name and the file that defines it.
     pub tests: BTreeMap<String, PathBuf>,
+    /// Each lookup's name and its file.
+    pub lookups: BTreeMap<String, PathBuf>,
     /// Files that could not be loaded, with why (shown as warnings).
     pub errors: Vec<String>,
 }
@@ -77,7 +81,12 @@ pub fn plugin_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
 impl PythonFilters {
     /// Start the host with `python` and load the filter plugin files `filters` and the test
     /// plugin files `tests`.
-    pub fn start(python: &Path, filters: &[PathBuf], tests: &[PathBuf]) -> Result<Self, String> {
+    pub fn start(
+        python: &Path,
+        filters: &[PathBuf],
+        tests: &[PathBuf],
+        lookups: &[PathBuf],
+    ) -> Result<Self, String> {
         let mut child = Command::new(python)
             .args(["-u", "-c", HOST])
             .stdin(Stdio::piped())
@@ -103,9 +112,13 @@ impl PythonFilters {
             io,
             filters: BTreeMap::new(),
             tests: BTreeMap::new(),
+            lookups: BTreeMap::new(),
             errors: Vec::new(),
         };
-        let answer = host.ask(&json!({"op": "load", "filters": filters, "tests": tests}))?;
+        let answer = host.ask(
+            &json!({"op": "load", "filters": filters, "tests": tests, "lookups": lookups}),
+            &|_| None,
+        )?;
         let names = |kind: &str| -> BTreeMap<String, PathBuf> {
             answer
                 .get(kind)
@@ -119,6 +132,7 @@ impl PythonFilters {
         };
         host.filters = names("filters");
         host.tests = names("tests");
+        host.lookups = names("lookups");
         host.errors = answer
             .get("errors")
             .and_then(Value::as_array)
@@ -140,10 +154,13 @@ impl PythonFilters {
         args: Vec<Value>,
         kwargs: serde_json::Map<String, Value>,
     ) -> Result<Value, String> {
-        let answer = self.ask(&json!({
-            "op": "call", "kind": kind, "name": name, "value": value, "args": args,
-            "kwargs": kwargs,
-        }))?;
+        let answer = self.ask(
+            &json!({
+                "op": "call", "kind": kind, "name": name, "value": value, "args": args,
+                "kwargs": kwargs,
+            }),
+            &|_| None,
+        )?;
         match (answer.get("ok"), answer.get("error")) {
             (Some(v), _) => Ok(v.clone()),
             (_, Some(e)) => Err(e.as_str().unwrap_or("failed").to_string()),
@@ -151,19 +168,56 @@ impl PythonFilters {
         }
     }
 
-    /// One request and its answer; requests from several hosts' templates take turns.
-    fn ask(&self, request: &Value) -> Result<Value, String> {
+    /// `lookup(name, *terms, **kwargs)` of a Python lookup: its list, or its error's text.
+    /// `variable` gives the value of a variable the plugin reads (`None`: not defined).
+    pub fn lookup(
+        &self,
+        name: &str,
+        terms: Vec<Value>,
+        kwargs: serde_json::Map<String, Value>,
+        variable: &dyn Fn(&str) -> Option<Value>,
+    ) -> Result<Vec<Value>, String> {
+        let answer = self.ask(
+            &json!({"op": "lookup", "name": name, "terms": terms, "kwargs": kwargs}),
+            variable,
+        )?;
+        match (answer.get("ok"), answer.get("error")) {
+            (Some(Value::Array(v)), _) => Ok(v.clone()),
+            (Some(v), _) => Ok(vec![v.clone()]),
+            (_, Some(e)) => Err(e.as_str().unwrap_or("failed").to_string()),
+            _ => Err(format!("the lookup plugin '{name}' gave no answer")),
+        }
+    }
+
+    /// One request and its answer; requests from several hosts' templates take turns. The
+    /// host's questions on the way (`{"need": variable}`) are answered with `variable`.
+    fn ask(
+        &self,
+        request: &Value,
+        variable: &dyn Fn(&str) -> Option<Value>,
+    ) -> Result<Value, String> {
         let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
         let gone = |e: std::io::Error| format!("the filter plugin host stopped: {e}");
         writeln!(io.stdin, "{request}").map_err(gone)?;
         io.stdin.flush().map_err(gone)?;
-        let mut line = String::new();
-        let n = io.stdout.read_line(&mut line).map_err(gone)?;
-        if n == 0 {
-            return Err("the filter plugin host stopped (see its output above)".into());
+        loop {
+            let mut line = String::new();
+            let n = io.stdout.read_line(&mut line).map_err(gone)?;
+            if n == 0 {
+                return Err("the filter plugin host stopped (see its output above)".into());
+            }
+            let answer: Value = serde_json::from_str(&line)
+                .map_err(|e| format!("the filter plugin host answered badly: {e}"))?;
+            let Some(name) = answer.get("need").and_then(Value::as_str) else {
+                return Ok(answer);
+            };
+            let reply = match variable(name) {
+                Some(v) => json!({ "value": v }),
+                None => json!({ "missing": true }),
+            };
+            writeln!(io.stdin, "{reply}").map_err(gone)?;
+            io.stdin.flush().map_err(gone)?;
         }
-        serde_json::from_str(&line)
-            .map_err(|e| format!("the filter plugin host answered badly: {e}"))
     }
 }
 
@@ -197,7 +251,8 @@ mod tests {
             "class TestModule:\n    def tests(self):\n        return {'even': lambda v: v % 2 == 0}\n",
         )
         .unwrap();
-        let host = PythonFilters::start(Path::new("/usr/bin/python3"), &[plugin], &[test]).unwrap();
+        let host =
+            PythonFilters::start(Path::new("/usr/bin/python3"), &[plugin], &[test], &[]).unwrap();
         assert_eq!(host.tests.keys().collect::<Vec<_>>(), ["even"]);
         assert_eq!(
             host.call("test", "even", json!(4), vec![], Default::default())
@@ -222,6 +277,44 @@ mod tests {
             host.call("filter", "pair", json!(1), vec![], Default::default())
                 .unwrap(),
             json!([1, [1]])
+        );
+    }
+
+    /// A lookup plugin with the system Python: its terms and options, the variables it reads
+    /// asked of the caller one at a time (a missing one is a `KeyError`), its error's text.
+    #[test]
+    fn lookups_read_variables_lazily() {
+        let dir = tempfile::tempdir().unwrap();
+        let plugin = dir.path().join("pick.py");
+        std::fs::write(
+            &plugin,
+            "from ansible.plugins.lookup import LookupBase\n\
+             class LookupModule(LookupBase):\n\
+             \x20   def run(self, terms, variables=None, **kw):\n\
+             \x20       if kw.get('fail'):\n\
+             \x20           raise ValueError('asked to fail')\n\
+             \x20       return [variables[t] for t in terms] + [variables.get('nope', 'dflt'), __name__]\n",
+        )
+        .unwrap();
+        let host = PythonFilters::start(Path::new("/usr/bin/python3"), &[], &[], &[plugin]).unwrap();
+        assert!(host.errors.is_empty(), "{:?}", host.errors);
+        assert_eq!(host.lookups.keys().collect::<Vec<_>>(), ["pick"]);
+        let asked = Mutex::new(Vec::new());
+        let variable = |name: &str| {
+            asked.lock().unwrap().push(name.to_string());
+            (name == "a").then(|| json!([1, "x"]))
+        };
+        assert_eq!(
+            host.lookup("pick", vec![json!("a")], Default::default(), &variable)
+                .unwrap(),
+            vec![json!([1, "x"]), json!("dflt"), json!("ansible.plugins.lookup.pick")]
+        );
+        assert_eq!(*asked.lock().unwrap(), ["a", "nope"]);
+        let mut kw = serde_json::Map::new();
+        kw.insert("fail".into(), json!(true));
+        assert_eq!(
+            host.lookup("pick", vec![], kw, &variable).unwrap_err(),
+            "asked to fail"
         );
     }
 }
