@@ -74,10 +74,7 @@ pub enum TemplateError {
 
 impl TemplateError {
     fn from_jinja(e: minijinja::Error) -> Self {
-        let mut detail = match e.detail() {
-            Some(d) => d.to_string(),
-            None => e.kind().to_string(),
-        };
+        let mut detail = scope::describe(&e);
         if e.kind() == ErrorKind::SyntaxError {
             detail = format!("template syntax error: {detail}");
         }

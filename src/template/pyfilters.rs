@@ -296,7 +296,8 @@ mod tests {
              \x20       return [variables[t] for t in terms] + [variables.get('nope', 'dflt'), __name__]\n",
         )
         .unwrap();
-        let host = PythonFilters::start(Path::new("/usr/bin/python3"), &[], &[], &[plugin]).unwrap();
+        let host =
+            PythonFilters::start(Path::new("/usr/bin/python3"), &[], &[], &[plugin]).unwrap();
         assert!(host.errors.is_empty(), "{:?}", host.errors);
         assert_eq!(host.lookups.keys().collect::<Vec<_>>(), ["pick"]);
         let asked = Mutex::new(Vec::new());
@@ -307,7 +308,11 @@ mod tests {
         assert_eq!(
             host.lookup("pick", vec![json!("a")], Default::default(), &variable)
                 .unwrap(),
-            vec![json!([1, "x"]), json!("dflt"), json!("ansible.plugins.lookup.pick")]
+            vec![
+                json!([1, "x"]),
+                json!("dflt"),
+                json!("ansible.plugins.lookup.pick")
+            ]
         );
         assert_eq!(*asked.lock().unwrap(), ["a", "nope"]);
         let mut kw = serde_json::Map::new();

@@ -198,11 +198,19 @@ pub fn variable_context(msg: &str) -> (String, Option<String>) {
     )
 }
 
-/// An error's text without minijinja's `(in template:line)` suffix noise duplicated.
+/// An error's text without minijinja's `(in template:line)` suffix noise duplicated; an
+/// unknown filter or test in ansible-core's words (`No filter named 'x'.`).
 pub(crate) fn describe(e: &Error) -> String {
-    match e.detail() {
-        Some(d) => d.to_string(),
-        None => e.kind().to_string(),
+    let unknown = |what: &str, d: &str| {
+        d.strip_prefix(&format!("{what} "))
+            .and_then(|r| r.strip_suffix(" is unknown"))
+            .map(|name| format!("Syntax error in template: No {what} named '{name}'."))
+    };
+    match (e.kind(), e.detail()) {
+        (ErrorKind::UnknownFilter, Some(d)) => unknown("filter", d).unwrap_or_else(|| d.into()),
+        (ErrorKind::UnknownTest, Some(d)) => unknown("test", d).unwrap_or_else(|| d.into()),
+        (_, Some(d)) => d.to_string(),
+        (k, None) => k.to_string(),
     }
 }
 

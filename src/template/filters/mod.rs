@@ -77,6 +77,88 @@ macro_rules! builtins {
     };
 }
 
+/// A `map`/`select`-like filter's failure to find the filter or test it was named, in
+/// ansible-core's words (`The filter plugin 'ansible.builtin.map' failed: No filter named
+/// 'x'.`); the engine's own error does not name it.
+fn unknown_plugin(
+    e: minijinja::Error,
+    filter: &str,
+    name: Option<&minijinja::Value>,
+) -> minijinja::Error {
+    use minijinja::ErrorKind;
+    let kind = match e.kind() {
+        ErrorKind::UnknownFilter => "filter",
+        ErrorKind::UnknownTest => "test",
+        _ => return e,
+    };
+    if e.detail().is_some() {
+        return e;
+    }
+    let name = name.map(|n| n.to_string()).unwrap_or_default();
+    minijinja::Error::new(
+        ErrorKind::InvalidOperation,
+        format!("The filter plugin 'ansible.builtin.{filter}' failed: No {kind} named '{name}'."),
+    )
+}
+
+fn select_named(
+    state: &minijinja::State<'_, '_>,
+    value: minijinja::Value,
+    test: Option<String>,
+    args: minijinja::value::Rest<minijinja::Value>,
+) -> Result<Vec<minijinja::Value>, minijinja::Error> {
+    let name = test.as_deref().map(minijinja::Value::from);
+    minijinja::filters::select(state, value, test.as_deref().map(Into::into), args)
+        .map_err(|e| unknown_plugin(e, "select", name.as_ref()))
+}
+
+fn reject_named(
+    state: &minijinja::State<'_, '_>,
+    value: minijinja::Value,
+    test: Option<String>,
+    args: minijinja::value::Rest<minijinja::Value>,
+) -> Result<Vec<minijinja::Value>, minijinja::Error> {
+    let name = test.as_deref().map(minijinja::Value::from);
+    minijinja::filters::reject(state, value, test.as_deref().map(Into::into), args)
+        .map_err(|e| unknown_plugin(e, "reject", name.as_ref()))
+}
+
+fn selectattr_named(
+    state: &minijinja::State<'_, '_>,
+    value: minijinja::Value,
+    attr: String,
+    test: Option<String>,
+    args: minijinja::value::Rest<minijinja::Value>,
+) -> Result<Vec<minijinja::Value>, minijinja::Error> {
+    let name = test.as_deref().map(minijinja::Value::from);
+    minijinja::filters::selectattr(
+        state,
+        value,
+        attr.into(),
+        test.as_deref().map(Into::into),
+        args,
+    )
+    .map_err(|e| unknown_plugin(e, "selectattr", name.as_ref()))
+}
+
+fn rejectattr_named(
+    state: &minijinja::State<'_, '_>,
+    value: minijinja::Value,
+    attr: String,
+    test: Option<String>,
+    args: minijinja::value::Rest<minijinja::Value>,
+) -> Result<Vec<minijinja::Value>, minijinja::Error> {
+    let name = test.as_deref().map(minijinja::Value::from);
+    minijinja::filters::rejectattr(
+        state,
+        value,
+        attr.into(),
+        test.as_deref().map(Into::into),
+        args,
+    )
+    .map_err(|e| unknown_plugin(e, "rejectattr", name.as_ref()))
+}
+
 /// Jinja's `map`, except that `map(attribute='x')` over an item without `x` (and no
 /// `default`) is Ansible's error, `object of type 'dict' has no attribute 'x'`, rather than a
 /// list holding an undefined value.
@@ -100,11 +182,14 @@ fn map_strict(
             .map(|item| {
                 let mut call = vec![item];
                 call.extend(args[1..].iter().cloned());
-                state.apply_filter(name, &call)
+                state
+                    .apply_filter(name, &call)
+                    .map_err(|e| unknown_plugin(e, "map", args.first()))
             })
             .collect();
     }
-    let out = minijinja::filters::map(state, value, minijinja::value::Rest(args.to_vec()))?;
+    let out = minijinja::filters::map(state, value, minijinja::value::Rest(args.to_vec()))
+        .map_err(|e| unknown_plugin(e, "map", args.first()))?;
     let attribute = kwargs.as_ref().and_then(|k| {
         (!k.has("default"))
             .then(|| k.peek::<minijinja::Value>("attribute").ok())
@@ -135,8 +220,8 @@ pub fn register(env: &mut Environment<'static>) {
         "count" => b::length, "trim" => b::trim, "join" => b::join, "split" => b::split,
         "lines" => b::lines, "first" => b::first, "last" => b::last, "min" => b::min,
         "max" => b::max, "sort" => b::sort, "list" => b::list, "reverse" => b::reverse,
-        "sum" => b::sum, "indent" => b::indent, "select" => b::select, "reject" => b::reject,
-        "selectattr" => b::selectattr, "rejectattr" => b::rejectattr, "map" => map_strict,
+        "sum" => b::sum, "indent" => b::indent, "select" => select_named, "reject" => reject_named,
+        "selectattr" => selectattr_named, "rejectattr" => rejectattr_named, "map" => map_strict,
         "items" => b::items, "dictsort" => b::dictsort, "batch" => b::batch,
         "slice" => b::slice, "round" => core::round, "abs" => b::abs, "format" => b::format,
         "urlencode" => url::urlencode,
