@@ -275,6 +275,9 @@ impl Executor {
             if let Some(r) = &kw.register {
                 s.set_facts.insert(r.clone(), result.registered());
             }
+            if !matches!(status, Status::Skipped | Status::Unreachable) {
+                s.tasks_ran += 1;
+            }
             match status {
                 Status::Failed => {
                     s.failed = true;

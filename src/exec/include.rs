@@ -30,6 +30,8 @@ pub(crate) enum IncludeReq {
         params: VarMap,
         /// `rolespec_validate`: check the role's argument spec first.
         validate: bool,
+        /// `public`: the role's defaults and vars stay visible to the play's later tasks.
+        public: bool,
         loc: Location,
     },
 }
@@ -58,9 +60,10 @@ impl IncludeReq {
                 tasks_from,
                 params,
                 validate,
+                public,
                 ..
             } => format!(
-                "r:{name}:{tasks_from:?}:{validate}:{}",
+                "r:{name}:{tasks_from:?}:{validate}:{public}:{}",
                 Value::Object(params.clone())
             ),
         }
@@ -165,6 +168,7 @@ impl Executor {
                 params,
                 validate,
                 loc,
+                ..
             } => {
                 // `include_role` passes no role parameters: its `vars:` are variables.
                 let using = RoleUse {
@@ -197,6 +201,11 @@ impl Executor {
             included.play.extend(role);
             included.play.extend(names.play);
             included.dependent.extend(names.dependent);
+            // ansible-core's VariableManager adds a public role's defaults and vars (its
+            // dependencies' within them) for every later task of the play.
+            if let (IncludeReq::Role { public: true, .. }, Some(r)) = (req, &block.role) {
+                included.public.push(r.clone());
+            }
         }
         match loaded {
             Ok((block, handlers)) => {
@@ -281,6 +290,7 @@ impl Executor {
                         .and_then(Value::as_str)
                         .map(str::to_string),
                     validate: crate::playbook::rolespec_validate(&args),
+                    public: crate::playbook::role_flag(&args, "public", false),
                     params,
                     loc: task.loc.clone(),
                 })

@@ -170,6 +170,8 @@ pub(crate) struct PlayRun<'a> {
     /// Roles `include_role` loaded while the play runs: Ansible adds them to the play's
     /// roles, so `ansible_play_role_names` and friends list them from then on.
     pub included_roles: Mutex<crate::playbook::RoleNames>,
+    /// Roles (`RoleCtx::dedup`) that have run on a host in this play, by host.
+    pub roles_done: Mutex<std::collections::HashSet<(String, String)>>,
     /// `meta: end_play`, `any_errors_fatal` or `max_fail_percentage` stopped the play.
     pub ended: AtomicBool,
 }

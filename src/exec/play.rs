@@ -119,6 +119,7 @@ impl Executor {
                 batch: batch.clone(),
                 handlers: Mutex::new(play.handlers.clone()),
                 included_roles: Mutex::default(),
+                roles_done: Mutex::default(),
                 ended: AtomicBool::new(false),
             };
             for h in &batch {

@@ -24,6 +24,9 @@ pub struct HostState {
     /// Handler names and `listen` topics notified and not yet run.
     pub notified: Vec<String>,
     pub failed: bool,
+    /// Tasks that ran for the host (not skipped, not unreachable): a role counts as run on a
+    /// host once one of its tasks did (ansible-core's `_had_task_run`).
+    pub tasks_ran: u64,
     pub unreachable: bool,
     /// `meta: end_host`, or the play ended for this host.
     pub ended: bool,

@@ -20,6 +20,12 @@ impl Executor {
         task_vars: &VarMap,
     ) -> Result<VarMap, TemplateError> {
         let mut m = pr.play.role_defaults.clone();
+        // Roles brought in by `include_role` with `public: true`, for the tasks after it.
+        let public: Vec<std::sync::Arc<crate::playbook::RoleCtx>> =
+            pr.included_roles.lock().unwrap().public.clone();
+        for r in &public {
+            overlay(&mut m, &r.defaults);
+        }
         for r in &inh.roles {
             overlay(&mut m, &r.defaults);
         }
@@ -45,6 +51,9 @@ impl Executor {
         });
         overlay(&mut m, &vars_files);
         overlay(&mut m, &pr.play.role_exports);
+        for r in &public {
+            overlay(&mut m, &r.vars);
+        }
         for r in &inh.roles {
             overlay(&mut m, &r.vars);
         }

@@ -64,14 +64,57 @@ impl Executor {
                         block,
                         rescue,
                         always,
-                    } => {
-                        self.run_block(pr, &active, task, [block, rescue, always], inh)
-                            .await
-                    }
+                    } => match task.role.as_ref().and_then(|r| r.dedup.as_ref()) {
+                        Some(key) => self.run_role_once(pr, &active, task, key, inh).await,
+                        None => {
+                            self.run_block(pr, &active, task, [block, rescue, always], inh)
+                                .await
+                        }
+                    },
                     _ => self.run_leaf(pr, &active, task, inh).await,
                 }
             }
         })
+    }
+
+    /// A role from `roles:` or `dependencies:` on the hosts it has not run on yet in this
+    /// play (ansible-core skips a cached role whose `_completed` has the host); it has run on
+    /// a host once one of its tasks ran there.
+    async fn run_role_once(
+        &self,
+        pr: &PlayRun<'_>,
+        active: &[String],
+        task: &Task,
+        key: &str,
+        inh: &Inherit,
+    ) {
+        let Action::Block {
+            block,
+            rescue,
+            always,
+        } = &task.action
+        else {
+            return;
+        };
+        let (hosts, before): (Vec<String>, Vec<u64>) = {
+            let done = pr.roles_done.lock().unwrap();
+            active
+                .iter()
+                .filter(|h| !done.contains(&((*h).clone(), key.to_string())))
+                .map(|h| (h.clone(), self.with_state(h, |s| s.tasks_ran)))
+                .unzip()
+        };
+        if hosts.is_empty() {
+            return;
+        }
+        self.run_block(pr, &hosts, task, [block, rescue, always], inh)
+            .await;
+        let mut done = pr.roles_done.lock().unwrap();
+        for (h, n) in hosts.iter().zip(before) {
+            if self.with_state(h, |s| s.tasks_ran > n) {
+                done.insert((h.clone(), key.to_string()));
+            }
+        }
     }
 
     async fn run_block(

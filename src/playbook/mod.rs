@@ -45,7 +45,7 @@ pub use keywords::set_templated;
 pub use load::{Loader, LoaderOptions, RoleNames};
 pub use play::serial_from_text;
 pub use tags::TagFilter;
-pub use task::{resolve_action, rolespec_validate};
+pub use task::{resolve_action, role_flag, rolespec_validate};
 
 use crate::vars::VarMap;
 
@@ -199,6 +199,10 @@ pub struct RoleCtx {
     /// Entered by `import_role`/`include_role` (not `roles:` or a dependency): the role
     /// around it is its parent (`ansible_parent_role_names`).
     pub included: bool,
+    /// For a role from `roles:` or `dependencies:` without `allow_duplicates: true`: what makes
+    /// two uses the same (path, tasks file, parameters). Such a role runs once per host and
+    /// play, as ansible-core runs a role it has cached once (`Play.role_cache`).
+    pub dedup: Option<String>,
 }
 
 /// How a role is used: what `roles:`, `dependencies:`, `import_role` or `include_role` give it.

@@ -129,6 +129,23 @@ impl Loader {
             false => name.trim_end_matches('/').to_string(),
         };
         ctx.loader.note_plugin_root(&path);
+        let meta = match main_file(&path.join("meta"), "main") {
+            Some(f) => Some(self.doc(&f)?),
+            None => None,
+        };
+        let allow_duplicates = match meta.as_ref().and_then(|d| d.root().get("allow_duplicates")) {
+            Some(n) => super::keywords::parse_bool(&n, "allow_duplicates")?,
+            None => false,
+        };
+        let dedup = (!using.included && !allow_duplicates).then(|| {
+            let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            format!(
+                "{}|{}|{}",
+                real.display(),
+                tasks_from.unwrap_or("main"),
+                serde_json::Value::Object(using.params.clone())
+            )
+        });
         let role = Arc::new(RoleCtx {
             name: role_name,
             path: path.clone(),
@@ -136,6 +153,7 @@ impl Loader {
             vars: load_vars("vars")?,
             params: using.params,
             included: using.included,
+            dedup,
         });
         let mut stack = ctx.stack.clone();
         stack.push(key);
@@ -148,27 +166,49 @@ impl Loader {
             is_handler: false,
         };
         let mut block = Vec::new();
-        let meta = match main_file(&path.join("meta"), "main") {
-            Some(f) => Some(self.doc(&f)?),
-            None => None,
-        };
         // A role's own `collections` list (`meta/main.yml`) holds while its files load.
         let listed = match meta.as_ref().and_then(|d| d.root().get("collections")) {
             Some(n) => super::keywords::collection_list(&n)?,
             None => Vec::new(),
         };
         let _scope = self.collections_scope(listed);
+        let mut dep_roles: Vec<Arc<RoleCtx>> = Vec::new();
         if let Some(deps) = meta.as_ref().and_then(|d| d.root().get("dependencies")) {
             for dep in deps.items() {
                 let (using, kw) = role_entry(&dep)?;
                 let mut t = self.role_block(&sub, using, &super::task::loc(&dep))?;
                 if let Some(r) = &t.role {
                     self.note_role(r, true);
+                    dep_roles.push(r.clone());
                 }
                 t.kw = kw;
                 block.push(t);
             }
         }
+        // A role's defaults and vars take in its dependencies' first (ansible-core's
+        // `Role.get_default_vars`/`get_vars`), so its tasks see a dependency's defaults
+        // wherever the role runs, `include_role` too.
+        let (role, sub) = if dep_roles.is_empty() {
+            (role, sub)
+        } else {
+            let (mut defaults, mut vars) = (VarMap::new(), VarMap::new());
+            for d in &dep_roles {
+                crate::vars::overlay(&mut defaults, &d.defaults);
+                crate::vars::overlay(&mut vars, &d.vars);
+            }
+            crate::vars::overlay(&mut defaults, &role.defaults);
+            crate::vars::overlay(&mut vars, &role.vars);
+            let role = Arc::new(RoleCtx {
+                defaults,
+                vars,
+                ..(*role).clone()
+            });
+            let sub = TaskCtx {
+                role: Some(role.clone()),
+                ..sub
+            };
+            (role, sub)
+        };
         if !using.skip_validation {
             let entry = tasks_from.unwrap_or("main");
             let meta_root = meta.as_ref().map(|d| d.root());

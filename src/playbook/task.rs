@@ -592,14 +592,20 @@ fn warn_bad_args(ctx: &TaskCtx<'_>, loc: &Location, module: &str, detail: &str) 
 /// `rolespec_validate` of `import_role`/`include_role` (default true): whether the role's
 /// argument spec is checked.
 pub fn rolespec_validate(args: &Value) -> bool {
-    match args.get("rolespec_validate") {
+    role_flag(args, "rolespec_validate", true)
+}
+
+/// A yes/no option `key` of `import_role`/`include_role` (`public`, `rolespec_validate`),
+/// `default` when it is not given.
+pub fn role_flag(args: &Value, key: &str, default: bool) -> bool {
+    match args.get(key) {
         Some(Value::Bool(b)) => *b,
         Some(Value::String(s)) => !matches!(
             s.trim().to_lowercase().as_str(),
             "no" | "false" | "off" | "n" | "f" | "0"
         ),
         Some(Value::Number(n)) => n.as_f64() != Some(0.0),
-        _ => true,
+        _ => default,
     }
 }
 
