@@ -120,20 +120,10 @@ async fn run(
         return Ok(refusal);
     }
     let prep = prepared(m)?;
-    let mut params = match args {
-        Value::Object(map) => map,
-        Value::Null => Map::new(),
-        other => {
-            return Ok(ModuleResult::failed(format!(
-                "the arguments of `{}` must be a mapping, not {other}",
-                m.name
-            )));
-        }
+    let params = match module_params(m.name, args, ctx) {
+        Ok(p) => p,
+        Err(refusal) => return Ok(*refusal),
     };
-    params.insert("_ansible_check_mode".into(), json!(ctx.check_mode));
-    params.insert("_ansible_diff".into(), json!(ctx.diff));
-    params.insert("_ansible_module_name".into(), json!(m.name));
-    params.insert("_ansible_verbosity".into(), json!(0));
     let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
     // JSON string literals are Python string literals too.
     let payload = format!(
@@ -156,6 +146,30 @@ async fn run(
         r.data.insert("stderr".into(), json!(stderr));
     }
     Ok(r)
+}
+
+/// A custom module's arguments (a mapping) with what ansible-core's `_update_module_args`
+/// adds for every module (`_ansible_check_mode`, `_ansible_diff`...); arguments that are not
+/// a mapping fail the task.
+pub(super) fn module_params(
+    name: &str,
+    args: Value,
+    ctx: &ModuleCtx<'_>,
+) -> Result<Map<String, Value>, Box<ModuleResult>> {
+    let mut params = match args {
+        Value::Object(map) => map,
+        Value::Null => Map::new(),
+        other => {
+            return Err(Box::new(ModuleResult::failed(format!(
+                "the arguments of `{name}` must be a mapping, not {other}"
+            ))));
+        }
+    };
+    params.insert("_ansible_check_mode".into(), json!(ctx.check_mode));
+    params.insert("_ansible_diff".into(), json!(ctx.diff));
+    params.insert("_ansible_module_name".into(), json!(name));
+    params.insert("_ansible_verbosity".into(), json!(0));
+    Ok(params)
 }
 
 /// The command that runs the payload on stdin with the host's Python.

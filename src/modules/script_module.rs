@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::transport::Source;
 use crate::transport::quote::{sh, sh_join};
@@ -121,21 +121,10 @@ async fn run(
     let data = std::fs::read(m.path).map_err(|e| ModuleError::Failed {
         msg: format!("cannot read custom module `{}`: {e}", m.path.display()),
     })?;
-    let mut params = match args {
-        Value::Object(map) => map,
-        Value::Null => Map::new(),
-        other => {
-            return Ok(ModuleResult::failed(format!(
-                "the arguments of `{}` must be a mapping, not {other}",
-                m.name
-            )));
-        }
+    let params = match super::pymodule::module_params(m.name, args, ctx) {
+        Ok(p) => p,
+        Err(refusal) => return Ok(*refusal),
     };
-    // What ansible-core's `_update_module_args` adds for every module.
-    params.insert("_ansible_check_mode".into(), json!(ctx.check_mode));
-    params.insert("_ansible_diff".into(), json!(ctx.diff));
-    params.insert("_ansible_module_name".into(), json!(m.name));
-    params.insert("_ansible_verbosity".into(), json!(0));
     let style = style(&data);
     let args_text = match style {
         Style::Old => params
@@ -188,6 +177,7 @@ async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn styles_as_ansible_core_tells_them() {

@@ -101,63 +101,55 @@ fn unknown_plugin(
     )
 }
 
-fn select_named(
-    state: &minijinja::State<'_, '_>,
-    value: minijinja::Value,
-    test: Option<String>,
-    args: minijinja::value::Rest<minijinja::Value>,
-) -> Result<Vec<minijinja::Value>, minijinja::Error> {
-    let name = test.as_deref().map(minijinja::Value::from);
-    minijinja::filters::select(state, value, test.as_deref().map(Into::into), args)
-        .map_err(|e| unknown_plugin(e, "select", name.as_ref()))
+/// Jinja's `select`/`reject` (`$inner`, named `$filter`), and with `attr` the `*attr` forms,
+/// naming an unknown test as ansible-core does (`unknown_plugin`).
+macro_rules! naming_unknown_test {
+    ($fname:ident, $inner:path, $filter:literal) => {
+        fn $fname(
+            state: &minijinja::State<'_, '_>,
+            value: minijinja::Value,
+            test: Option<String>,
+            args: minijinja::value::Rest<minijinja::Value>,
+        ) -> Result<Vec<minijinja::Value>, minijinja::Error> {
+            let name = test.as_deref().map(minijinja::Value::from);
+            $inner(state, value, test.as_deref().map(Into::into), args)
+                .map_err(|e| unknown_plugin(e, $filter, name.as_ref()))
+        }
+    };
+    ($fname:ident, $inner:path, $filter:literal, attr) => {
+        fn $fname(
+            state: &minijinja::State<'_, '_>,
+            value: minijinja::Value,
+            attr: String,
+            test: Option<String>,
+            args: minijinja::value::Rest<minijinja::Value>,
+        ) -> Result<Vec<minijinja::Value>, minijinja::Error> {
+            let name = test.as_deref().map(minijinja::Value::from);
+            $inner(
+                state,
+                value,
+                attr.into(),
+                test.as_deref().map(Into::into),
+                args,
+            )
+            .map_err(|e| unknown_plugin(e, $filter, name.as_ref()))
+        }
+    };
 }
-
-fn reject_named(
-    state: &minijinja::State<'_, '_>,
-    value: minijinja::Value,
-    test: Option<String>,
-    args: minijinja::value::Rest<minijinja::Value>,
-) -> Result<Vec<minijinja::Value>, minijinja::Error> {
-    let name = test.as_deref().map(minijinja::Value::from);
-    minijinja::filters::reject(state, value, test.as_deref().map(Into::into), args)
-        .map_err(|e| unknown_plugin(e, "reject", name.as_ref()))
-}
-
-fn selectattr_named(
-    state: &minijinja::State<'_, '_>,
-    value: minijinja::Value,
-    attr: String,
-    test: Option<String>,
-    args: minijinja::value::Rest<minijinja::Value>,
-) -> Result<Vec<minijinja::Value>, minijinja::Error> {
-    let name = test.as_deref().map(minijinja::Value::from);
-    minijinja::filters::selectattr(
-        state,
-        value,
-        attr.into(),
-        test.as_deref().map(Into::into),
-        args,
-    )
-    .map_err(|e| unknown_plugin(e, "selectattr", name.as_ref()))
-}
-
-fn rejectattr_named(
-    state: &minijinja::State<'_, '_>,
-    value: minijinja::Value,
-    attr: String,
-    test: Option<String>,
-    args: minijinja::value::Rest<minijinja::Value>,
-) -> Result<Vec<minijinja::Value>, minijinja::Error> {
-    let name = test.as_deref().map(minijinja::Value::from);
-    minijinja::filters::rejectattr(
-        state,
-        value,
-        attr.into(),
-        test.as_deref().map(Into::into),
-        args,
-    )
-    .map_err(|e| unknown_plugin(e, "rejectattr", name.as_ref()))
-}
+naming_unknown_test!(select_named, minijinja::filters::select, "select");
+naming_unknown_test!(reject_named, minijinja::filters::reject, "reject");
+naming_unknown_test!(
+    selectattr_named,
+    minijinja::filters::selectattr,
+    "selectattr",
+    attr
+);
+naming_unknown_test!(
+    rejectattr_named,
+    minijinja::filters::rejectattr,
+    "rejectattr",
+    attr
+);
 
 /// Jinja's `map`, except that `map(attribute='x')` over an item without `x` (and no
 /// `default`) is Ansible's error, `object of type 'dict' has no attribute 'x'`, rather than a
