@@ -145,6 +145,12 @@ async fn host_hex(ctx: &ModuleCtx<'_>, host: &str) -> Result<Vec<String>, Module
         .map(proc_hex)
         .collect();
     ips.dedup();
+    if ips.is_empty() {
+        // Counting no address would report a busy port drained.
+        return Err(ModuleError::Failed {
+            msg: format!("cannot resolve `{host}` on the host (`getent ahosts` found nothing)"),
+        });
+    }
     Ok(ips)
 }
 
