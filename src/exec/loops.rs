@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Executor;
-use super::host_task::{Flow, OnHost, censor, item_status, skipped};
+use super::host_task::{Failure, Flow, OnHost, censor, item_status, skipped};
 use crate::playbook::LoopKind;
 use crate::report::{Event, TaskResult};
 use crate::vars::VarMap;
@@ -250,6 +250,7 @@ impl Executor {
         let mut results = Vec::new();
         let mut includes = Vec::new();
         let mut unreachable = false;
+        let mut broken = None;
         // Facts an item sets (`set_fact` in a loop) are seen by the items after it, as in
         // Ansible, so a loop can build up a list.
         let mut base = ctx.clone();
@@ -349,6 +350,22 @@ impl Executor {
                 result: if no_log { censor(&r) } else { r.clone() },
             });
             results.push(r);
+            // As ansible-core's `TaskExecutor._run_loop`: `break_when` is checked after the
+            // item's result is registered and shown; a condition that cannot be evaluated
+            // fails the task.
+            if !lc.break_when.is_empty() {
+                let stop = lc.break_when.iter().try_fold(true, |all, cond| {
+                    Ok::<_, Failure>(all && self.condition("break_when", cond, &c)?)
+                });
+                match stop {
+                    Ok(false) => {}
+                    Ok(true) => break,
+                    Err(f) => {
+                        broken = Some(self.error_result(task, f));
+                        break;
+                    }
+                }
+            }
         }
         let mut agg = TaskResult {
             changed: results.iter().any(|r| r.changed),
@@ -364,6 +381,11 @@ impl Executor {
         if let Some(lost) = results.iter().rev().find(|r| r.unreachable) {
             agg.unreachable = true;
             agg.msg = Some(lost.msg.clone().unwrap_or(json!("")));
+        } else if let Some(e) = broken {
+            agg.failed = e.failed;
+            agg.msg = e.msg;
+            agg.origin = e.origin;
+            agg.fields.extend(e.fields);
         } else if results.iter().any(TaskResult::is_failed) {
             agg.failed = Some(true);
             agg.msg = Some(json!("One or more items failed"));

@@ -174,6 +174,10 @@ pub(crate) struct PlayRun<'a> {
     pub roles_done: Mutex<std::collections::HashSet<(String, String)>>,
     /// `meta: end_play`, `any_errors_fatal` or `max_fail_percentage` stopped the play.
     pub ended: AtomicBool,
+    /// `any_errors_fatal` stopped it: a block with `rescue` or `always` around the failed
+    /// task still runs them (ansible-core's linear strategy does not break the play for a
+    /// host whose next task is in a rescue or always section).
+    pub fatal: AtomicBool,
 }
 
 impl PlayRun<'_> {
@@ -182,6 +186,19 @@ impl PlayRun<'_> {
     }
     pub fn is_ended(&self) -> bool {
         self.ended.load(Ordering::SeqCst)
+    }
+    pub fn end_fatal(&self) {
+        self.fatal.store(true, Ordering::SeqCst);
+        self.end();
+    }
+    /// Undo an `any_errors_fatal` stop, for the rescue and always sections around the task
+    /// that failed; whether it had stopped the play.
+    pub fn take_fatal(&self) -> bool {
+        let fatal = self.fatal.swap(false, Ordering::SeqCst);
+        if fatal {
+            self.ended.store(false, Ordering::SeqCst);
+        }
+        fatal
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
 use super::{Executor, PlayRun, inherit};
-use crate::playbook::{Play, Playbook, Serial, Strategy, Task};
+use crate::playbook::{HostOrder, Play, Playbook, Serial, Strategy, Task};
 use crate::report::Event;
 use crate::vars::VarMap;
 
@@ -22,6 +22,7 @@ impl Executor {
         };
         self.emit(Event::PlaybookStart {
             path: pb.path.display().to_string(),
+            plays: pb.plays.len(),
         });
         for play in &pb.plays {
             if self.cancel.is_cancelled() {
@@ -79,27 +80,14 @@ impl Executor {
                 message: format!("no hosts matched `{}`, skipping play", play.hosts),
             });
         }
-        let serial = match &play.serial_template {
-            None => play.serial.clone(),
-            Some(t) => match self
-                .templar
-                .render_value(
-                    &serde_json::Value::String(t.clone()),
-                    &self.play_level_vars(play),
-                )
-                .map_err(|e| e.to_string())
-                .and_then(|v| match v {
-                    serde_json::Value::String(s) => crate::playbook::serial_from_text(&s),
-                    other => crate::playbook::serial_from_text(&other.to_string()),
-                }) {
-                Ok(s) => s,
-                Err(msg) => {
-                    for h in &hosts {
-                        self.fail_host(h, "serial", &play.loc.to_string(), msg.clone());
-                    }
-                    Vec::new()
+        let (serial, strategy, order) = match self.play_words(play) {
+            Ok(words) => words,
+            Err(msg) => {
+                for h in &hosts {
+                    self.fail_host(h, "serial", &play.loc.to_string(), msg.clone());
                 }
-            },
+                Default::default()
+            }
         };
         if hosts.iter().any(|h| self.with_state(h, |s| s.failed)) {
             self.emit(Event::PlayEnd {
@@ -109,7 +97,7 @@ impl Executor {
         }
         // `order` arranges the batches; `ansible_play_hosts_all` keeps the inventory's order
         // (Ansible's strategy caches `get_hosts(order=play.order)` for the batch only).
-        for batch in batches(&play.order.arrange(&hosts), &serial) {
+        for batch in batches(&order.arrange(&hosts), &serial) {
             if self.cancel.is_cancelled() {
                 break;
             }
@@ -121,6 +109,7 @@ impl Executor {
                 included_roles: Mutex::default(),
                 roles_done: Mutex::default(),
                 ended: AtomicBool::new(false),
+                fatal: AtomicBool::new(false),
             };
             for h in &batch {
                 self.with_state(h, |s| {
@@ -135,7 +124,7 @@ impl Executor {
             if gather {
                 self.gather_facts(&pr).await;
             }
-            match play.strategy {
+            match strategy {
                 Strategy::Linear => self.run_sections(&pr, &batch).await,
                 Strategy::Free => {
                     let runs = batch
@@ -151,6 +140,38 @@ impl Executor {
         self.emit(Event::PlayEnd {
             name: play.name.clone(),
         });
+    }
+
+    /// The play's `serial`, `strategy` and `order`, each rendered first when it is a
+    /// template; one that renders to `omit` keeps its default.
+    fn play_words(&self, play: &Play) -> Result<(Vec<Serial>, Strategy, HostOrder), String> {
+        let vars = self.play_level_vars(play);
+        let render = |t: &Option<String>| -> Result<Option<String>, String> {
+            let Some(t) = t else { return Ok(None) };
+            let v = self
+                .templar
+                .render_value(&serde_json::Value::String(t.clone()), &vars)
+                .map_err(|e| e.to_string())?;
+            Ok(match v {
+                serde_json::Value::String(s) if s == crate::template::OMIT => None,
+                serde_json::Value::String(s) => Some(s),
+                other => Some(other.to_string()),
+            })
+        };
+        let serial = match render(&play.serial_template)? {
+            Some(s) => crate::playbook::serial_from_text(&s)?,
+            None => play.serial.clone(),
+        };
+        let strategy = match render(&play.strategy_template)? {
+            Some(s) => Strategy::from_word(&s)
+                .ok_or_else(|| format!("unknown strategy `{s}` (expected {})", Strategy::WORDS))?,
+            None => play.strategy,
+        };
+        let order = match render(&play.order_template)? {
+            Some(s) => HostOrder::from_word(&s).ok_or_else(|| HostOrder::invalid(&s))?,
+            None => play.order,
+        };
+        Ok((serial, strategy, order))
     }
 
     /// What a play-level template (`serial`) sees: the play's `vars` under the extra vars.

@@ -358,30 +358,24 @@ impl Executor {
         self.conns.get(target).await
     }
 
-    /// Task/play `become` keywords over the host's `ansible_become*` variables. A
-    /// `become_user` that cannot be rendered is an error in ansible-core's words.
+    /// The host's `ansible_become*` variables over the task/play `become` keywords, as
+    /// ansible-core's `PlayContext.set_task_and_variable_override` lets connection variables
+    /// override keywords. A `become_user` that cannot be rendered is an error in
+    /// ansible-core's words.
     pub(crate) fn become_options(
         &self,
         kw: &Keywords,
         host: &ResolvedHost,
         ctx: &VarMap,
     ) -> Result<Option<BecomeOptions>, String> {
-        if !kw
+        if !host
             .become_
-            .or(host.become_.enabled)
+            .enabled
+            .or(kw.become_)
             .unwrap_or(self.opts.connect.become_)
         {
             return Ok(None);
         }
-        let user = match &kw.become_user {
-            Some(u) => Some(
-                self.templar
-                    .render_str(u, ctx)
-                    .map_err(|e| format!("Error processing keyword 'become_user': {e}"))?,
-            ),
-            None => host.become_.user.clone(),
-        }
-        .or_else(|| self.opts.connect.become_user.clone());
         let keyword = |name: &str, v: &Option<String>| -> Result<Option<String>, String> {
             v.as_ref()
                 .map(|v| {
@@ -391,10 +385,17 @@ impl Executor {
                 })
                 .transpose()
         };
-        let name = keyword("become_method", &kw.become_method)?
-            .or_else(|| host.become_.method.clone())
-            .or_else(|| self.opts.connect.become_method.clone())
-            .unwrap_or_else(|| "sudo".into());
+        let user = match &host.become_.user {
+            Some(u) => Some(u.clone()),
+            None => keyword("become_user", &kw.become_user)?,
+        }
+        .or_else(|| self.opts.connect.become_user.clone());
+        let name = match &host.become_.method {
+            Some(m) => m.clone(),
+            None => keyword("become_method", &kw.become_method)?
+                .or_else(|| self.opts.connect.become_method.clone())
+                .unwrap_or_else(|| "sudo".into()),
+        };
         let method = BecomeMethod::parse(&name).ok_or_else(|| {
             format!(
                 "become_method `{name}` is not available in kinit: it becomes with `sudo` or `su`"
@@ -404,8 +405,10 @@ impl Executor {
             user,
             password: host.become_.password.clone(),
             method,
-            flags: keyword("become_flags", &kw.become_flags)?
-                .or_else(|| host.become_.flags.clone()),
+            flags: match &host.become_.flags {
+                Some(f) => Some(f.clone()),
+                None => keyword("become_flags", &kw.become_flags)?,
+            },
         }))
     }
 

@@ -27,6 +27,9 @@ pub struct HostState {
     /// Tasks that ran for the host (not skipped, not unreachable): a role counts as run on a
     /// host once one of its tasks did (ansible-core's `_had_task_run`).
     pub tasks_ran: u64,
+    /// How many times `meta: clear_host_errors` cleared this host's failure: an `always`
+    /// section that cleared it leaves the host going on after its block.
+    pub errors_cleared: u64,
     pub unreachable: bool,
     /// `meta: end_host`, or the play ended for this host.
     pub ended: bool,

@@ -127,6 +127,7 @@ impl Executor {
     ) {
         let inner = inh.enter(task);
         self.run_tasks(pr, entered, block, &inner).await;
+        let fatal = (!rescue.is_empty() || !always.is_empty()) && pr.take_fatal();
         let failed: Vec<String> = entered
             .iter()
             .filter(|h| self.with_state(h, |s| s.failed && !s.unreachable))
@@ -149,12 +150,14 @@ impl Executor {
                 .filter(|h| self.with_state(h, |s| !s.unreachable && !s.ended))
                 .cloned()
                 .collect();
-            let was_failed: Vec<String> = hosts
+            let was_failed: Vec<(String, u64)> = hosts
                 .iter()
-                .filter(|h| self.with_state(h, |s| s.failed))
-                .cloned()
+                .filter_map(|h| {
+                    self.with_state(h, |s| s.failed.then_some(s.errors_cleared))
+                        .map(|cleared| (h.clone(), cleared))
+                })
                 .collect();
-            for h in &was_failed {
+            for (h, _) in &was_failed {
                 self.with_state(h, |s| s.failed = false);
             }
             // `always` runs even after `end_play` stopped the block's remaining tasks.
@@ -163,9 +166,13 @@ impl Executor {
             if ended {
                 pr.end();
             }
-            for h in &was_failed {
-                self.with_state(h, |s| s.failed = true);
+            // The block's failure stands unless `always` cleared it (`meta: clear_host_errors`).
+            for (h, cleared) in &was_failed {
+                self.with_state(h, |s| s.failed |= s.errors_cleared == *cleared);
             }
+        }
+        if fatal && entered.iter().any(|h| self.with_state(h, |s| s.failed)) {
+            pr.end_fatal();
         }
     }
 
@@ -285,14 +292,17 @@ impl Executor {
                 Flow::FlushHandlers => flush = true,
                 Flow::ClearHostErrors => {
                     for h in &pr.batch {
-                        self.with_state(h, |s| s.failed = false);
+                        self.with_state(h, |s| {
+                            s.failed = false;
+                            s.errors_cleared += 1;
+                        });
                     }
                 }
                 Flow::Include(reqs) => includes.push((host.clone(), reqs)),
             }
         }
         if newly_failed && kw.any_errors_fatal == Some(true) {
-            pr.end();
+            pr.end_fatal();
         }
         if let Some(pct) = pr.play.max_fail_percentage {
             let failed = pr
@@ -390,6 +400,7 @@ impl Executor {
                     let mut hinh = inh.clone();
                     if let Some(r) = &h.role {
                         hinh.roles.push(r.clone());
+                        hinh.kw = effective(&r.keywords, &hinh.kw);
                     }
                     self.run_tasks(pr, &notified, std::slice::from_ref(h), &hinh)
                         .await;

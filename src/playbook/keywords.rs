@@ -353,6 +353,7 @@ pub(crate) fn loop_control(n: &Node<'_>) -> Result<LoopControl, LoadError> {
             "pause" => lc.pause = v.value.as_f64(),
             "extended" => lc.extended = parse_bool(&v, k)?,
             "extended_allitems" => lc.without_allitems = !parse_bool(&v, k)?,
+            "break_when" => lc.break_when = conditions(&v)?,
             other => {
                 return Err(LoadError::UnknownKeyword {
                     file: v.file.to_path_buf(),
@@ -361,7 +362,15 @@ pub(crate) fn loop_control(n: &Node<'_>) -> Result<LoopControl, LoadError> {
                     key: other.to_string(),
                     suggestion: did_you_mean(
                         other,
-                        ["loop_var", "index_var", "label", "pause", "extended"],
+                        [
+                            "loop_var",
+                            "index_var",
+                            "label",
+                            "pause",
+                            "extended",
+                            "extended_allitems",
+                            "break_when",
+                        ],
                     ),
                 });
             }

@@ -75,6 +75,21 @@ pub enum Strategy {
     Free,
 }
 
+impl Strategy {
+    pub const WORDS: &'static str = "`linear`, `free`, `host_pinned` or `debug`";
+
+    /// A strategy plugin's name, short or `ansible.builtin.` FQCN. `host_pinned` runs as
+    /// `free` (each host through its tasks on its own; kinit keeps a host on its one
+    /// connection anyway), `debug` as `linear` (kinit has no task debugger).
+    pub fn from_word(word: &str) -> Option<Strategy> {
+        match word.strip_prefix("ansible.builtin.").unwrap_or(word) {
+            "linear" | "debug" => Some(Strategy::Linear),
+            "free" | "host_pinned" => Some(Strategy::Free),
+            _ => None,
+        }
+    }
+}
+
 /// One `vars_prompt` entry. `prompt` and `default` may be templates over the play's vars.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VarPrompt {
@@ -122,6 +137,14 @@ impl HostOrder {
         })
     }
 
+    /// The message for an `order` that is none of [`HostOrder::WORDS`].
+    pub fn invalid(word: &str) -> String {
+        format!(
+            "invalid `order` `{word}` (expected one of: {})",
+            HostOrder::WORDS.join(", ")
+        )
+    }
+
     /// `hosts` (in inventory order) in this order.
     pub fn arrange(self, hosts: &[String]) -> Vec<String> {
         let mut out = hosts.to_vec();
@@ -160,6 +183,9 @@ pub struct Play {
     pub loc: Location,
     /// `serial` given as a template, rendered when the play starts (`serial_from_text`).
     pub serial_template: Option<String>,
+    /// `strategy` and `order` given as templates, rendered when the play starts.
+    pub strategy_template: Option<String>,
+    pub order_template: Option<String>,
     pub vars: VarMap,
     /// Templated file names, loaded per host at play start.
     pub vars_files: Vec<String>,
@@ -203,6 +229,9 @@ pub struct RoleCtx {
     /// two uses the same (path, tasks file, parameters). Such a role runs once per host and
     /// play, as ansible-core runs a role it has cached once (`Play.role_cache`).
     pub dedup: Option<String>,
+    /// The keywords of the `roles:`/`dependencies:` entry: the role's handlers inherit them
+    /// too (they run outside the role's block).
+    pub keywords: Keywords,
 }
 
 /// How a role is used: what `roles:`, `dependencies:`, `import_role` or `include_role` give it.
@@ -220,6 +249,8 @@ pub struct RoleUse {
     pub included: bool,
     /// `rolespec_validate: false` on `import_role`/`include_role` skips the validation task.
     pub skip_validation: bool,
+    /// The keywords of a `roles:` or `dependencies:` entry (`become_user: root`).
+    pub keywords: Keywords,
 }
 
 /// A loop: `loop:` or one of the `with_*` forms (which differ in how they flatten).
@@ -253,6 +284,9 @@ pub struct LoopControl {
     pub extended: bool,
     /// `extended_allitems: false` leaves `ansible_loop.allitems` out (large loops).
     pub without_allitems: bool,
+    /// `break_when`: conditions checked after each item (with its result registered); when
+    /// all hold, the items after it are not run.
+    pub break_when: Vec<String>,
 }
 
 /// Task keywords (also used for the inheritable keywords of blocks, roles and plays).

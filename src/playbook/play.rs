@@ -163,40 +163,42 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         },
         None => Vec::new(),
     };
-    let serial_template = node
-        .get("serial")
-        .and_then(|n| n.value.as_str().map(str::to_string))
-        .filter(|s| s.contains("{{") || s.contains("{%"));
+    // `serial`, `strategy` and `order` may be templates over the play's vars and the extra
+    // vars, rendered when the play starts (ansible-core templates them in
+    // `Play.post_validate` before its hosts run).
+    let template_of = |key: &str| {
+        node.get(key)
+            .and_then(|n| n.value.as_str().map(str::to_string))
+            .filter(|s| s.contains("{{") || s.contains("{%"))
+    };
+    let (serial_template, strategy_template, order_template) = (
+        template_of("serial"),
+        template_of("strategy"),
+        template_of("order"),
+    );
     let serial = match node.get("serial") {
         Some(_) if serial_template.is_some() => Vec::new(),
         Some(n) => parse_serial(&n)?,
         None => Vec::new(),
     };
     let strategy = match node.get("strategy") {
-        Some(n) => match scalar_string(&n)?.as_str() {
-            "linear" => Strategy::Linear,
-            "free" => Strategy::Free,
-            other => {
-                return Err(invalid(
+        Some(_) if strategy_template.is_some() => Strategy::Linear,
+        Some(n) => {
+            let word = scalar_string(&n)?;
+            Strategy::from_word(&word).ok_or_else(|| {
+                invalid(
                     &n,
-                    format!("unknown strategy `{other}` (expected `linear` or `free`)"),
-                ));
-            }
-        },
+                    format!("unknown strategy `{word}` (expected {})", Strategy::WORDS),
+                )
+            })?
+        }
         None => Strategy::Linear,
     };
     let order = match node.get("order") {
+        Some(_) if order_template.is_some() => HostOrder::Inventory,
         Some(n) => {
             let word = scalar_string(&n)?;
-            HostOrder::from_word(&word).ok_or_else(|| {
-                invalid(
-                    &n,
-                    format!(
-                        "invalid `order` `{word}` (expected one of: {})",
-                        HostOrder::WORDS.join(", ")
-                    ),
-                )
-            })?
+            HostOrder::from_word(&word).ok_or_else(|| invalid(&n, HostOrder::invalid(&word)))?
         }
         None => HostOrder::Inventory,
     };
@@ -238,6 +240,8 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         },
         serial,
         serial_template,
+        strategy_template,
+        order_template,
         strategy,
         order,
         vars_prompt: match node.get("vars_prompt") {

@@ -154,6 +154,7 @@ impl Loader {
             params: using.params,
             included: using.included,
             dedup,
+            keywords: using.keywords,
         });
         let mut stack = ctx.stack.clone();
         stack.push(key);
@@ -290,10 +291,11 @@ pub(crate) fn role_entry(n: &super::yaml::Node<'_>) -> Result<(RoleUse, Keywords
                         }
                     }
                     "vars" => params.extend(super::task::var_map(&v)?),
-                    "when" | "tags" | "become" | "become_user" | "environment" | "no_log"
-                    | "ignore_errors" | "delegate_to" | "check_mode" | "any_errors_fatal" => {
-                        kws.push((k, v))
-                    }
+                    "when" | "tags" | "become" | "become_user" | "become_method"
+                    | "become_flags" | "environment" | "no_log" | "ignore_errors"
+                    | "ignore_unreachable" | "delegate_to" | "delegate_facts" | "check_mode"
+                    | "diff" | "any_errors_fatal" | "remote_user" | "connection" | "port"
+                    | "run_once" | "timeout" | "module_defaults" => kws.push((k, v)),
                     other => {
                         params.insert(other.to_string(), v.value.clone());
                         role_params.insert(other.to_string(), v.value.clone());
@@ -306,6 +308,7 @@ pub(crate) fn role_entry(n: &super::yaml::Node<'_>) -> Result<(RoleUse, Keywords
                 name,
                 params,
                 role_params,
+                keywords: kw.clone(),
                 ..RoleUse::default()
             };
             Ok((using, kw))

@@ -67,6 +67,7 @@ impl std::fmt::Display for PhaseStatus {
 pub enum Event {
     PlaybookStart {
         path: String,
+        plays: usize,
     },
     PlayStart {
         name: String,

@@ -89,6 +89,13 @@ impl Plain {
     pub fn render(&mut self, ev: &Event) -> String {
         let mut out = String::new();
         match ev {
+            // As ansible-playbook at `-vv`: the playbook's banner, then how many plays it has.
+            Event::PlaybookStart { path, plays } if self.verbose > 1 => {
+                let base = std::path::Path::new(path)
+                    .file_name()
+                    .map_or(path.clone(), |b| b.to_string_lossy().into_owned());
+                let _ = writeln!(out, "\nPLAYBOOK: {base}\n{plays} plays in {path}");
+            }
             Event::PlayStart { name, .. } => {
                 self.last_task = None;
                 let _ = writeln!(out, "\nPLAY [{name}]");
