@@ -97,7 +97,7 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
         }
         PlaybookMode::ListHosts | PlaybookMode::Run => {}
     }
-    let inventory = load_inventory(&config.inventory)?;
+    let inventory = load_inventory(&config.inventory, &books)?;
     let runtime = crate::exec::session::runtime()?;
     runtime.block_on(run(config, loader, books, inventory, redactor))
 }
@@ -145,9 +145,20 @@ fn roles_path() -> Vec<PathBuf> {
 }
 
 /// `-i` values (files, folders, `a,b,` host lists); none means an empty inventory, where
-/// only the implicit `localhost` exists.
-fn load_inventory(sources: &[String]) -> Result<Inventory, Error> {
-    let mut inv = crate::inventory::load(sources)?;
+/// only the implicit `localhost` exists. The `group_vars/` and `host_vars/` beside the
+/// playbooks come last.
+fn load_inventory(sources: &[String], books: &[Playbook]) -> Result<Inventory, Error> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for b in books {
+        let dir = match b.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    let mut inv = crate::inventory::load_for_playbooks(sources, &dirs)?;
     for w in std::mem::take(&mut inv.warnings) {
         eprintln!("[WARNING]: {w}");
     }

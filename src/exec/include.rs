@@ -230,16 +230,15 @@ impl Executor {
         inh: &Inherit,
         ctx: &VarMap,
     ) -> Result<IncludeReq, String> {
+        // The include's `vars:` are its parameters, rendered as written: in the task's scope a
+        // `set_fact` of the same name hides them, and parameters rank above it.
         let mut params = VarMap::new();
-        let scope = self.templar.scope(std::sync::Arc::new(ctx.clone()));
-        for k in task.kw.vars.keys() {
-            match scope.get(k) {
-                Ok(Some(v)) => {
-                    params.insert(k.clone(), v);
-                }
-                Ok(None) => {}
-                Err(e) => return Err(e.to_string()),
-            }
+        for (k, v) in &task.kw.vars {
+            let v = self
+                .templar
+                .render_value(v, ctx)
+                .map_err(|e| e.to_string())?;
+            params.insert(k.clone(), v);
         }
         if task.kw.loop_.is_some() {
             let lv = self.loop_var_name(&task.kw.loop_control, ctx);

@@ -248,28 +248,69 @@ impl Executor {
             };
             let mut loaded = VarMap::new();
             let mut error = None;
-            for f in &pr.play.vars_files {
-                let name = self
-                    .templar
-                    .render_str(f, &ctx)
-                    .unwrap_or_else(|_| f.clone());
-                // Relative to the file that holds the play (an imported playbook's own
-                // folder), as Ansible resolves them.
-                let path = match pr.play.loc.file.parent() {
-                    Some(d) if !d.as_os_str().is_empty() => d.join(&name),
-                    _ => self.playbook_dir().join(&name),
-                };
-                match self.loader.vars_file(&path) {
-                    Ok(v) => crate::vars::overlay(&mut loaded, &v),
-                    Err(e) => error = Some(e.to_string()),
+            // As ansible-core's `VariableManager.get_vars`: the first candidate found is
+            // loaded (`<play dir>/vars/<name>`, then `<play dir>/<name>`); a candidate that
+            // reads an undefined variable skips the entry with a warning, as does an entry
+            // none of whose files exists (ansible-core skips it silently).
+            'entry: for candidates in &pr.play.vars_files {
+                for f in candidates {
+                    let name = match self.templar.render_str(f, &ctx) {
+                        Ok(n) => n,
+                        Err(e) => {
+                            self.warn_once(format!(
+                                "{}: skipping vars_files item `{f}` due to an undefined \
+                                 variable: {e}",
+                                pr.play.loc
+                            ));
+                            continue 'entry;
+                        }
+                    };
+                    let Some(path) = self.vars_file_path(pr.play, &name) else {
+                        continue;
+                    };
+                    match self.loader.vars_file(&path) {
+                        Ok(v) => crate::vars::overlay(&mut loaded, &v),
+                        Err(e) => error = Some(e.to_string()),
+                    }
+                    self.loader_warnings();
+                    continue 'entry;
                 }
-                self.loader_warnings();
+                self.warn_once(format!(
+                    "{}: vars_files: none of {} found, skipped",
+                    pr.play.loc,
+                    candidates
+                        .iter()
+                        .map(|c| format!("`{c}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
             }
             self.with_state(h, |s| s.vars_files = loaded);
             if let Some(e) = error {
                 self.fail_host(h, "vars_files", &pr.play.loc.to_string(), e);
             }
         }
+    }
+}
+
+impl Executor {
+    /// Where a `vars_files` name is: `vars/<name>` then `<name>` beside the file that holds
+    /// the play (an imported playbook's own folder), as ansible-core's
+    /// `path_dwim_relative_stack(search, 'vars', name)` looks; none when neither exists.
+    fn vars_file_path(&self, play: &Play, name: &str) -> Option<PathBuf> {
+        let dir = match play.loc.file.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => self.playbook_dir(),
+        };
+        let path = std::path::Path::new(name);
+        if path.is_absolute() {
+            return path.exists().then(|| path.to_path_buf());
+        }
+        let in_vars = (!name.starts_with("vars/")).then(|| dir.join("vars").join(name));
+        in_vars
+            .into_iter()
+            .chain([dir.join(name)])
+            .find(|p| p.is_file())
     }
 }
 

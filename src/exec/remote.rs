@@ -412,7 +412,11 @@ impl Executor {
         }))
     }
 
-    /// `environment:` of the play, blocks and task, rendered and merged (inner wins).
+    /// `environment:` of the play, blocks and task, rendered and merged (inner wins), as
+    /// ansible-core's `Task._post_validate_environment`: each is a mapping or a list of them
+    /// (merged in order); a mapping's values are rendered one by one, an `omit` value is left
+    /// out, and so is one that reads an undefined `ansible_env` (facts not gathered yet); an
+    /// entry that renders to no mapping is skipped with a warning.
     pub(crate) fn environment(
         &self,
         inh: &Inherit,
@@ -420,22 +424,54 @@ impl Executor {
         ctx: &VarMap,
     ) -> Result<Vec<(String, String)>, String> {
         let mut out: Vec<(String, String)> = Vec::new();
+        let mut set = |k: String, v: Value| {
+            let v = match v {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            out.retain(|(x, _)| *x != k);
+            out.push((k, v));
+        };
+        let omitted = |v: &Value| v.as_str() == Some(crate::template::OMIT);
         let own = kw.environment.iter();
         for e in inh.environment.iter().chain(own) {
-            let v = self
-                .templar
-                .render_value(e, ctx)
-                .map_err(|e| format!("Error processing keyword 'environment': {e}"))?;
-            let Value::Object(m) = v else {
-                return Err(format!("`environment` must be a mapping, got `{v}`"));
+            let items = match e {
+                Value::Array(items) => items.clone(),
+                other => vec![other.clone()],
             };
-            for (k, v) in m {
-                let v = match v {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                out.retain(|(x, _)| *x != k);
-                out.push((k, v));
+            for item in items {
+                match item {
+                    Value::Object(m) => {
+                        for (k, v) in m {
+                            match self.templar.render_value(&v, ctx) {
+                                Ok(v) if omitted(&v) => {}
+                                Ok(v) => set(k, v),
+                                Err(e) if e.to_string().contains("ansible_env") => {}
+                                Err(e) => {
+                                    return Err(format!(
+                                        "Error processing keyword 'environment': {e}"
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                    Value::Null => {}
+                    other => match self.templar.render_value(&other, ctx) {
+                        Ok(Value::Object(m)) => {
+                            for (k, v) in m {
+                                if !omitted(&v) {
+                                    set(k, v);
+                                }
+                            }
+                        }
+                        Ok(v) if omitted(&v) => {}
+                        Ok(v) => self
+                            .warn_once(format!("could not parse environment value, skipping: {v}")),
+                        Err(e) => {
+                            return Err(format!("Error processing keyword 'environment': {e}"));
+                        }
+                    },
+                }
             }
         }
         Ok(out)

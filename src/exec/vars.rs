@@ -96,6 +96,9 @@ impl Executor {
         for (k, v) in magic {
             m.insert(k.to_string(), v);
         }
+        if let Some(python) = playbook_python() {
+            m.insert("ansible_playbook_python".into(), json!(python));
+        }
         // Ansible's task variables always have `ansible_host`: the host's address when the
         // inventory sets none (`localhost` in an inventory gives `localhost`, the implicit
         // one `127.0.0.1`).
@@ -200,4 +203,19 @@ impl Executor {
             .display()
             .to_string()
     }
+}
+
+/// `ansible_playbook_python`: the controller's Python, the one kinit runs Python plugins
+/// with (`python3` on `PATH`), found once; undefined on a controller without one.
+fn playbook_python() -> Option<&'static str> {
+    static PYTHON: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let path = std::env::var_os("PATH")?;
+            std::env::split_paths(&path)
+                .map(|d| d.join("python3"))
+                .find(|p| p.is_file())
+                .map(|p| p.display().to_string())
+        })
+        .as_deref()
 }

@@ -217,6 +217,10 @@ impl Executor {
                 .templar
                 .render_str(&template, &ctx)
                 .map_err(|e| format!("Error processing keyword '{key}': {e}"))?;
+            // `omit` leaves the keyword as inherited (`effective` copied the parent's value).
+            if value == crate::template::OMIT {
+                continue;
+            }
             crate::playbook::set_templated(&mut kw, &key, &value)?;
         }
         Ok(kw)

@@ -16,6 +16,15 @@ const IGNORED_IN_DIRS: [&str; 13] = [
 
 /// Load every source in order into one inventory.
 pub fn load(sources: &[String]) -> Result<Inventory, InventoryError> {
+    load_for_playbooks(sources, &[])
+}
+
+/// Load every source in order into one inventory, then the `group_vars/`/`host_vars/`
+/// beside the playbooks (`playbook_dirs`), which win over the inventory's.
+pub fn load_for_playbooks(
+    sources: &[String],
+    playbook_dirs: &[PathBuf],
+) -> Result<Inventory, InventoryError> {
     let mut inv = Inventory::default();
     let mut dirs = Vec::new();
     for s in sources {
@@ -23,8 +32,11 @@ pub fn load(sources: &[String]) -> Result<Inventory, InventoryError> {
             dirs.push(dir);
         }
     }
-    for dir in dirs {
-        vars_dirs::load_vars_dirs(&mut inv, &dir)?;
+    for dir in &dirs {
+        vars_dirs::load_vars_dirs(&mut inv, dir)?;
+    }
+    for dir in playbook_dirs {
+        vars_dirs::load_playbook_vars_dirs(&mut inv, dir, &dirs)?;
     }
     Ok(inv)
 }

@@ -23,7 +23,7 @@ mod yaml;
 pub use connection::{ConnectionDefaults, HostBecome, ResolvedHost, resolve_target};
 pub use error::InventoryError;
 pub use ini::split_port as split_host_port;
-pub use load::{load, load_source};
+pub use load::{load, load_for_playbooks, load_source};
 pub use pattern::split_patterns;
 pub use vars_dirs::load_vars_dirs;
 
@@ -49,6 +49,8 @@ pub struct Host {
     pub vars: VarMap,
     /// Variables from `host_vars/<name>` folders; they win over `vars`.
     pub dir_vars: VarMap,
+    /// Variables from `host_vars/<name>` beside the playbook; they win over `dir_vars`.
+    pub playbook_dir_vars: VarMap,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -62,6 +64,8 @@ pub struct Group {
     pub vars: VarMap,
     /// Variables from `group_vars/<name>` folders; they win over every group's `vars`.
     pub dir_vars: VarMap,
+    /// Variables from `group_vars/<name>` beside the playbook.
+    pub playbook_dir_vars: VarMap,
 }
 
 /// Hosts and groups; `all` and `ungrouped` always exist.
@@ -349,27 +353,37 @@ impl Inventory {
             .collect()
     }
 
-    /// A host's inventory variables merged in Ansible's order: inventory-file group vars
-    /// (all < parent < child) < `group_vars/all` < `group_vars/<group>` < inventory-file host
-    /// vars < `host_vars/<host>`. Values are not templated yet. The implicit `localhost`
-    /// gets `ansible_connection: local`.
+    /// A host's inventory variables merged in Ansible's order (`VARIABLE_PRECEDENCE`):
+    /// inventory-file group vars (all < parent < child) < `group_vars/all` beside the
+    /// inventory < beside the playbook < the other `group_vars/<group>` beside the inventory
+    /// < beside the playbook < inventory-file host vars < `host_vars/<host>` beside the
+    /// inventory < beside the playbook. Values are not templated yet. The implicit
+    /// `localhost` gets `ansible_connection: local`.
     pub fn host_vars(&self, host: &str) -> VarMap {
         let mut out = VarMap::new();
-        let groups = self.groups_of(host);
+        let groups: Vec<&Group> = self
+            .groups_of(host)
+            .iter()
+            .filter_map(|g| self.groups.get(g))
+            .collect();
         for g in &groups {
-            if let Some(g) = self.groups.get(g) {
-                crate::vars::overlay(&mut out, &g.vars);
-            }
+            crate::vars::overlay(&mut out, &g.vars);
         }
-        for g in &groups {
-            if let Some(g) = self.groups.get(g) {
+        let (all, others): (Vec<&Group>, Vec<&Group>) =
+            groups.iter().partition(|g| g.name == "all");
+        for set in [all, others] {
+            for g in &set {
                 crate::vars::overlay(&mut out, &g.dir_vars);
+            }
+            for g in &set {
+                crate::vars::overlay(&mut out, &g.playbook_dir_vars);
             }
         }
         match self.hosts.get(host) {
             Some(h) => {
                 crate::vars::overlay(&mut out, &h.vars);
                 crate::vars::overlay(&mut out, &h.dir_vars);
+                crate::vars::overlay(&mut out, &h.playbook_dir_vars);
             }
             None if IMPLICIT_LOCAL.contains(&host) => {
                 out.insert("ansible_connection".into(), Value::from("local"));

@@ -14,16 +14,44 @@ const EXTENSIONS: [&str; 4] = ["", ".yml", ".yaml", ".json"];
 /// Load `<dir>/group_vars` and `<dir>/host_vars` into the `dir_vars` of the inventory's
 /// groups and hosts. Files for names the inventory does not know are ignored, as Ansible does.
 pub fn load_vars_dirs(inv: &mut Inventory, dir: &Path) -> Result<(), InventoryError> {
+    load_into(inv, dir, false)
+}
+
+/// The same beside a playbook, into `playbook_dir_vars` (they win over the inventory's, as
+/// ansible-core's `host_group_vars` plugin run for the playbook's folder). A folder already
+/// read as the inventory's is not read again.
+pub fn load_playbook_vars_dirs(
+    inv: &mut Inventory,
+    dir: &Path,
+    inventory_dirs: &[PathBuf],
+) -> Result<(), InventoryError> {
+    let same = |d: &PathBuf| std::fs::canonicalize(d).ok() == std::fs::canonicalize(dir).ok();
+    if inventory_dirs.iter().any(same) {
+        return Ok(());
+    }
+    load_into(inv, dir, true)
+}
+
+fn load_into(inv: &mut Inventory, dir: &Path, playbook: bool) -> Result<(), InventoryError> {
     let groups: Vec<String> = inv.groups.keys().cloned().collect();
     for g in groups {
         let vars = vars_for(&dir.join("group_vars"), &g, &mut inv.warnings)?;
-        crate::vars::overlay(&mut inv.group_mut(&g).dir_vars, &vars);
+        let group = inv.group_mut(&g);
+        let layer = match playbook {
+            true => &mut group.playbook_dir_vars,
+            false => &mut group.dir_vars,
+        };
+        crate::vars::overlay(layer, &vars);
     }
     let hosts: Vec<String> = inv.hosts.keys().cloned().collect();
     for h in hosts {
         let vars = vars_for(&dir.join("host_vars"), &h, &mut inv.warnings)?;
         if let Some(host) = inv.hosts.get_mut(&h) {
-            crate::vars::overlay(&mut host.dir_vars, &vars);
+            let layer = match playbook {
+                true => &mut host.playbook_dir_vars,
+                false => &mut host.dir_vars,
+            };
+            crate::vars::overlay(layer, &vars);
         }
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! `setup`: gather facts about a POSIX host in one command (no Python needed): OS family and
 //! distribution from `/etc/os-release`, hostname and FQDN, kernel and architecture, CPUs,
 //! memory, interfaces with their IPv4 addresses and the default route, package and service
-//! manager.
+//! manager, and the environment (`ansible_env`).
 //!
 //! Like Ansible's `setup`, the result holds `ansible_facts` with `ansible_`-prefixed keys
 //! (`ansible_facts.ansible_distribution`); the executor stores them as host facts, reachable
@@ -84,6 +84,7 @@ echo '[route]'; cat /proc/net/route 2>/dev/null
 echo '[ipv4]'; ip -o -4 addr show 2>/dev/null
 echo '[ipv6]'; ip -o -6 addr show 2>/dev/null
 echo '[mac]'; for i in /sys/class/net/*; do echo "${i##*/} $(cat $i/address 2>/dev/null) $(cat $i/operstate 2>/dev/null)"; done
+echo '[env]'; env -0 | tr '\n\000' '\001\n'; echo
 "#;
 
 /// The `python` fact as ansible-core's setup module reports it
@@ -191,6 +192,7 @@ pub fn parse(text: &str) -> Map<String, Value> {
     let mut os = BTreeMap::<String, String>::new();
     let (mut route, mut v4, mut v6, mut mac) = (vec![], vec![], vec![], vec![]);
     let mut python: Option<Value> = None;
+    let mut env = Map::new();
     for line in text.lines() {
         if line.starts_with('[') && line.ends_with(']') {
             section = &line[1..line.len() - 1];
@@ -211,6 +213,12 @@ pub fn parse(text: &str) -> Map<String, Value> {
             "ipv4" => v4.push(line),
             "ipv6" => v6.push(line),
             "python" => python = serde_json::from_str(line).ok(),
+            // `env -0` with each variable on a line of its own (its newlines as `\x01`).
+            "env" => {
+                if let Some((k, v)) = line.split_once('=') {
+                    env.insert(k.into(), json!(v.replace('\x01', "\n")));
+                }
+            }
             _ => mac.push(line),
         }
     }
@@ -255,6 +263,7 @@ pub fn parse(text: &str) -> Map<String, Value> {
     put("user_gid", json!(get("user_gid").parse::<u64>().ok()));
     put("user_dir", json!(get("user_dir")));
     put("date_time", json!({"epoch": get("epoch"), "tz": get("tz")}));
+    put("env", Value::Object(env));
     put("pkg_mgr", json!(get("pkg_mgr").trim_end_matches("-get")));
     put(
         "service_mgr",

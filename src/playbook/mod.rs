@@ -188,7 +188,8 @@ pub struct Play {
     pub order_template: Option<String>,
     pub vars: VarMap,
     /// Templated file names, loaded per host at play start.
-    pub vars_files: Vec<String>,
+    /// Each entry: one file name, or candidates of which the first found is loaded.
+    pub vars_files: Vec<Vec<String>>,
     /// `gather_facts` as the play says it; unset, ansible.cfg's `gathering` decides.
     pub gather_facts: Option<bool>,
     pub serial: Vec<Serial>,

@@ -149,18 +149,34 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
     handlers.extend(ctx.handlers.into_inner());
     drop(scope);
     let vars_files = match node.get("vars_files") {
-        Some(n) => match n.value {
-            Value::Array(items) => items
+        Some(n) => {
+            let names = |v: &Value| -> Option<Vec<String>> {
+                match v {
+                    Value::String(s) => Some(vec![s.clone()]),
+                    Value::Array(c) => c.iter().map(|c| c.as_str().map(str::to_string)).collect(),
+                    _ => None,
+                }
+            };
+            let entries = match n.value {
+                Value::Array(items) => items.clone(),
+                Value::String(_) => vec![n.value.clone()],
+                Value::Null => Vec::new(),
+                _ => return Err(invalid(&n, "`vars_files` must be a list of file names")),
+            };
+            entries
                 .iter()
                 .map(|v| {
-                    v.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| invalid(&n, "`vars_files` entries must be file names"))
+                    names(v).ok_or_else(|| {
+                        invalid(
+                            &n,
+                            format!(
+                                "`vars_files` entries must be file names or lists of them, got `{v}`"
+                            ),
+                        )
+                    })
                 })
-                .collect::<Result<_, _>>()?,
-            Value::String(s) => vec![s.clone()],
-            _ => return Err(invalid(&n, "`vars_files` must be a list of file names")),
-        },
+                .collect::<Result<_, _>>()?
+        }
         None => Vec::new(),
     };
     // `serial`, `strategy` and `order` may be templates over the play's vars and the extra

@@ -320,6 +320,23 @@ fn run(
             }
             Ok(out)
         }
+        // `[index, item]` pairs over the terms flattened one level (plugins/lookup/
+        // indexed_items.py with `LookupBase._flatten`).
+        "indexed_items" => {
+            let mut items = Vec::new();
+            for t in terms {
+                if t.kind() == ValueKind::Seq {
+                    items.extend(t.try_iter()?);
+                } else {
+                    items.push(t.clone());
+                }
+            }
+            Ok(items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| Value::from(vec![Value::from(i), item]))
+                .collect())
+        }
         "dict" => {
             let mut out = Vec::new();
             for t in terms {
@@ -617,6 +634,7 @@ pub const NAMES: &[&str] = &[
     "items",
     "list",
     "flattened",
+    "indexed_items",
     "dict",
     "fileglob",
     "first_found",
