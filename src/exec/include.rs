@@ -3,6 +3,7 @@
 //! lockstep); different includes run one after another.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -13,7 +14,8 @@ use super::inherit::Inherit;
 /// playbook with a recursion error too. Real content nests a handful of levels.
 pub(crate) const MAX_INCLUDE_DEPTH: usize = 64;
 use super::{Executor, PlayRun};
-use crate::playbook::{Action, Location, RoleUse, Task};
+
+use crate::playbook::{Action, Keywords, Location, RoleUse, Task};
 use crate::vars::VarMap;
 
 /// One include a host asked for (one per loop item).
@@ -23,6 +25,8 @@ pub(crate) enum IncludeReq {
         path: PathBuf,
         params: VarMap,
         loc: Location,
+        /// `apply`: keywords of the block the included tasks run in.
+        apply: Option<Arc<Keywords>>,
     },
     Role {
         name: String,
@@ -33,6 +37,7 @@ pub(crate) enum IncludeReq {
         /// `public`: the role's defaults and vars stay visible to the play's later tasks.
         public: bool,
         loc: Location,
+        apply: Option<Arc<Keywords>>,
     },
 }
 
@@ -137,7 +142,12 @@ impl Executor {
         }
         inner.includes.push(at);
         let (loaded, loc) = match req {
-            IncludeReq::Tasks { path, params, loc } => {
+            IncludeReq::Tasks {
+                path,
+                params,
+                loc,
+                apply,
+            } => {
                 crate::vars::overlay(&mut inner.params, params);
                 let role = inh.roles.last().cloned();
                 (
@@ -152,7 +162,7 @@ impl Executor {
                                         rescue: Vec::new(),
                                         always: Vec::new(),
                                     },
-                                    kw: Default::default(),
+                                    kw: apply.as_deref().cloned().unwrap_or_default(),
                                     loc: loc.clone(),
                                     role: None,
                                 },
@@ -168,6 +178,7 @@ impl Executor {
                 params,
                 validate,
                 loc,
+                apply,
                 ..
             } => {
                 // `include_role` passes no role parameters: its `vars:` are variables.
@@ -180,9 +191,12 @@ impl Executor {
                     ..RoleUse::default()
                 };
                 (
-                    self.loader
-                        .include_role(using, loc)
-                        .map(|r| (r.block, r.handlers)),
+                    self.loader.include_role(using, loc).map(|mut r| {
+                        if let Some(kw) = apply {
+                            r.block.kw = (**kw).clone();
+                        }
+                        (r.block, r.handlers)
+                    }),
                     loc,
                 )
             }
@@ -257,7 +271,7 @@ impl Executor {
         }
         let render = |v: &Value| self.templar.render_value(v, ctx).map_err(|e| e.to_string());
         match &task.action {
-            Action::IncludeTasks { file, args } => {
+            Action::IncludeTasks { file, args, apply } => {
                 let file = render(file)?;
                 let file = file.as_str().ok_or("include_tasks needs a file name")?;
                 if let Some(Value::Object(extra)) =
@@ -273,9 +287,10 @@ impl Executor {
                     path: self.find_file(file, task, inh, "tasks"),
                     params,
                     loc: task.loc.clone(),
+                    apply: apply.clone(),
                 })
             }
-            Action::IncludeRole { args } => {
+            Action::IncludeRole { args, apply } => {
                 let args = render(args)?;
                 let name = args
                     .get("name")
@@ -292,6 +307,7 @@ impl Executor {
                     public: crate::playbook::role_flag(&args, "public", false),
                     params,
                     loc: task.loc.clone(),
+                    apply: apply.clone(),
                 })
             }
             _ => Err("not an include".into()),

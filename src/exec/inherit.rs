@@ -37,6 +37,8 @@ impl Inherit {
 
     pub fn from_play(play: &Play) -> Self {
         let mut i = Self {
+            // Only an `import_playbook`'s `when` puts conditions on a play.
+            when: play.kw.when.clone(),
             tags: play.kw.tags.clone(),
             kw: play.kw.clone(),
             ..Self::default()
@@ -77,6 +79,10 @@ impl Inherit {
 /// `task`'s keywords with every unset inheritable one taken from `parent`.
 pub(crate) fn effective(task: &Keywords, parent: &Keywords) -> Keywords {
     let mut k = task.clone();
+    // A block's `notify` (an include's `apply`) holds for the tasks inside that name none.
+    if k.notify.is_empty() {
+        k.notify = parent.notify.clone();
+    }
     macro_rules! inherit {
         ($($f:ident),*) => { $( if k.$f.is_none() { k.$f = parent.$f.clone(); } )* };
     }

@@ -267,19 +267,24 @@ impl Loader {
             if let Some(imp) = item
                 .get("import_playbook")
                 .or_else(|| item.get("ansible.builtin.import_playbook"))
+                .or_else(|| item.get("ansible.legacy.import_playbook"))
             {
-                let file = super::task::scalar_string(&imp)?;
-                let target = dir.join(&file);
+                let import = PlaybookImport::parse(self, &item, &imp)?;
+                let target = dir.join(&import.file);
                 if stack.contains(&target) {
                     return Err(LoadError::Cycle {
                         file: item.file.to_path_buf(),
                         line: item.line(),
-                        target: file,
+                        target: import.file,
                     });
                 }
                 stack.push(target.clone());
+                let first = plays.len();
                 self.load_plays(&target, plays, stack)?;
                 stack.pop();
+                for play in &mut plays[first..] {
+                    import.apply(play);
+                }
                 continue;
             }
             plays.push(super::play::parse_play(self, &item, &dir)?);
@@ -379,5 +384,71 @@ impl Loader {
         }
         c.push(base.join(name));
         c
+    }
+}
+
+/// An `import_playbook` entry: the file (a template over `-e` variables, `playbook_dir` and
+/// its own `vars`) and what it gives each play it brings, as ansible-core's
+/// `PlaybookInclude.load_data`: its `vars` over the play's, its `tags` added to the play's,
+/// its `when` before the play's tasks (fact gathering too).
+struct PlaybookImport {
+    file: String,
+    vars: VarMap,
+    tags: Vec<String>,
+    when: Vec<String>,
+}
+
+impl PlaybookImport {
+    fn parse(
+        loader: &Loader,
+        item: &super::yaml::Node<'_>,
+        imp: &super::yaml::Node<'_>,
+    ) -> Result<Self, LoadError> {
+        let vars = match item.get("vars") {
+            Some(n) => super::task::var_map(&n)?,
+            None => VarMap::new(),
+        };
+        let mut file = super::task::scalar_string(imp)?;
+        if file.contains("{{") || file.contains("{%") {
+            let mut scope = vars.clone();
+            crate::vars::overlay(&mut scope, &loader.static_vars(None));
+            file = crate::template::Templar::new()
+                .render_str(&file, &scope)
+                .map_err(|e| {
+                    invalid(
+                        imp,
+                        format!(
+                            "import_playbook is static: its file name `{file}` may use only \
+                             `-e` variables, playbook_dir and its own vars, but {e}"
+                        ),
+                    )
+                })?;
+        }
+        let tags = match item.get("tags") {
+            Some(n) => super::keywords::string_list(&n)?,
+            None => Vec::new(),
+        };
+        let when = match item.get("when") {
+            Some(n) => super::keywords::conditions(&n)?,
+            None => Vec::new(),
+        };
+        Ok(Self {
+            file,
+            vars,
+            tags,
+            when,
+        })
+    }
+
+    fn apply(&self, play: &mut super::Play) {
+        crate::vars::overlay(&mut play.vars, &self.vars);
+        for t in &self.tags {
+            if !play.kw.tags.contains(t) {
+                play.kw.tags.push(t.clone());
+            }
+        }
+        let mut when = self.when.clone();
+        when.append(&mut play.kw.when);
+        play.kw.when = when;
     }
 }

@@ -267,7 +267,7 @@ pub enum LoopKind {
     Lookup(String),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LoopSpec {
     pub kind: LoopKind,
     pub value: Value,
@@ -276,7 +276,7 @@ pub struct LoopSpec {
     pub action: Option<String>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct LoopControl {
     pub loop_var: Option<String>,
     pub index_var: Option<String>,
@@ -291,7 +291,7 @@ pub struct LoopControl {
 }
 
 /// Task keywords (also used for the inheritable keywords of blocks, roles and plays).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Keywords {
     pub when: Vec<String>,
     pub loop_: Option<LoopSpec>,
@@ -354,9 +354,17 @@ pub enum Action {
         always: Vec<Task>,
     },
     /// `include_tasks` (dynamic): the file name may be templated.
-    IncludeTasks { file: Value, args: Value },
+    /// `apply`: keywords for the block the included tasks (or role) run in.
+    IncludeTasks {
+        file: Value,
+        args: Value,
+        apply: Option<Arc<Keywords>>,
+    },
     /// `include_role` (dynamic).
-    IncludeRole { args: Value },
+    IncludeRole {
+        args: Value,
+        apply: Option<Arc<Keywords>>,
+    },
     /// A module file kinit does not implement (in a `library/` folder or in an installed
     /// collection): Python, run by the host's Python (`modules::pymodule`), or another
     /// language, run by its `#!` interpreter with an arguments file
@@ -416,7 +424,7 @@ impl Task {
     /// `role`. An `include_role` is titled by its own name, or `include_role : <role>` when
     /// unnamed, never with the enclosing role (`IncludeRole.get_name`).
     pub fn title(&self, role: Option<&str>) -> String {
-        if let Action::IncludeRole { args } = &self.action {
+        if let Action::IncludeRole { args, .. } = &self.action {
             return match &self.name {
                 Some(n) => n.clone(),
                 None => {

@@ -443,7 +443,7 @@ fn finish_module(
                         invalid(
                             val,
                             format!(
-                                "import_tasks is static: its file name `{file}` may use only                                  variables known when the playbook loads (`-e` variables,                                  playbook_dir, role_path), but {e}; use include_tasks for a                                  name that needs more"
+                                "import_tasks is static: its file name `{file}` may use only variables known when the playbook loads (`-e` variables, playbook_dir, role_path), but {e}; use include_tasks for a name that needs more"
                             ),
                         )
                     })?
@@ -499,9 +499,10 @@ fn finish_module(
                 .or_else(|| args.get("file"))
                 .cloned()
                 .ok_or_else(|| invalid(val, "include_tasks needs a file name"))?;
+            let apply = include_apply(val)?;
             Ok(Task {
                 name,
-                action: Action::IncludeTasks { file, args },
+                action: Action::IncludeTasks { file, args, apply },
                 kw,
                 loc: task_loc,
                 role: None,
@@ -511,9 +512,10 @@ fn finish_module(
             if args.get("name").is_none() {
                 return Err(invalid(val, "include_role needs `name`"));
             }
+            let apply = include_apply(val)?;
             Ok(Task {
                 name,
-                action: Action::IncludeRole { args },
+                action: Action::IncludeRole { args, apply },
                 kw,
                 loc: task_loc,
                 role: None,
@@ -626,4 +628,24 @@ pub fn resolve_rel(dir: &Path, role: Option<&RoleCtx>, file: &str) -> PathBuf {
         }
     }
     here
+}
+
+/// The `apply` keywords of an `include_tasks`/`include_role` task (`action` is the
+/// mapping under the action's key): the block the included tasks run in gets them
+/// (ansible-core builds a `Block` of them, `notify` included).
+fn include_apply(action: &Node<'_>) -> Result<Option<std::sync::Arc<Keywords>>, LoadError> {
+    let Some(apply) = action
+        .value
+        .is_object()
+        .then(|| action.get("apply"))
+        .flatten()
+    else {
+        return Ok(None);
+    };
+    if !matches!(apply.value, Value::Object(_)) {
+        return Err(invalid(&apply, "`apply` must be a mapping of keywords"));
+    }
+    let entries = apply.entries();
+    let kw = super::keywords::parse_keywords(&entries, "apply")?;
+    Ok(Some(std::sync::Arc::new(kw)))
 }
