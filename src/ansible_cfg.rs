@@ -76,6 +76,8 @@ pub struct AnsibleSettings {
     pub host_key_checking: Option<bool>,
     pub timeout: Option<u64>,
     pub gathering: Gathering,
+    /// `force_handlers`: notified handlers run on hosts that failed too.
+    pub force_handlers: bool,
     pub become_: Option<bool>,
     pub become_user: Option<String>,
     pub become_method: Option<String>,
@@ -195,6 +197,9 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
             ("defaults", "timeout") => {
                 s.timeout = Some(value.parse().map_err(|_| bad("seconds"))?);
             }
+            ("defaults", "force_handlers") => {
+                s.force_handlers = boolean(value).ok_or_else(|| bad("a boolean"))?;
+            }
             ("defaults", "gathering") => {
                 s.gathering = gathering(value).ok_or_else(|| bad("implicit, explicit or smart"))?;
             }
@@ -276,6 +281,10 @@ fn read_env(
             v.parse()
                 .map_err(|_| bad("ANSIBLE_TIMEOUT", v, "seconds"))?,
         );
+    }
+    if let Some(v) = get("ANSIBLE_FORCE_HANDLERS") {
+        s.force_handlers =
+            boolean(&v).ok_or_else(|| bad("ANSIBLE_FORCE_HANDLERS", v, "a boolean"))?;
     }
     if let Some(v) = get("ANSIBLE_GATHERING") {
         s.gathering = gathering(&v)

@@ -255,6 +255,10 @@ pub struct PlaybookArgs {
     /// nothing to flush.
     #[arg(long)]
     pub flush_cache: bool,
+    /// Run notified handlers on hosts that failed too (a play's `force_handlers` keyword,
+    /// ansible.cfg's `force_handlers`, ANSIBLE_FORCE_HANDLERS).
+    #[arg(long)]
+    pub force_handlers: bool,
     #[command(flatten)]
     pub exec: ExecArgs,
 }

@@ -210,6 +210,7 @@ impl PlaybookConfig {
                 }),
             winrm_ca_file: args.exec.winrm_ca_file.clone(),
             render: None,
+            force_handlers: args.force_handlers || cfg.force_handlers,
         };
         Ok(Self {
             playbooks: args.playbooks.clone(),

@@ -57,6 +57,7 @@ async fn run_phases(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
         winrm_ca_file: cfg.exec.winrm_ca_file.clone(),
         connect: Default::default(),
         render: None,
+        force_handlers: false,
     };
     let files = ReportFiles {
         log_json: Some(job.run_dir.join(EVENTS)),

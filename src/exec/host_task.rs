@@ -294,9 +294,7 @@ impl Executor {
         if changed && !failed {
             let handlers = pr.handlers.lock().unwrap();
             for n in &kw.notify {
-                let known = handlers
-                    .iter()
-                    .any(|h| h.name.as_deref() == Some(n) || h.kw.listen.contains(n));
+                let known = super::walk::handles(&handlers, n);
                 if !known {
                     self.emit(Event::Warning {
                         message: format!("{}: no handler named `{n}`", task.loc),

@@ -15,7 +15,7 @@ use super::inherit::Inherit;
 pub(crate) const MAX_INCLUDE_DEPTH: usize = 64;
 use super::{Executor, PlayRun};
 
-use crate::playbook::{Action, Keywords, Location, RoleUse, Task};
+use crate::playbook::{Action, Keywords, Location, RoleFrom, RoleUse, Task};
 use crate::vars::VarMap;
 
 /// One include a host asked for (one per loop item).
@@ -38,6 +38,7 @@ pub(crate) enum IncludeReq {
         public: bool,
         loc: Location,
         apply: Option<Arc<Keywords>>,
+        from: RoleFrom,
     },
 }
 
@@ -66,9 +67,10 @@ impl IncludeReq {
                 params,
                 validate,
                 public,
+                from,
                 ..
             } => format!(
-                "r:{name}:{tasks_from:?}:{validate}:{public}:{}",
+                "r:{name}:{tasks_from:?}:{from:?}:{validate}:{public}:{}",
                 Value::Object(params.clone())
             ),
         }
@@ -179,6 +181,7 @@ impl Executor {
                 validate,
                 loc,
                 apply,
+                from,
                 ..
             } => {
                 // `include_role` passes no role parameters: its `vars:` are variables.
@@ -188,6 +191,7 @@ impl Executor {
                     tasks_from: tasks_from.clone(),
                     skip_validation: !validate,
                     included: true,
+                    from: from.clone(),
                     ..RoleUse::default()
                 };
                 (
@@ -308,6 +312,7 @@ impl Executor {
                     params,
                     loc: task.loc.clone(),
                     apply: apply.clone(),
+                    from: RoleFrom::from_args(&args),
                 })
             }
             _ => Err("not an include".into()),

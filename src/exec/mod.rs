@@ -79,6 +79,9 @@ pub struct RunOptions {
     pub connect: ConnectDefaults,
     /// Render mode (`kinit plan --render`): no task reaches a host; see `render`.
     pub render: Option<Arc<dyn render::RenderSink>>,
+    /// `--force-handlers`: notified handlers run on failed hosts (a play's `force_handlers`
+    /// decides for its own hosts).
+    pub force_handlers: bool,
 }
 
 /// ansible-playbook's connection and become options, below keywords and host variables.
@@ -117,6 +120,7 @@ impl Default for RunOptions {
             winrm_ca_file: None,
             connect: ConnectDefaults::default(),
             render: None,
+            force_handlers: false,
         }
     }
 }

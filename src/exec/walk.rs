@@ -378,7 +378,28 @@ impl Executor {
             for _round in 0..16 {
                 let handlers = pr.handlers.lock().unwrap().clone();
                 let mut ran = false;
-                for h in &handlers {
+                // What each host was notified of: every handler named or listening for a
+                // notification runs (a topic wakes all its listeners); notifications the
+                // handlers make go to the next round.
+                // `force_handlers`: hosts that failed run theirs too (not unreachable or
+                // ended ones).
+                let force = pr.play.force_handlers.unwrap_or(self.opts.force_handlers);
+                let can_run = |s: &super::state::HostState| match force {
+                    true => !s.unreachable && !s.ended,
+                    false => s.active(),
+                };
+                let pending: Vec<(String, Vec<String>)> = hosts
+                    .iter()
+                    .filter(|h| self.with_state(h, |s| can_run(s)))
+                    .cloned()
+                    .map(|host| {
+                        let notified = self.with_state(&host, |s| std::mem::take(&mut s.notified));
+                        (host, notified)
+                    })
+                    .collect();
+                let mut leaves = Vec::new();
+                notifiable(&handlers, &inh, &mut leaves);
+                for (h, hinh) in leaves {
                     if self.cancel.is_cancelled() {
                         return;
                     }
@@ -386,28 +407,29 @@ impl Executor {
                     if let Some(n) = &h.name {
                         names.push(n);
                     }
-                    let notified: Vec<String> = self
-                        .active(hosts)
-                        .into_iter()
-                        .filter(|host| {
-                            self.with_state(host, |s| {
-                                let hit = s.notified.iter().any(|n| names.contains(&n.as_str()));
-                                s.notified.retain(|n| !names.contains(&n.as_str()));
-                                hit
-                            })
+                    let notified: Vec<String> = pending
+                        .iter()
+                        .filter(|(host, notified)| {
+                            notified.iter().any(|n| names.contains(&n.as_str()))
+                                && self.with_state(host, |s| can_run(s))
                         })
+                        .map(|(host, _)| host.clone())
                         .collect();
                     if notified.is_empty() {
                         continue;
                     }
                     ran = true;
-                    let mut hinh = inh.clone();
-                    if let Some(r) = &h.role {
-                        hinh.roles.push(r.clone());
-                        hinh.kw = effective(&r.keywords, &hinh.kw);
-                    }
+                    // A failed host runs a forced handler as if it had not failed, and
+                    // stays failed.
+                    let was_failed: Vec<&String> = notified
+                        .iter()
+                        .filter(|h| self.with_state(h, |s| std::mem::replace(&mut s.failed, false)))
+                        .collect();
                     self.run_tasks(pr, &notified, std::slice::from_ref(h), &hinh)
                         .await;
+                    for host in was_failed {
+                        self.with_state(host, |s| s.failed = true);
+                    }
                 }
                 if !ran {
                     break;
@@ -415,4 +437,46 @@ impl Executor {
             }
         })
     }
+}
+
+/// Handlers as notifications reach them, each with the context it runs in: an unnamed block
+/// without `listen` (what `import_tasks` leaves in a `handlers:` section) stands for the
+/// tasks inside it, each a handler of its own; a role's handler runs in its role, with the
+/// keywords of the role's entry.
+pub(crate) fn notifiable<'t>(tasks: &'t [Task], inh: &Inherit, out: &mut Vec<(&'t Task, Inherit)>) {
+    for t in tasks {
+        let mut i = inh.clone();
+        if let Some(r) = &t.role {
+            i.kw = effective(&r.keywords, &i.kw);
+        }
+        match &t.action {
+            Action::Block {
+                block,
+                rescue,
+                always,
+            } if t.name.is_none()
+                && t.kw.listen.is_empty()
+                && rescue.is_empty()
+                && always.is_empty() =>
+            {
+                notifiable(block, &i.enter(t), out)
+            }
+            _ => {
+                if let Some(r) = &t.role {
+                    i.roles.push(r.clone());
+                }
+                out.push((t, i));
+            }
+        }
+    }
+}
+
+/// Whether a handler (as [`notifiable`] finds them) answers to notification `n`.
+pub(crate) fn handles(tasks: &[Task], n: &str) -> bool {
+    tasks.iter().any(|t| match &t.action {
+        Action::Block { block, .. } if t.name.is_none() && t.kw.listen.is_empty() => {
+            handles(block, n)
+        }
+        _ => t.name.as_deref() == Some(n) || t.kw.listen.iter().any(|l| l == n),
+    })
 }

@@ -197,6 +197,8 @@ pub struct Play {
     pub order: HostOrder,
     pub vars_prompt: Vec<VarPrompt>,
     pub any_errors_fatal: bool,
+    /// `force_handlers`: notified handlers run on the play's hosts that failed too.
+    pub force_handlers: Option<bool>,
     pub max_fail_percentage: Option<f64>,
     /// Keywords every task of the play inherits (`become`, `tags`, `environment`, ...).
     pub kw: Keywords,
@@ -252,6 +254,29 @@ pub struct RoleUse {
     pub skip_validation: bool,
     /// The keywords of a `roles:` or `dependencies:` entry (`become_user: root`).
     pub keywords: Keywords,
+    /// `vars_from`, `defaults_from`, `handlers_from` of `import_role`/`include_role`.
+    pub from: RoleFrom,
+}
+
+/// Which files of a role's `vars/`, `defaults/` and `handlers/` an `import_role` or
+/// `include_role` loads instead of `main` (`vars_from: debian`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RoleFrom {
+    pub vars: Option<String>,
+    pub defaults: Option<String>,
+    pub handlers: Option<String>,
+}
+
+impl RoleFrom {
+    /// From an `import_role`/`include_role` task's arguments.
+    pub fn from_args(args: &Value) -> Self {
+        let get = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+        Self {
+            vars: get("vars_from"),
+            defaults: get("defaults_from"),
+            handlers: get("handlers_from"),
+        }
+    }
 }
 
 /// A loop: `loop:` or one of the `with_*` forms (which differ in how they flatten).

@@ -28,6 +28,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "serial",
     "strategy",
     "any_errors_fatal",
+    "force_handlers",
     "max_fail_percentage",
     "become",
     "become_user",
@@ -269,6 +270,10 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
             None => Vec::new(),
         },
         // A templated `any_errors_fatal` goes to the play's keywords, rendered per task.
+        force_handlers: match node.get("force_handlers") {
+            Some(n) => Some(parse_bool(&n, "force_handlers")?),
+            None => None,
+        },
         any_errors_fatal: match node.get("any_errors_fatal") {
             Some(n) if crate::playbook::task_contains_template(n.value) => {
                 inherit.push(("any_errors_fatal", n));

@@ -111,9 +111,26 @@ impl Loader {
                 target: name.to_string(),
             });
         }
+        // `vars_from`/`defaults_from`/`handlers_from` name the file read instead of `main`.
+        let from_file = |sub: &str, f: &str| -> Result<PathBuf, LoadError> {
+            let stem = f.trim_end_matches(".yml").trim_end_matches(".yaml");
+            main_file(&path.join(sub), stem).ok_or_else(|| LoadError::Invalid {
+                file: at.file.to_path_buf(),
+                line: at.line,
+                detail: format!("role `{name}` has no {sub} file `{f}`"),
+            })
+        };
         let load_vars = |sub: &str| -> Result<VarMap, LoadError> {
+            let from = match sub {
+                "vars" => using.from.vars.as_deref(),
+                _ => using.from.defaults.as_deref(),
+            };
+            let files = match from {
+                Some(f) => vec![from_file(sub, f)?],
+                None => main_vars_files(&path.join(sub)),
+            };
             let mut vars = VarMap::new();
-            for f in main_vars_files(&path.join(sub)) {
+            for f in files {
                 crate::vars::overlay(&mut vars, &self.vars_file(&f)?);
             }
             Ok(vars)
@@ -223,7 +240,11 @@ impl Loader {
             let doc = self.doc(&f)?;
             block.extend(parse_tasks(&sub, Some(doc.root()))?);
         }
-        if let Some(f) = main_file(&path.join("handlers"), "main") {
+        let handlers_file = match &using.from.handlers {
+            Some(f) => Some(from_file("handlers", f)?),
+            None => main_file(&path.join("handlers"), "main"),
+        };
+        if let Some(f) = handlers_file {
             let doc = self.doc(&f)?;
             let hctx = TaskCtx {
                 is_handler: true,

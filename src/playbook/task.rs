@@ -453,7 +453,9 @@ fn finish_module(
             if kw.loop_.is_some() {
                 return Err(invalid(val, "import_tasks cannot loop; use include_tasks"));
             }
-            let path = resolve_rel(&ctx.dir, ctx.role.as_deref(), &file);
+            let path = resolve_rel(&ctx.dir, ctx.role.as_deref(), &file)
+                .or_else(|| Some(ctx.loader.base_dir().join(&file)).filter(|p| p.exists()))
+                .unwrap_or_else(|| ctx.dir.join(&file));
             let block = ctx.loader.import_tasks_file(ctx, &path, &task_loc)?;
             Ok(Task {
                 name,
@@ -483,6 +485,7 @@ fn finish_module(
                     .map(str::to_string),
                 skip_validation: !rolespec_validate(&args),
                 included: true,
+                from: super::RoleFrom::from_args(&args),
                 ..Default::default()
             };
             let mut wrapper = ctx.loader.role_block(ctx, using, &task_loc)?;
@@ -611,23 +614,19 @@ pub fn role_flag(args: &Value, key: &str, default: bool) -> bool {
     }
 }
 
-/// A relative task file: beside the including file, else in the role's `tasks/`.
-pub fn resolve_rel(dir: &Path, role: Option<&RoleCtx>, file: &str) -> PathBuf {
+/// A relative task file: beside the including file, else in the role's `tasks/`; none when
+/// neither exists (the caller then tries the playbook's folder, as ansible-core's search does).
+pub fn resolve_rel(dir: &Path, role: Option<&RoleCtx>, file: &str) -> Option<PathBuf> {
     let p = Path::new(file);
     if p.is_absolute() {
-        return p.to_path_buf();
+        return Some(p.to_path_buf());
     }
     let here = dir.join(p);
     if here.exists() {
-        return here;
+        return Some(here);
     }
-    if let Some(r) = role {
-        let in_role = r.path.join("tasks").join(p);
-        if in_role.exists() {
-            return in_role;
-        }
-    }
-    here
+    let in_role = role.map(|r| r.path.join("tasks").join(p))?;
+    in_role.exists().then_some(in_role)
 }
 
 /// The `apply` keywords of an `include_tasks`/`include_role` task (`action` is the
