@@ -308,6 +308,13 @@ impl Executor {
         self.events.send(ev);
     }
 
+    /// Whether a host ends the run failed (not rescued, not cleared by
+    /// `meta: clear_host_errors`): ansible-playbook's exit code 2 asks this of its play
+    /// iterator (`get_failed_hosts`), not of the recap's counts.
+    pub fn any_host_ends_failed(&self) -> bool {
+        self.hosts.lock().unwrap().values().any(|s| s.failed)
+    }
+
     pub(crate) fn with_state<R>(&self, host: &str, f: impl FnOnce(&mut HostState) -> R) -> R {
         let mut map = self.hosts.lock().unwrap();
         f(map.entry(host.to_string()).or_default())

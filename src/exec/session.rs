@@ -88,6 +88,7 @@ impl Session {
     /// whose hosts all became unreachable still ends a deployment as failed).
     pub async fn finish(self, stopped_by_failure: bool) -> Result<Outcome, Error> {
         self.exec.end_run().await;
+        let host_failed = self.exec.any_host_ends_failed();
         self.interrupt.abort();
         // The reporter ends when the last event sender (the executor's) is gone.
         drop(self.exec);
@@ -96,7 +97,7 @@ impl Session {
         })??;
         Ok(if self.cancel.is_cancelled() {
             Outcome::Interrupted
-        } else if stats.any_failed() || (stopped_by_failure && !stats.any_unreachable()) {
+        } else if host_failed || (stopped_by_failure && !stats.any_unreachable()) {
             Outcome::HostFailed
         } else if stats.any_unreachable() {
             Outcome::HostUnreachable

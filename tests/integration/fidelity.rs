@@ -677,3 +677,80 @@ fn vars_prompt_asks_on_a_terminal() {
         "the private answer showed:\n{out}"
     );
 }
+
+/// `force_handlers` (the play keyword, `--force-handlers`, ANSIBLE_FORCE_HANDLERS): a host
+/// that failed still runs the handlers it was notified of, and stays failed. The outputs and
+/// recaps are the ones ansible-playbook 2.19 gives for the same playbook (run side by side
+/// when this was written): without it only `b` runs the handler.
+#[test]
+fn force_handlers_run_the_handlers_of_failed_hosts() {
+    let site = |force: &str| {
+        format!(
+            "- hosts: web\n  gather_facts: false\n{force}  tasks:\n\
+             \x20   - command: \"true\"\n      notify: h\n\
+             \x20   - fail: msg=boom\n      when: inventory_hostname == 'a'\n\
+             \x20 handlers:\n    - name: h\n      debug: msg=\"handler on {{{{ inventory_hostname }}}}\"\n"
+        )
+    };
+    let hosts = "[all:vars]\nansible_connection=local\n[web]\na\nb\n";
+    let run = |book: String, flags: &[&str], env: Option<(&str, &str)>| {
+        let mut t = Test::new()
+            .write("hosts.ini", hosts)
+            .write("site.yml", &book);
+        if let Some((k, v)) = env {
+            t = t.env(k, v);
+        }
+        let mut args = vec!["playbook", "-i", "hosts.ini"];
+        args.extend_from_slice(flags);
+        args.push("site.yml");
+        t.args(args)
+            .fails_with(2)
+            .partial_output("a and b report in parallel: their order varies")
+            .stdout()
+    };
+    let plain = run(site(""), &[], None);
+    assert!(plain.contains("ok: [b] => handler on b"), "{plain}");
+    assert!(!plain.contains("handler on a"), "{plain}");
+    for out in [
+        run(site("  force_handlers: true\n"), &[], None),
+        run(site(""), &["--force-handlers"], None),
+        run(site(""), &[], Some(("ANSIBLE_FORCE_HANDLERS", "1"))),
+    ] {
+        assert!(out.contains("ok: [a] => handler on a"), "{out}");
+        assert!(out.contains("ok: [b] => handler on b"), "{out}");
+        assert!(
+            out.contains("a                    : ok=2    changed=1    unreachable=0    failed=1"),
+            "a stays failed\n{out}"
+        );
+    }
+    // The play's keyword wins over the command line.
+    let off = run(
+        site("  force_handlers: false\n"),
+        &["--force-handlers"],
+        None,
+    );
+    assert!(!off.contains("handler on a"), "{off}");
+}
+
+/// `group_vars/` and `host_vars/` beside the playbook are read as well as the inventory's and
+/// win over them (ansible-core's `VARIABLE_PRECEDENCE`: the playbook's `group_vars/all` over
+/// the inventory's, its `host_vars` over everything from the inventory). ansible-playbook 2.19
+/// prints `from_pb_host from_pb_group inv` for the same files.
+#[test]
+fn group_and_host_vars_beside_the_playbook() {
+    let ran = Test::new()
+        .write("inv/hosts", "h1 ansible_connection=local\n")
+        .write("inv/group_vars/all.yml", "y: from_inv_group\nz: inv\n")
+        .write("inv/host_vars/h1.yml", "x: from_inv_host\n")
+        .write("pb/host_vars/h1.yml", "x: from_pb_host\n")
+        .write("pb/group_vars/all.yml", "y: from_pb_group\n")
+        .write(
+            "pb/site.yml",
+            "- hosts: h1\n  gather_facts: false\n  tasks:\n\
+             \x20   - debug: msg=\"{{ x }} {{ y }} {{ z }}\"\n",
+        )
+        .args(["playbook", "-i", "inv/hosts", "pb/site.yml"])
+        .succeeds()
+        .partial_output("one line tells the precedence");
+    ran.stdout_has("ok: [h1] => from_pb_host from_pb_group inv");
+}
