@@ -294,7 +294,7 @@ impl Executor {
         if changed && !failed {
             let handlers = pr.handlers.lock().unwrap();
             for n in &kw.notify {
-                let known = super::walk::handles(&handlers, n);
+                let known = crate::playbook::handler_answers(&handlers, n);
                 if !known {
                     self.emit(Event::Warning {
                         message: format!("{}: no handler named `{n}`", task.loc),

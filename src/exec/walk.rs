@@ -470,13 +470,3 @@ pub(crate) fn notifiable<'t>(tasks: &'t [Task], inh: &Inherit, out: &mut Vec<(&'
         }
     }
 }
-
-/// Whether a handler (as [`notifiable`] finds them) answers to notification `n`.
-pub(crate) fn handles(tasks: &[Task], n: &str) -> bool {
-    tasks.iter().any(|t| match &t.action {
-        Action::Block { block, .. } if t.name.is_none() && t.kw.listen.is_empty() => {
-            handles(block, n)
-        }
-        _ => t.name.as_deref() == Some(n) || t.kw.listen.iter().any(|l| l == n),
-    })
-}

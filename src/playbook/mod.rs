@@ -477,3 +477,22 @@ impl Task {
         }
     }
 }
+
+/// Whether one of `handlers` answers to notification `n`: by its name or a `listen` topic;
+/// an unnamed block without `listen` (an `import_tasks` in `handlers:`) by the tasks inside.
+pub fn handler_answers(handlers: &[Task], n: &str) -> bool {
+    handlers.iter().any(|t| match &t.action {
+        Action::Block {
+            block,
+            rescue,
+            always,
+        } if t.name.is_none()
+            && t.kw.listen.is_empty()
+            && rescue.is_empty()
+            && always.is_empty() =>
+        {
+            handler_answers(block, n)
+        }
+        _ => t.name.as_deref() == Some(n) || t.kw.listen.iter().any(|l| l == n),
+    })
+}
