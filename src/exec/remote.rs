@@ -465,8 +465,17 @@ impl Executor {
                             }
                         }
                         Ok(v) if omitted(&v) => {}
-                        Ok(v) => self
-                            .warn_once(format!("could not parse environment value, skipping: {v}")),
+                        // The value itself is not shown: it may hold a secret.
+                        Ok(v) => self.warn_once(format!(
+                            "could not parse environment value (a {}, not a mapping), skipping it",
+                            match v {
+                                Value::Array(_) => "list",
+                                Value::String(_) => "string",
+                                Value::Number(_) => "number",
+                                Value::Bool(_) => "boolean",
+                                _ => "value",
+                            }
+                        )),
                         Err(e) => {
                             return Err(format!("Error processing keyword 'environment': {e}"));
                         }
