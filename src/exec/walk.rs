@@ -439,29 +439,18 @@ impl Executor {
     }
 }
 
-/// Handlers as notifications reach them, each with the context it runs in: an unnamed block
-/// without `listen` (what `import_tasks` leaves in a `handlers:` section) stands for the
-/// tasks inside it, each a handler of its own; a role's handler runs in its role, with the
-/// keywords of the role's entry.
+/// Handlers as notifications reach them, each with the context it runs in: a
+/// [`crate::playbook::handler_group`] stands for its tasks; a role's handler runs in its role,
+/// with the keywords of the role's entry.
 pub(crate) fn notifiable<'t>(tasks: &'t [Task], inh: &Inherit, out: &mut Vec<(&'t Task, Inherit)>) {
     for t in tasks {
         let mut i = inh.clone();
         if let Some(r) = &t.role {
             i.kw = effective(&r.keywords, &i.kw);
         }
-        match &t.action {
-            Action::Block {
-                block,
-                rescue,
-                always,
-            } if t.name.is_none()
-                && t.kw.listen.is_empty()
-                && rescue.is_empty()
-                && always.is_empty() =>
-            {
-                notifiable(block, &i.enter(t), out)
-            }
-            _ => {
+        match crate::playbook::handler_group(t) {
+            Some(inner) => notifiable(inner, &i.enter(t), out),
+            None => {
                 if let Some(r) = &t.role {
                     i.roles.push(r.clone());
                 }

@@ -478,10 +478,11 @@ impl Task {
     }
 }
 
-/// Whether one of `handlers` answers to notification `n`: by its name or a `listen` topic;
-/// an unnamed block without `listen` (an `import_tasks` in `handlers:`) by the tasks inside.
-pub fn handler_answers(handlers: &[Task], n: &str) -> bool {
-    handlers.iter().any(|t| match &t.action {
+/// In a `handlers:` section, the tasks an unnamed block without `listen` (what
+/// `import_tasks` leaves there) stands for: each is a handler of its own. `None` for a
+/// handler proper.
+pub fn handler_group(t: &Task) -> Option<&[Task]> {
+    match &t.action {
         Action::Block {
             block,
             rescue,
@@ -491,8 +492,17 @@ pub fn handler_answers(handlers: &[Task], n: &str) -> bool {
             && rescue.is_empty()
             && always.is_empty() =>
         {
-            handler_answers(block, n)
+            Some(block)
         }
-        _ => t.name.as_deref() == Some(n) || t.kw.listen.iter().any(|l| l == n),
+        _ => None,
+    }
+}
+
+/// Whether one of `handlers` answers to notification `n`: by its name or a `listen` topic
+/// (the tasks of a [`handler_group`] each for itself).
+pub fn handler_answers(handlers: &[Task], n: &str) -> bool {
+    handlers.iter().any(|t| match handler_group(t) {
+        Some(inner) => handler_answers(inner, n),
+        None => t.name.as_deref() == Some(n) || t.kw.listen.iter().any(|l| l == n),
     })
 }
