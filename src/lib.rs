@@ -32,6 +32,7 @@ pub mod atomic;
 pub mod ci;
 pub mod cli;
 pub mod cluster;
+pub mod codec;
 pub mod commands;
 pub mod config;
 pub mod deploy;

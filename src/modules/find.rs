@@ -20,11 +20,11 @@ use serde_json::{Map, Value, json};
 use crate::transport::quote::sh;
 
 use super::args::{boolish, list, opt_stringish, opt_u64ish};
-use super::codec::Codec;
 use super::host_path;
 use super::mode::Mode;
 use super::posix::Algo;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+use crate::codec::Codec;
 
 typed_module!(Find, "find", Params, run);
 

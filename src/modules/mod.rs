@@ -47,7 +47,6 @@ pub mod archive_plan;
 pub mod assemble;
 pub mod authorized_key;
 pub mod blockinfile;
-pub mod codec;
 pub mod command;
 pub mod copy;
 pub mod copy_remote;

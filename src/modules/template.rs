@@ -4,13 +4,13 @@
 use serde::Deserialize;
 
 use super::args::boolish;
-use super::codec::Codec;
 use super::command::yes;
 use super::filewrite::{self, Content, Write};
 use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::posix::{self, Attrs, Kind};
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
+use crate::codec::Codec;
 
 typed_module!(Template, "template", Params, run);
 

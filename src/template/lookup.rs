@@ -272,6 +272,7 @@ fn run(
         }
         "varnames" => varnames(state, terms),
         "csvfile" => super::csvfile::run(terms, kwargs, |f| find(state, f, "files").ok()),
+        "ini" => super::ini::run(terms, kwargs, |f| find(state, f, "files").ok()),
         // One term picked at random (plugins/lookup/random_choice.py); no terms give none.
         "random_choice" => {
             if terms.is_empty() {
@@ -648,6 +649,7 @@ pub const NAMES: &[&str] = &[
     "varnames",
     "random_choice",
     "csvfile",
+    "ini",
 ];
 
 /// The folders relative paths are searched in.

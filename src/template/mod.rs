@@ -15,6 +15,7 @@
 
 mod csvfile;
 mod filters;
+mod ini;
 pub mod kv;
 mod lookup;
 mod now;

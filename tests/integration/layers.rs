@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 /// Top-level modules from the bottom layer up: each may import only those before it.
 const LAYERS: &[&str] = &[
     "pyre",
+    "codec",
     "atomic",
     "secret",
     "vault",
