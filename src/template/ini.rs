@@ -124,6 +124,9 @@ fn parse_params(term: &str) -> Vec<String> {
 /// One section's options in file order; `None` is an option without a value.
 type Section = Vec<(String, Option<String>)>;
 
+/// A section being read: its options' values as lists of lines, joined when the file ends.
+type ReadSection = (String, Vec<(String, Option<Vec<String>>)>);
+
 /// What `ConfigParser` holds after reading: `[DEFAULT]` and the other sections in order.
 #[derive(Default)]
 struct Parser {
@@ -150,10 +153,9 @@ impl Parser {
                 name.to_lowercase()
             }
         };
-        // Values as lists of lines until the end, as upstream joins them.
         let mut added_sections: Vec<String> = Vec::new();
         let mut added_options: Vec<(String, String)> = Vec::new();
-        let mut lines: Vec<(String, Vec<(String, Option<Vec<String>>)>)> = Vec::new();
+        let mut lines: Vec<ReadSection> = Vec::new();
         let mut cur: Option<usize> = None; // index into `lines`
         let mut opt: Option<usize> = None; // index into the current section's options
         let mut indent_level = 0usize;
