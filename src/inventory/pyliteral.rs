@@ -13,7 +13,8 @@ pub fn parse_value(text: &str) -> Value {
     match p.value() {
         Some(v) => {
             p.ws();
-            if p.i == p.s.len() {
+            // A Python comment may follow the literal (`c="x y"  # why`).
+            if p.i == p.s.len() || p.peek() == Some(b'#') {
                 v
             } else {
                 Value::String(text.to_string())
@@ -229,6 +230,8 @@ mod tests {
             ("yes", json!("yes")),
             ("'q'", json!("q")),
             ("\"a b\"", json!("a b")),
+            ("\"a b\"  # why", json!("a b")),
+            ("hello # not a literal", json!("hello # not a literal")),
             ("[1, 'a']", json!([1, "a"])),
             ("(1,)", json!([1])),
             ("{'k': 1}", json!({"k": 1})),
