@@ -265,7 +265,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                     if let Some((file, ACTION_PLUGIN)) = custom_plugin(ctx, &module) {
                         if let Some(short) = action_alias(&file) {
                             let args = build_args(&short, &args, node.get("args").as_ref(), &n)?;
-                            return finish_module(ctx, name, short, args, kw, task_loc, &n);
+                            return finish_module(ctx, name, short, args, kw, &n, node);
                         }
                         let what = format!(
                             " ({ACTION_PLUGIN}, `{}`) is not implemented by kinit",
@@ -299,7 +299,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                 });
             };
             let args = build_args(&short, &args, node.get("args").as_ref(), &n)?;
-            return finish_module(ctx, name, short, args, kw, task_loc, &n);
+            return finish_module(ctx, name, short, args, kw, &n, node);
         }
     }
     let task_loc = loc(node);
@@ -384,7 +384,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
         l.action = Some(written);
     }
     let args = build_args(&short, val.value, node.get("args").as_ref(), &val)?;
-    finish_module(ctx, name, short, args, kw, task_loc, &val)
+    finish_module(ctx, name, short, args, kw, &val, node)
 }
 
 /// A task naming a module kinit does not implement (`what`: what the name is and where kinit
@@ -416,9 +416,10 @@ fn finish_module(
     short: String,
     args: Value,
     kw: Keywords,
-    task_loc: Location,
     val: &Node<'_>,
+    task: &Node<'_>,
 ) -> Result<Task, LoadError> {
+    let task_loc = loc(task);
     let mut args = args;
     if matches!(short.as_str(), "import_role" | "include_role") {
         // ansible-core's role include reads `name`, else `role` (playbook/role_include.py).
@@ -502,7 +503,7 @@ fn finish_module(
                 .or_else(|| args.get("file"))
                 .cloned()
                 .ok_or_else(|| invalid(val, "include_tasks needs a file name"))?;
-            let apply = include_apply(val)?;
+            let apply = include_apply(val, task.get("args").as_ref())?;
             Ok(Task {
                 name,
                 action: Action::IncludeTasks { file, args, apply },
@@ -515,7 +516,7 @@ fn finish_module(
             if args.get("name").is_none() {
                 return Err(invalid(val, "include_role needs `name`"));
             }
-            let apply = include_apply(val)?;
+            let apply = include_apply(val, task.get("args").as_ref())?;
             Ok(Task {
                 name,
                 action: Action::IncludeRole { args, apply },
@@ -629,16 +630,18 @@ pub fn resolve_rel(dir: &Path, role: Option<&RoleCtx>, file: &str) -> Option<Pat
     in_role.exists().then_some(in_role)
 }
 
-/// The `apply` keywords of an `include_tasks`/`include_role` task (`action` is the
-/// mapping under the action's key): the block the included tasks run in gets them
-/// (ansible-core builds a `Block` of them, `notify` included).
-fn include_apply(action: &Node<'_>) -> Result<Option<std::sync::Arc<Keywords>>, LoadError> {
-    let Some(apply) = action
-        .value
-        .is_object()
-        .then(|| action.get("apply"))
-        .flatten()
-    else {
+/// The `apply` keywords of an `include_tasks`/`include_role` task, under the action's key
+/// (`action`) or under `args:` (ansible-core pops it from the merged arguments): the block
+/// the included tasks run in gets them (ansible-core builds a `Block` of them, `notify`
+/// included).
+fn include_apply(
+    action: &Node<'_>,
+    args: Option<&Node<'_>>,
+) -> Result<Option<std::sync::Arc<Keywords>>, LoadError> {
+    fn under<'a>(n: &Node<'a>) -> Option<Node<'a>> {
+        n.value.is_object().then(|| n.get("apply")).flatten()
+    }
+    let Some(apply) = under(action).or_else(|| args.and_then(under)) else {
         return Ok(None);
     };
     if !matches!(apply.value, Value::Object(_)) {
