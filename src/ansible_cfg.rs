@@ -78,6 +78,9 @@ pub struct AnsibleSettings {
     pub gathering: Gathering,
     /// `force_handlers`: notified handlers run on hosts that failed too.
     pub force_handlers: bool,
+    /// `hash_behaviour = merge`: mappings of the same variable from different places merge
+    /// key by key (`replace`, the default, keeps the higher-precedence one whole).
+    pub hash_merge: bool,
     pub become_: Option<bool>,
     pub become_user: Option<String>,
     pub become_method: Option<String>,
@@ -200,6 +203,9 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
             ("defaults", "force_handlers") => {
                 s.force_handlers = boolean(value).ok_or_else(|| bad("a boolean"))?;
             }
+            ("defaults", "hash_behaviour") => {
+                s.hash_merge = hash_merge(value).ok_or_else(|| bad("replace or merge"))?;
+            }
             ("defaults", "gathering") => {
                 s.gathering = gathering(value).ok_or_else(|| bad("implicit, explicit or smart"))?;
             }
@@ -286,6 +292,10 @@ fn read_env(
         s.force_handlers =
             boolean(&v).ok_or_else(|| bad("ANSIBLE_FORCE_HANDLERS", v, "a boolean"))?;
     }
+    if let Some(v) = get("ANSIBLE_HASH_BEHAVIOUR") {
+        s.hash_merge =
+            hash_merge(&v).ok_or_else(|| bad("ANSIBLE_HASH_BEHAVIOUR", v, "replace or merge"))?;
+    }
     if let Some(v) = get("ANSIBLE_GATHERING") {
         s.gathering = gathering(&v)
             .ok_or_else(|| bad("ANSIBLE_GATHERING", v, "implicit, explicit or smart"))?;
@@ -338,6 +348,15 @@ fn gathering(v: &str) -> Option<Gathering> {
         "implicit" => Some(Gathering::Implicit),
         "explicit" => Some(Gathering::Explicit),
         "smart" => Some(Gathering::Smart),
+        _ => None,
+    }
+}
+
+/// `hash_behaviour`: whether it is `merge` (`None` for a word that is neither choice).
+fn hash_merge(v: &str) -> Option<bool> {
+    match v.trim() {
+        "replace" => Some(false),
+        "merge" => Some(true),
         _ => None,
     }
 }

@@ -76,7 +76,7 @@ pub fn parse_extra_vars(args: &[String], base_dir: &Path) -> Result<VarMap, Extr
     let mut out = VarMap::new();
     for (i, arg) in args.iter().enumerate() {
         let vars = parse_one(arg, i + 1, base_dir)?;
-        crate::vars::overlay(&mut out, &vars);
+        crate::vars::combine(&mut out, &vars);
     }
     Ok(out)
 }

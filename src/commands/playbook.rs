@@ -21,6 +21,7 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let cfg = ansible_cfg::load(&|k| std::env::var(k).ok(), &cwd, home.as_deref())?;
+    crate::vars::set_hash_merge(cfg.hash_merge);
     if let (Some(file), false) = (&cfg.file, cfg.ignored.is_empty()) {
         eprintln!(
             "[WARNING]: {}: kinit does not use these settings: {}",

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::HostState;
 use crate::inventory::Inventory;
 use crate::template::HostVarsSource;
-use crate::vars::{VarMap, overlay};
+use crate::vars::{VarMap, combine, overlay};
 
 pub(crate) struct ExecHostVars {
     pub inventory: Arc<RwLock<Inventory>>,
@@ -43,9 +43,9 @@ impl HostVarsSource for ExecHostVars {
         let mut data = Vec::new();
         if let Some(s) = self.hosts.lock().unwrap().get(host) {
             s.inject_facts(&mut m);
-            overlay(&mut m, &s.vars_files);
-            overlay(&mut m, &s.include_vars);
-            overlay(&mut m, &s.set_facts);
+            combine(&mut m, &s.vars_files);
+            combine(&mut m, &s.include_vars);
+            combine(&mut m, &s.set_facts);
             // Registered results and `set_fact` values are data (`template::DATA_KEY`).
             data.extend(
                 s.set_facts
@@ -54,7 +54,7 @@ impl HostVarsSource for ExecHostVars {
                     .cloned(),
             );
         }
-        overlay(&mut m, &self.extra_vars);
+        combine(&mut m, &self.extra_vars);
         m.insert(crate::template::DATA_KEY.into(), json!(data));
         m.insert("inventory_hostname".into(), json!(host));
         Some(Arc::new(m))

@@ -68,7 +68,7 @@ impl Inherit {
             i.module_defaults.push(d.clone());
         }
         if let Some(r) = &t.role {
-            crate::vars::overlay(&mut i.params, &r.params);
+            crate::vars::combine(&mut i.params, &r.params);
             i.roles.push(r.clone());
         }
         i.kw = effective(&t.kw, &self.kw);

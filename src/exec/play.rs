@@ -269,7 +269,7 @@ impl Executor {
                         continue;
                     };
                     match self.loader.vars_file(&path) {
-                        Ok(v) => crate::vars::overlay(&mut loaded, &v),
+                        Ok(v) => crate::vars::combine(&mut loaded, &v),
                         Err(e) => error = Some(e.to_string()),
                     }
                     self.loader_warnings();

@@ -221,7 +221,7 @@ impl Executor {
                 ));
             }
         };
-        self.with_state(host, |s| crate::vars::overlay(&mut s.include_vars, &facts));
+        self.with_state(host, |s| crate::vars::combine(&mut s.include_vars, &facts));
         ok(json!({
             "ansible_facts": facts,
             "ansible_included_var_files": files,
@@ -349,7 +349,7 @@ impl Executor {
                 let loaded = self.loader.vars_file(&path).map_err(|e| e.to_string());
                 self.loader_warnings();
                 let loaded = loaded?;
-                crate::vars::overlay(&mut vars, &loaded);
+                crate::vars::combine(&mut vars, &loaded);
                 files.push(path.display().to_string());
             }
         }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::inherit::Inherit;
 use super::{Executor, PlayRun};
 use crate::template::TemplateError;
-use crate::vars::{VarMap, overlay};
+use crate::vars::{VarMap, combine, overlay};
 
 impl Executor {
     /// Every variable of `host` for a task in context `inh` with task vars `task_vars`.
@@ -24,10 +24,10 @@ impl Executor {
         let public: Vec<std::sync::Arc<crate::playbook::RoleCtx>> =
             pr.included_roles.lock().unwrap().public.clone();
         for r in &public {
-            overlay(&mut m, &r.defaults);
+            combine(&mut m, &r.defaults);
         }
         for r in &inh.roles {
-            overlay(&mut m, &r.defaults);
+            combine(&mut m, &r.defaults);
         }
         let (inv_vars, groups, magic, address) = {
             let inv = self.inventory.read().unwrap();
@@ -38,9 +38,9 @@ impl Executor {
                 inv.default_address(host).to_string(),
             )
         };
-        overlay(&mut m, &inv_vars);
+        combine(&mut m, &inv_vars);
         self.with_state(host, |s| s.inject_facts(&mut m));
-        overlay(&mut m, &pr.play.vars);
+        combine(&mut m, &pr.play.vars);
         let (vars_files, include_vars, set_facts, failed) = self.with_state(host, |s| {
             (
                 s.vars_files.clone(),
@@ -49,20 +49,20 @@ impl Executor {
                 s.failed_result.clone().map(|r| (r, s.failed_task.clone())),
             )
         });
-        overlay(&mut m, &vars_files);
-        overlay(&mut m, &pr.play.role_exports);
+        combine(&mut m, &vars_files);
+        combine(&mut m, &pr.play.role_exports);
         for r in &public {
-            overlay(&mut m, &r.vars);
+            combine(&mut m, &r.vars);
         }
         for r in &inh.roles {
-            overlay(&mut m, &r.vars);
+            combine(&mut m, &r.vars);
         }
-        overlay(&mut m, &inh.vars);
-        overlay(&mut m, task_vars);
-        overlay(&mut m, &include_vars);
-        overlay(&mut m, &set_facts);
-        overlay(&mut m, &inh.params);
-        overlay(&mut m, &self.opts.extra_vars);
+        combine(&mut m, &inh.vars);
+        combine(&mut m, task_vars);
+        combine(&mut m, &include_vars);
+        combine(&mut m, &set_facts);
+        combine(&mut m, &inh.params);
+        combine(&mut m, &self.opts.extra_vars);
         // Registered results and `set_fact` values are data, not templates (`DATA_KEY`),
         // unless a role parameter or an extra variable of the same name wins over them.
         let mut data: Vec<&str> = set_facts

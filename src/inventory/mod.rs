@@ -145,7 +145,7 @@ impl Inventory {
             name: name.to_string(),
             ..Host::default()
         });
-        crate::vars::overlay(&mut host.vars, &vars);
+        crate::vars::combine(&mut host.vars, &vars);
         if let Some(g) = group {
             let group = self.group_mut(g);
             if !group.hosts.contains(name) {
@@ -367,23 +367,23 @@ impl Inventory {
             .filter_map(|g| self.groups.get(g))
             .collect();
         for g in &groups {
-            crate::vars::overlay(&mut out, &g.vars);
+            crate::vars::combine(&mut out, &g.vars);
         }
         let (all, others): (Vec<&Group>, Vec<&Group>) =
             groups.iter().partition(|g| g.name == "all");
         for set in [all, others] {
             for g in &set {
-                crate::vars::overlay(&mut out, &g.dir_vars);
+                crate::vars::combine(&mut out, &g.dir_vars);
             }
             for g in &set {
-                crate::vars::overlay(&mut out, &g.playbook_dir_vars);
+                crate::vars::combine(&mut out, &g.playbook_dir_vars);
             }
         }
         match self.hosts.get(host) {
             Some(h) => {
-                crate::vars::overlay(&mut out, &h.vars);
-                crate::vars::overlay(&mut out, &h.dir_vars);
-                crate::vars::overlay(&mut out, &h.playbook_dir_vars);
+                crate::vars::combine(&mut out, &h.vars);
+                crate::vars::combine(&mut out, &h.dir_vars);
+                crate::vars::combine(&mut out, &h.playbook_dir_vars);
             }
             None if IMPLICIT_LOCAL.contains(&host) => {
                 out.insert("ansible_connection".into(), Value::from("local"));

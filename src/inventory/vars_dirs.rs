@@ -41,7 +41,7 @@ fn load_into(inv: &mut Inventory, dir: &Path, playbook: bool) -> Result<(), Inve
             true => &mut group.playbook_dir_vars,
             false => &mut group.dir_vars,
         };
-        crate::vars::overlay(layer, &vars);
+        crate::vars::combine(layer, &vars);
     }
     let hosts: Vec<String> = inv.hosts.keys().cloned().collect();
     for h in hosts {
@@ -51,7 +51,7 @@ fn load_into(inv: &mut Inventory, dir: &Path, playbook: bool) -> Result<(), Inve
                 true => &mut host.playbook_dir_vars,
                 false => &mut host.dir_vars,
             };
-            crate::vars::overlay(layer, &vars);
+            crate::vars::combine(layer, &vars);
         }
     }
     Ok(())
@@ -66,10 +66,10 @@ fn vars_for(base: &Path, name: &str, warnings: &mut Vec<String>) -> Result<VarMa
     for ext in EXTENSIONS {
         let p = base.join(format!("{name}{ext}"));
         if p.is_file() {
-            crate::vars::overlay(&mut out, &read_vars_file(&p, warnings)?);
+            crate::vars::combine(&mut out, &read_vars_file(&p, warnings)?);
         } else if ext.is_empty() && p.is_dir() {
             for file in files_under(&p)? {
-                crate::vars::overlay(&mut out, &read_vars_file(&file, warnings)?);
+                crate::vars::combine(&mut out, &read_vars_file(&file, warnings)?);
             }
         }
     }

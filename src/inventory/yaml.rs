@@ -76,7 +76,7 @@ fn add_group(
             })?;
     }
     if let Some(vars) = group.vars {
-        crate::vars::overlay(&mut inv.group_mut(name).vars, &vars);
+        crate::vars::combine(&mut inv.group_mut(name).vars, &vars);
     }
     for (pattern, vars) in group.hosts.unwrap_or_default() {
         let mut vars = vars.unwrap_or_default();

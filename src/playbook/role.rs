@@ -131,7 +131,7 @@ impl Loader {
             };
             let mut vars = VarMap::new();
             for f in files {
-                crate::vars::overlay(&mut vars, &self.vars_file(&f)?);
+                crate::vars::combine(&mut vars, &self.vars_file(&f)?);
             }
             Ok(vars)
         };
@@ -211,11 +211,11 @@ impl Loader {
         } else {
             let (mut defaults, mut vars) = (VarMap::new(), VarMap::new());
             for d in &dep_roles {
-                crate::vars::overlay(&mut defaults, &d.defaults);
-                crate::vars::overlay(&mut vars, &d.vars);
+                crate::vars::combine(&mut defaults, &d.defaults);
+                crate::vars::combine(&mut vars, &d.vars);
             }
-            crate::vars::overlay(&mut defaults, &role.defaults);
-            crate::vars::overlay(&mut vars, &role.vars);
+            crate::vars::combine(&mut defaults, &role.defaults);
+            crate::vars::combine(&mut vars, &role.vars);
             let role = Arc::new(RoleCtx {
                 defaults,
                 vars,

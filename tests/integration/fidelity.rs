@@ -754,3 +754,63 @@ fn group_and_host_vars_beside_the_playbook() {
         .partial_output("one line tells the precedence");
     ran.stdout_has("ok: [h1] => from_pb_host from_pb_group inv");
 }
+
+/// `hash_behaviour = merge` (ansible.cfg or `ANSIBLE_HASH_BEHAVIOUR`): a mapping defined in
+/// several places merges key by key, all the way down, in precedence order (ansible-core's
+/// `combine_vars` wherever variable sources combine), while successive `set_fact`s of a name
+/// still replace it. ansible-playbook 2.19 printed these same two lines for this playbook.
+#[test]
+fn hash_behaviour_merge_combines_mappings_from_every_source() {
+    let t = || {
+        Test::new()
+            .write("inv/hosts", "h1 ansible_connection=local\n")
+            .write("inv/group_vars/all.yml", "d:\n  group: 1\n  deep: {g: 1}\n")
+            .write("vf.yml", "d:\n  vars_file: 1\n")
+            .write("iv.yml", "d:\n  include_vars: 1\n  deep: {i: 1}\n")
+            .write("roles/r/defaults/main.yml", "d:\n  role_default: 1\n")
+            .write("roles/r/vars/main.yml", "d:\n  role_var: 1\n")
+            .write(
+                "roles/r/tasks/main.yml",
+                "- include_vars: iv.yml\n- set_fact:\n    e: {fact: 1}\n\
+                 - set_fact:\n    e: {fact2: 1}\n\
+                 - debug: msg=\"{{ d | to_json }} {{ e | to_json }}\"\n",
+            )
+            .write(
+                "site.yml",
+                "- hosts: h1\n  gather_facts: false\n  vars_files: [vf.yml]\n  vars:\n\
+                 \x20   d: {play: 1, deep: {p: 1}}\n  roles:\n    - role: r\n      d: {param: 1}\n",
+            )
+    };
+    let args = [
+        "playbook",
+        "-i",
+        "inv/hosts",
+        "site.yml",
+        "-e",
+        r#"{"d": {"extra": 1}}"#,
+        "-e",
+        r#"{"d": {"extra2": 1}}"#,
+    ];
+    t().env("ANSIBLE_HASH_BEHAVIOUR", "merge")
+        .args(args)
+        .succeeds()
+        .partial_output("one line tells the merge")
+        .stdout_has(
+            r#"ok: [h1] => {"role_default": 1, "group": 1, "deep": {"g": 1, "p": 1, "i": 1}, "play": 1, "vars_file": 1, "role_var": 1, "include_vars": 1, "param": 1, "extra": 1, "extra2": 1} {"fact2": 1}"#,
+        );
+    t().write("ansible.cfg", "[defaults]\nhash_behaviour = replace\n")
+        .args(args)
+        .succeeds()
+        .partial_output("one line tells the replacement")
+        .stdout_has(r#"ok: [h1] => {"extra2": 1} {"fact2": 1}"#);
+    t().write("ansible.cfg", "[defaults]\nhash_behaviour = merge\n")
+        .args(args)
+        .succeeds()
+        .partial_output("the same merge, set in ansible.cfg")
+        .stdout_has(r#""play": 1, "vars_file": 1"#);
+    t().env("ANSIBLE_HASH_BEHAVIOUR", "deep")
+        .args(args)
+        .fails_with(1)
+        .stdout_is("")
+        .stderr_is("error: `ANSIBLE_HASH_BEHAVIOUR` = `deep`: expected replace or merge\n");
+}
