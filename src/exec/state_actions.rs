@@ -66,6 +66,16 @@ impl Executor {
         // Changed as ansible-core's `add_dynamic_host` judges it: a new host, new or different
         // variables, or a group the host was not in.
         let before = inv.hosts.get(name).map(|h| h.vars.clone());
+        let new_groups: Vec<String> = groups
+            .iter()
+            .filter(|g| !inv.groups.contains_key(*g))
+            .cloned()
+            .collect();
+        let new_host: Vec<String> = before
+            .is_none()
+            .then(|| name.to_string())
+            .into_iter()
+            .collect();
         inv.add_host(name, None, vars.clone());
         let mut changed = before.as_ref() != inv.hosts.get(name).map(|h| &h.vars);
         for g in &groups {
@@ -78,6 +88,9 @@ impl Executor {
                     all.children.push(g.clone());
                 }
             }
+        }
+        if let Err(e) = crate::inventory::load_new_names(&mut inv, &new_groups, &new_host) {
+            return Attempt::failed(e.to_string());
         }
         let mut r = TaskResult::ok().with(
             "add_host",
@@ -106,6 +119,11 @@ impl Executor {
         let mut inv = self.inventory.write().unwrap();
         // Changed when the host joins the group (ansible-core's `add_dynamic_group`).
         let changed = !inv.groups.get(&key).is_some_and(|g| g.hosts.contains(host));
+        let new_groups: Vec<String> = std::iter::once(&key)
+            .chain(&parents)
+            .filter(|g| !inv.groups.contains_key(*g))
+            .cloned()
+            .collect();
         if !inv.hosts.contains_key(host) && crate::inventory::IMPLICIT_LOCAL.contains(&host) {
             // The implicit localhost joins the group as it is: still reached locally.
             let mut local = VarMap::new();
@@ -120,6 +138,9 @@ impl Executor {
                     g.children.push(key.clone());
                 }
             }
+        }
+        if let Err(e) = crate::inventory::load_new_names(&mut inv, &new_groups, &[]) {
+            return Attempt::failed(e.to_string());
         }
         let mut r = TaskResult::ok().with("add_group", json!(key));
         r.set("parent_groups", json!(parents));

@@ -25,9 +25,9 @@ pub use error::InventoryError;
 pub use ini::split_port as split_host_port;
 pub use load::{load, load_for_playbooks, load_source};
 pub use pattern::split_patterns;
-pub use vars_dirs::load_vars_dirs;
+pub use vars_dirs::{load_new_names, load_vars_dirs};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -76,6 +76,9 @@ pub struct Inventory {
     /// What reading the sources noticed that is not an error (a YAML key given twice), each
     /// naming file and line, for the command to show.
     pub warnings: Vec<String>,
+    /// The folders whose `group_vars/`/`host_vars/` were read (the inventory's, then the
+    /// playbooks'), for groups and hosts that `group_by`/`add_host` create while running.
+    pub var_dirs: Vec<(PathBuf, bool)>,
 }
 
 impl Default for Inventory {
@@ -94,6 +97,7 @@ impl Default for Inventory {
             hosts: IndexMap::new(),
             groups,
             warnings: Vec::new(),
+            var_dirs: Vec::new(),
         }
     }
 }

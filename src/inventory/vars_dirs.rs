@@ -14,7 +14,31 @@ const EXTENSIONS: [&str; 4] = ["", ".yml", ".yaml", ".json"];
 /// Load `<dir>/group_vars` and `<dir>/host_vars` into the `dir_vars` of the inventory's
 /// groups and hosts. Files for names the inventory does not know are ignored, as Ansible does.
 pub fn load_vars_dirs(inv: &mut Inventory, dir: &Path) -> Result<(), InventoryError> {
-    load_into(inv, dir, false)
+    let (groups, hosts) = names(inv);
+    inv.var_dirs.push((dir.to_path_buf(), false));
+    load_into(inv, dir, false, &groups, &hosts)
+}
+
+/// Every group and host the inventory knows now.
+fn names(inv: &Inventory) -> (Vec<String>, Vec<String>) {
+    (
+        inv.groups.keys().cloned().collect(),
+        inv.hosts.keys().cloned().collect(),
+    )
+}
+
+/// Read the files of groups and hosts created while the playbook runs (`group_by`,
+/// `add_host`) from the folders the inventory was read with, as ansible-core's
+/// `host_group_vars` plugin reads them whenever it is asked for a group's variables.
+pub fn load_new_names(
+    inv: &mut Inventory,
+    groups: &[String],
+    hosts: &[String],
+) -> Result<(), InventoryError> {
+    for (dir, playbook) in inv.var_dirs.clone() {
+        load_into(inv, &dir, playbook, groups, hosts)?;
+    }
+    Ok(())
 }
 
 /// The same beside a playbook, into `playbook_dir_vars` (they win over the inventory's, as
@@ -29,24 +53,30 @@ pub fn load_playbook_vars_dirs(
     if inventory_dirs.iter().any(same) {
         return Ok(());
     }
-    load_into(inv, dir, true)
+    let (groups, hosts) = names(inv);
+    inv.var_dirs.push((dir.to_path_buf(), true));
+    load_into(inv, dir, true, &groups, &hosts)
 }
 
-fn load_into(inv: &mut Inventory, dir: &Path, playbook: bool) -> Result<(), InventoryError> {
-    let groups: Vec<String> = inv.groups.keys().cloned().collect();
+fn load_into(
+    inv: &mut Inventory,
+    dir: &Path,
+    playbook: bool,
+    groups: &[String],
+    hosts: &[String],
+) -> Result<(), InventoryError> {
     for g in groups {
-        let vars = vars_for(&dir.join("group_vars"), &g, &mut inv.warnings)?;
-        let group = inv.group_mut(&g);
+        let vars = vars_for(&dir.join("group_vars"), g, &mut inv.warnings)?;
+        let group = inv.group_mut(g);
         let layer = match playbook {
             true => &mut group.playbook_dir_vars,
             false => &mut group.dir_vars,
         };
         crate::vars::combine(layer, &vars);
     }
-    let hosts: Vec<String> = inv.hosts.keys().cloned().collect();
     for h in hosts {
-        let vars = vars_for(&dir.join("host_vars"), &h, &mut inv.warnings)?;
-        if let Some(host) = inv.hosts.get_mut(&h) {
+        let vars = vars_for(&dir.join("host_vars"), h, &mut inv.warnings)?;
+        if let Some(host) = inv.hosts.get_mut(h) {
             let layer = match playbook {
                 true => &mut host.playbook_dir_vars,
                 false => &mut host.dir_vars,

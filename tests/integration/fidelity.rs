@@ -814,3 +814,35 @@ fn hash_behaviour_merge_combines_mappings_from_every_source() {
         .stdout_is("")
         .stderr_is("error: `ANSIBLE_HASH_BEHAVIOUR` = `deep`: expected replace or merge\n");
 }
+
+/// Groups and hosts made while the playbook runs (`group_by` with `parents`, `add_host`)
+/// get their `group_vars/`/`host_vars/` files beside the inventory, as ansible-core's
+/// `host_group_vars` plugin reads them when asked for their variables. ansible-playbook 2.19
+/// printed these two lines for this playbook.
+#[test]
+fn group_by_and_add_host_read_the_new_names_vars_files() {
+    Test::new()
+        .write("inv/hosts", "h1 ansible_connection=local\n")
+        .write("inv/group_vars/runtime.yml", "from_group: runtime\n")
+        .write(
+            "inv/group_vars/rparent.yml",
+            "from_parent: rparent\nfrom_group: parent\n",
+        )
+        .write("inv/host_vars/newhost.yml", "from_host: newhost\n")
+        .write("inv/group_vars/added.yml", "from_added: added\n")
+        .write(
+            "site.yml",
+            "- hosts: h1\n  gather_facts: false\n  tasks:\n\
+             \x20   - group_by: {key: runtime, parents: [rparent]}\n\
+             \x20   - add_host: {name: newhost, groups: added, ansible_connection: local}\n\
+             - hosts: runtime\n  gather_facts: false\n  tasks:\n\
+             \x20   - debug: msg=\"{{ from_group }} {{ from_parent }} {{ group_names }}\"\n\
+             - hosts: newhost\n  gather_facts: false\n  tasks:\n\
+             \x20   - debug: msg=\"{{ from_host }} {{ from_added }}\"\n",
+        )
+        .args(["playbook", "-i", "inv/hosts", "site.yml"])
+        .succeeds()
+        .partial_output("two lines tell which files were read")
+        .stdout_has("ok: [h1] => runtime rparent ['rparent', 'runtime']")
+        .stdout_has("ok: [newhost] => newhost added");
+}
