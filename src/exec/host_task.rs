@@ -122,6 +122,9 @@ impl Executor {
                     .delegate_to
                     .as_ref()
                     .and_then(|d| self.templar.render_str(d, &ctx).ok());
+                if let Some(d) = &delegate_shown {
+                    self.add_delegated_vars(pr, d, inh, &kw.vars, &mut ctx);
+                }
                 let conds: Vec<String> = inh.when.iter().chain(kw.when.iter()).cloned().collect();
                 match &kw.loop_ {
                     None => match self.check_when(&conds, &ctx) {

@@ -11,6 +11,30 @@ use crate::template::TemplateError;
 use crate::vars::{VarMap, combine, overlay};
 
 impl Executor {
+    /// `ansible_delegated_vars` for a task delegated to `delegate`: that host's variables
+    /// for the same task, under its name, with the task host's `inventory_hostname`
+    /// (ansible-core's `VariableManager.get_delegated_vars_and_hostname`). A host whose
+    /// variables cannot be rendered gets none, and the connection reports the problem.
+    pub(crate) fn add_delegated_vars(
+        &self,
+        pr: &PlayRun<'_>,
+        delegate: &str,
+        inh: &Inherit,
+        task_vars: &VarMap,
+        ctx: &mut VarMap,
+    ) {
+        let Ok(mut vars) = self.task_vars(pr, delegate, inh, task_vars) else {
+            return;
+        };
+        if let Some(name) = ctx.get("inventory_hostname") {
+            vars.insert("inventory_hostname".into(), name.clone());
+        }
+        ctx.insert(
+            "ansible_delegated_vars".into(),
+            json!({ delegate: Value::Object(vars) }),
+        );
+    }
+
     /// Every variable of `host` for a task in context `inh` with task vars `task_vars`.
     pub(crate) fn task_vars(
         &self,

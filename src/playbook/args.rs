@@ -2,7 +2,6 @@
 //! `_raw_params` for command-like modules), or `action:`/`local_action:` text, merged with
 //! `args:`.
 
-pub use crate::template::kv::split_kv;
 pub(crate) use crate::template::kv::{decode_escapes, unquote};
 use serde_json::{Map, Value};
 
@@ -138,11 +137,25 @@ pub(crate) fn build_args(
                 // runs (ansible-core's `_variable_params`).
                 out.insert(VARIABLE_PARAMS.into(), Value::String(s.clone()));
             } else if s.contains('=') {
-                for tok in split_kv(s) {
-                    let (k, v) = tok.split_once('=').ok_or_else(|| {
-                        invalid(at, format!("expected `key=value` arguments, got `{tok}`"))
-                    })?;
-                    out.insert(k.to_string(), Value::String(unquote(&decode_escapes(v))));
+                // ansible-core's `parse_kv`: the words `split_args` cuts (a quote inside a
+                // `{{ }}` block does not end the word), each cut at its first unescaped `=`.
+                for tok in split_args(s) {
+                    let tok = decode_escapes(&tok);
+                    let eq = tok
+                        .char_indices()
+                        .skip(1)
+                        .find(|&(i, c)| c == '=' && !tok[..i].ends_with('\\'))
+                        .map(|(i, _)| i);
+                    let Some(eq) = eq else {
+                        return Err(invalid(
+                            at,
+                            format!("expected `key=value` arguments, got `{}`", tok.trim()),
+                        ));
+                    };
+                    out.insert(
+                        tok[..eq].trim().to_string(),
+                        Value::String(unquote(tok[eq + 1..].trim())),
+                    );
                 }
             } else {
                 out.insert("_raw_params".into(), Value::String(s.clone()));
@@ -227,7 +240,9 @@ pub(crate) fn split_args(s: &str) -> Vec<String> {
             }
             for (d, (open, close)) in depth.iter_mut().zip(BLOCKS) {
                 let before = *d;
-                *d += word.matches(open).count() as i64 - word.matches(close).count() as i64;
+                // ansible-core's `_count_jinja2_blocks` never goes below zero.
+                *d = (*d + word.matches(open).count() as i64 - word.matches(close).count() as i64)
+                    .max(0);
                 if *d != before && !appended {
                     params.push(word.to_string());
                     appended = true;
@@ -317,8 +332,16 @@ mod tests {
     #[test]
     fn free_form_splits_outside_quotes_and_braces() {
         assert_eq!(
-            split_kv(r#"msg="a b" var={{ x | default('y z') }} n=1"#),
+            split_args(r#"msg="a b" var={{ x | default('y z') }} n=1"#),
             vec![r#"msg="a b""#, "var={{ x | default('y z') }}", "n=1"]
+        );
+        // A quote inside a `{{ }}` block inside a quoted value does not end the word.
+        assert_eq!(
+            split_args(r#"msg="v {{ 'a' if x else "b c" }} {{ y | default("-") }}" n=1"#),
+            vec![
+                r#"msg="v {{ 'a' if x else "b c" }} {{ y | default("-") }}""#,
+                "n=1"
+            ]
         );
     }
 }

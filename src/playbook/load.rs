@@ -69,6 +69,10 @@ pub struct Loader {
     /// The `collections` keyword lists in force while parsing (the play's, then each
     /// role's `meta/main.yml` list), innermost last: short module names are looked up in them.
     collections_scope: Mutex<Vec<Vec<String>>>,
+    /// The variables of the `import_playbook` entries being loaded, outermost first, and
+    /// of the play being parsed: a static import's templated name may use them.
+    import_vars: Mutex<Vec<VarMap>>,
+    play_vars: Mutex<VarMap>,
 }
 
 /// The role names a play's magic variables list (Ansible 2.19's `VariableManager`):
@@ -93,6 +97,8 @@ impl Loader {
             role_names: Mutex::new(RoleNames::default()),
             plugin_roots: Mutex::new(Vec::new()),
             collections_scope: Mutex::new(Vec::new()),
+            import_vars: Mutex::new(Vec::new()),
+            play_vars: Mutex::new(VarMap::new()),
         }
     }
 
@@ -162,10 +168,23 @@ impl Loader {
         &self.opts.library_path
     }
 
-    /// The variables a static import's templated name may use: `-e` variables,
-    /// `playbook_dir`, and `role_path`/`role_name` inside a role.
+    /// Set the variables of the play about to be parsed (its `vars`, under those of the
+    /// `import_playbook` entries it came through), for `static_vars`.
+    pub(crate) fn set_play_vars(&self, own: &VarMap) {
+        let mut vars = own.clone();
+        for v in self.import_vars.lock().unwrap().iter() {
+            crate::vars::combine(&mut vars, v);
+        }
+        *self.play_vars.lock().unwrap() = vars;
+    }
+
+    /// The variables a static import's templated name may use, as ansible-core templates
+    /// it with the play's variables when it loads: the play's `vars` (with its
+    /// `import_playbook` vars), `-e` variables, `playbook_dir`, and `role_path`/`role_name`
+    /// inside a role.
     pub(crate) fn static_vars(&self, role: Option<&RoleCtx>) -> VarMap {
-        let mut vars = self.opts.extra_vars.clone();
+        let mut vars = self.play_vars.lock().unwrap().clone();
+        crate::vars::combine(&mut vars, &self.opts.extra_vars);
         let base = std::path::absolute(self.base_dir()).unwrap_or_else(|_| self.base_dir());
         vars.insert(
             "playbook_dir".into(),
@@ -280,7 +299,10 @@ impl Loader {
                 }
                 stack.push(target.clone());
                 let first = plays.len();
-                self.load_plays(&target, plays, stack)?;
+                self.import_vars.lock().unwrap().push(import.vars.clone());
+                let loaded = self.load_plays(&target, plays, stack);
+                self.import_vars.lock().unwrap().pop();
+                loaded?;
                 stack.pop();
                 for play in &mut plays[first..] {
                     import.apply(play);

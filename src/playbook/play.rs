@@ -108,6 +108,11 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         Some(n) => scalar_string(&n)?,
         None => hosts.clone(),
     };
+    let vars = match node.get("vars") {
+        Some(n) => var_map(&n)?,
+        None => Default::default(),
+    };
+    loader.set_play_vars(&vars);
     let ctx = TaskCtx {
         loader,
         dir: dir.to_path_buf(),
@@ -246,10 +251,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         name,
         hosts,
         loc: loc(node),
-        vars: match node.get("vars") {
-            Some(n) => var_map(&n)?,
-            None => Default::default(),
-        },
+        vars,
         vars_files,
         gather_facts: match node.get("gather_facts") {
             Some(n) => Some(parse_bool(&n, "gather_facts")?),

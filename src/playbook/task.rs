@@ -434,23 +434,7 @@ fn finish_module(
         "import_tasks" => {
             let file = raw_param(&args, "file")
                 .ok_or_else(|| invalid(val, "import_tasks needs a file name"))?;
-            // A static import's name may use what is known before any host runs, as in
-            // Ansible: `-e` variables, `playbook_dir`, `role_path`.
-            let file = if file.contains("{{") || file.contains("{%") {
-                let vars = ctx.loader.static_vars(ctx.role.as_deref());
-                crate::template::Templar::new()
-                    .render_str(&file, &vars)
-                    .map_err(|e| {
-                        invalid(
-                            val,
-                            format!(
-                                "import_tasks is static: its file name `{file}` may use only variables known when the playbook loads (`-e` variables, playbook_dir, role_path), but {e}; use include_tasks for a name that needs more"
-                            ),
-                        )
-                    })?
-            } else {
-                file
-            };
+            let file = static_name(ctx, val, "import_tasks", "include_tasks", file)?;
             if kw.loop_.is_some() {
                 return Err(invalid(val, "import_tasks cannot loop; use include_tasks"));
             }
@@ -478,8 +462,11 @@ fn finish_module(
                 .get("name")
                 .and_then(Value::as_str)
                 .ok_or_else(|| invalid(val, "import_role needs `name`"))?;
+            let rname = static_name(ctx, val, "import_role", "include_role", rname.to_string())?;
             let using = super::RoleUse {
-                name: rname.to_string(),
+                name: rname,
+                // The import's keywords reach the role's handlers too (`delegate_to`...).
+                keywords: kw.clone(),
                 tasks_from: args
                     .get("tasks_from")
                     .and_then(Value::as_str)
@@ -593,6 +580,35 @@ fn warn_bad_args(ctx: &TaskCtx<'_>, loc: &Location, module: &str, detail: &str) 
         loc.file.display(),
         loc.line
     ));
+}
+
+/// A static import's name (`what`: `import_tasks`, `import_role`) rendered with what is
+/// known before any host runs, as ansible-core templates it when the play loads: the play's
+/// `vars`, `-e` variables, `playbook_dir`, `role_path`. `dynamic` names the include to use
+/// for a name that needs more.
+fn static_name(
+    ctx: &TaskCtx<'_>,
+    at: &Node<'_>,
+    what: &str,
+    dynamic: &str,
+    name: String,
+) -> Result<String, LoadError> {
+    if !name.contains("{{") && !name.contains("{%") {
+        return Ok(name);
+    }
+    let vars = ctx.loader.static_vars(ctx.role.as_deref());
+    crate::template::Templar::new()
+        .render_str(&name, &vars)
+        .map_err(|e| {
+            invalid(
+                at,
+                format!(
+                    "{what} is static: its name `{name}` may use only variables known when the \
+                     playbook loads (the play's vars, `-e` variables, playbook_dir, role_path), \
+                     but {e}; use {dynamic} for a name that needs more"
+                ),
+            )
+        })
 }
 
 /// `rolespec_validate` of `import_role`/`include_role` (default true): whether the role's
