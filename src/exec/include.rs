@@ -260,10 +260,13 @@ impl Executor {
         }
         if task.kw.loop_.is_some() {
             let lv = self.loop_var_name(&task.kw.loop_control, ctx);
+            // With their names (`IncludedFile.process_include_results`).
             for k in [
                 Some(lv),
                 task.kw.loop_control.index_var.clone(),
                 Some("ansible_loop".into()),
+                Some("ansible_loop_var".into()),
+                Some("ansible_index_var".into()),
             ]
             .into_iter()
             .flatten()

@@ -270,6 +270,7 @@ impl Executor {
             c.insert("ansible_loop_var".into(), json!(loop_var));
             if let Some(iv) = &lc.index_var {
                 c.insert(iv.clone(), json!(i));
+                c.insert("ansible_index_var".into(), json!(iv));
             }
             if lc.extended {
                 // As ansible-core's `TaskExecutor._run_loop`: `previtem`/`nextitem` only where

@@ -429,6 +429,13 @@ fn finish_module(
         {
             m.insert("name".into(), role);
         }
+        check_role_include_args(&short, &args, val)?;
+    }
+    if matches!(
+        short.as_str(),
+        "import_tasks" | "include_tasks" | "import_role" | "include_role"
+    ) {
+        check_include_args(&short, &args, val)?;
     }
     match short.as_str() {
         "import_tasks" => {
@@ -580,6 +587,110 @@ fn warn_bad_args(ctx: &TaskCtx<'_>, loc: &Location, module: &str, detail: &str) 
         loc.file.display(),
         loc.line
     ));
+}
+
+/// Python's name for the type of a YAML value (`type(x)` in ansible-core's messages).
+fn python_type(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::Null => "NoneType",
+    }
+}
+
+/// The options of the include and import actions as ansible-core checks them when it loads
+/// the task (`TaskInclude.check_options`, `IncludeRole.load`): `import_tasks`/`include_tasks`
+/// take only `file` and `apply`, and `apply` belongs to the includes, as a mapping.
+fn check_include_args(action: &str, args: &Value, at: &Node<'_>) -> Result<(), LoadError> {
+    let Some(m) = args.as_object() else {
+        return Ok(());
+    };
+    if matches!(action, "import_tasks" | "include_tasks") {
+        let bad: Vec<&str> = m
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !matches!(*k, "file" | "_raw_params" | "apply"))
+            .collect();
+        if !bad.is_empty() {
+            // Upstream's words.
+            return Err(invalid(
+                at,
+                format!("Invalid options for {action}: {}", bad.join(",")),
+            ));
+        }
+    }
+    let apply = m.get("apply");
+    let given = apply.is_some_and(|a| match a {
+        Value::Null | Value::Bool(false) => false,
+        Value::Object(o) => !o.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::String(s) => !s.is_empty(),
+        _ => true,
+    });
+    if given && action.starts_with("import_") {
+        return Err(invalid(at, format!("Invalid options for {action}: apply")));
+    }
+    match apply {
+        Some(a) if !a.is_object() => Err(invalid(
+            at,
+            format!(
+                "Expected a dict for apply but got <class '{}'> instead",
+                python_type(a)
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The options of `import_role`/`include_role` as ansible-core checks them when it loads the
+/// task (`IncludeRole.load`): only the ones it has, and the `*_from` ones strings.
+fn check_role_include_args(action: &str, args: &Value, at: &Node<'_>) -> Result<(), LoadError> {
+    const VALID: &[&str] = &[
+        "name",
+        "role",
+        "tasks_from",
+        "vars_from",
+        "defaults_from",
+        "handlers_from",
+        "apply",
+        "public",
+        "allow_duplicates",
+        "rolespec_validate",
+    ];
+    let Some(m) = args.as_object() else {
+        return Ok(());
+    };
+    let bad: Vec<&str> = m
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !VALID.contains(k))
+        .collect();
+    if !bad.is_empty() {
+        // Upstream's words.
+        return Err(invalid(
+            at,
+            format!("Invalid options for {action}: {}", bad.join(",")),
+        ));
+    }
+    for key in ["tasks_from", "vars_from", "defaults_from", "handlers_from"] {
+        match m.get(key) {
+            None | Some(Value::String(_)) => {}
+            Some(v) => {
+                return Err(invalid(
+                    at,
+                    format!(
+                        "Expected a string for {key} but got <class '{}'> instead",
+                        python_type(v)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A static import's name (`what`: `import_tasks`, `import_role`) rendered with what is
