@@ -846,3 +846,40 @@ fn group_by_and_add_host_read_the_new_names_vars_files() {
         .stdout_has("ok: [h1] => runtime rparent ['rparent', 'runtime']")
         .stdout_has("ok: [newhost] => newhost added");
 }
+
+/// The options of the include and import actions are checked when the playbook loads, in
+/// ansible-core's words (`TaskInclude.check_options`, `IncludeRole.load`), naming file and
+/// line; ansible-playbook 2.19 refuses the same four playbooks with the same messages (it
+/// names the type of a YAML list by its own tagged class).
+#[test]
+fn include_and_import_options_are_checked_at_load() {
+    for (task, message) in [
+        (
+            "import_tasks: {file: t.yml, apply: {tags: [x]}}",
+            "Invalid options for import_tasks: apply",
+        ),
+        (
+            "include_tasks: {file: t.yml, colour: red}",
+            "Invalid options for include_tasks: colour",
+        ),
+        (
+            "include_role: {name: r, vars_from: [a.yml]}",
+            "Expected a string for vars_from but got <class 'list'> instead",
+        ),
+        (
+            "include_role: {name: r, apply: [x]}",
+            "Expected a dict for apply but got <class 'list'> instead",
+        ),
+    ] {
+        Test::new()
+            .write("t.yml", "- debug: msg=x\n")
+            .write(
+                "p.yml",
+                &format!("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - {task}\n"),
+            )
+            .args(["playbook", "p.yml"])
+            .fails_with(4)
+            .stdout_is("")
+            .stderr_is(&format!("error: p.yml:4: {message}\n"));
+    }
+}
