@@ -199,6 +199,17 @@ impl Executor {
     }
 
     /// Register, notify, update the host's standing and report.
+    /// The task's result on one host when one of its keywords could not be rendered or
+    /// converted (`msg`): failed there, reported and registered as any failure.
+    pub(crate) fn keyword_failed(&self, t: OnHost<'_>, msg: &str) -> HostOutcome {
+        self.emit(Event::HostTask {
+            host: t.host.to_string(),
+            task: t.inh.title(t.task),
+        });
+        let result = self.error_result(t.task, msg.to_string());
+        self.finish(t, Instant::now(), Attempt::of(result))
+    }
+
     fn finish(&self, t: OnHost<'_>, started: Instant, ended: Attempt) -> HostOutcome {
         let OnHost {
             pr,

@@ -195,35 +195,49 @@ impl Executor {
 
     /// `kw` with its templated keywords (`run_once: "{{ x }}"`) rendered. They decide for the
     /// whole task (`run_once`, `any_errors_fatal` act on the batch), so they are rendered
-    /// once, with the variables of the batch's first host.
+    /// once, with the variables of the batch's first host. A keyword that cannot be rendered
+    /// or converted is left as inherited, and the first such error is returned with the
+    /// keywords: it fails the task on each host (`ignore_errors` and `register` still apply,
+    /// as ansible-core fails the task when it validates the keyword).
     fn render_templated_keywords(
         &self,
         pr: &PlayRun<'_>,
         hosts: &[String],
         inh: &Inherit,
         mut kw: Keywords,
-    ) -> Result<Keywords, String> {
+    ) -> (Keywords, Option<String>) {
         let Some(first) = hosts.first() else {
-            return Ok(kw);
+            return (kw, None);
         };
         if kw.templated.is_empty() {
-            return Ok(kw);
+            return (kw, None);
         }
-        let ctx = self
-            .task_vars(pr, first, inh, &kw.vars)
-            .map_err(|e| e.to_string())?;
+        let ctx = match self.task_vars(pr, first, inh, &kw.vars) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                kw.templated.clear();
+                return (kw, Some(e.to_string()));
+            }
+        };
+        let mut error = None;
         for (key, template) in std::mem::take(&mut kw.templated) {
-            let value = self
+            let set = self
                 .templar
                 .render_str(&template, &ctx)
-                .map_err(|e| format!("Error processing keyword '{key}': {e}"))?;
-            // `omit` leaves the keyword as inherited (`effective` copied the parent's value).
-            if value == crate::template::OMIT {
-                continue;
+                .map_err(|e| e.to_string())
+                .and_then(|value| {
+                    // `omit` leaves the keyword as inherited (`effective` copied the
+                    // parent's value).
+                    if value == crate::template::OMIT {
+                        return Ok(());
+                    }
+                    crate::playbook::set_templated(&mut kw, &key, &value)
+                });
+            if let Err(e) = set {
+                error.get_or_insert(format!("Error processing keyword '{key}': {e}"));
             }
-            crate::playbook::set_templated(&mut kw, &key, &value)?;
         }
-        Ok(kw)
+        (kw, error)
     }
 
     /// Run one non-block task on every active host (once with `run_once`).
@@ -232,15 +246,7 @@ impl Executor {
             return;
         }
         let kw = effective(&task.kw, &inh.kw);
-        let kw = match self.render_templated_keywords(pr, hosts, inh, kw) {
-            Ok(kw) => kw,
-            Err(msg) => {
-                for h in hosts {
-                    self.fail_host(h, &task.display_name(), &task.loc.to_string(), msg.clone());
-                }
-                return;
-            }
-        };
+        let (kw, keyword_error) = self.render_templated_keywords(pr, hosts, inh, kw);
         let id = self.next_task_id();
         // Meta tasks steer the run and are not shown, as in ansible-playbook.
         if task.module_name() != Some("meta") {
@@ -255,17 +261,21 @@ impl Executor {
         let targets: &[String] = if run_once { &hosts[..1] } else { hosts };
         let outcomes: Vec<HostOutcome> = join_all(targets.iter().map(|h| {
             let kw = &kw;
+            let keyword_error = &keyword_error;
             async move {
                 let _permit = self.forks.acquire().await;
-                self.run_host_task(OnHost {
+                let on = OnHost {
                     pr,
                     task,
                     kw,
                     inh,
                     host: h,
                     task_id: id,
-                })
-                .await
+                };
+                match keyword_error {
+                    Some(msg) => self.keyword_failed(on, msg),
+                    None => self.run_host_task(on).await,
+                }
             }
         }))
         .await;

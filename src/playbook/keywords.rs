@@ -67,21 +67,27 @@ const LOOP_FORMS: &[(&str, LoopKind)] = &[
 /// Ansible booleans: true/false and the YAML 1.1 words (yes/no/on/off), case-insensitive.
 /// A keyword whose value is a template (`ignore_errors: "{{ x }}"`) is kept as text in
 /// `templated`, to be rendered when a task runs (`set_templated`); any other value is parsed
-/// now with `parse`.
+/// now with `parse`. A word that does not parse (`diff: yes.`) is kept the same way, so it
+/// fails the tasks that reach it, as ansible-core fails them when it validates the keyword.
 fn templated_or<T>(
     n: &Node<'_>,
     key: &str,
     templated: &mut Vec<(String, String)>,
     parse: impl Fn(&Node<'_>, &str) -> Result<T, LoadError>,
 ) -> Result<Option<T>, LoadError> {
-    if let Value::String(s) = n.value
-        && super::args::contains_template(n.value)
-    {
+    let mut defer = |s: &String| {
         templated.retain(|(k, _)| k != key);
         templated.push((key.to_string(), s.clone()));
-        return Ok(None);
+        Ok(None)
+    };
+    match n.value {
+        Value::String(s) if super::args::contains_template(n.value) => defer(s),
+        Value::String(s) => match parse(n, key) {
+            Ok(v) => Ok(Some(v)),
+            Err(_) => defer(s),
+        },
+        _ => parse(n, key).map(Some),
     }
-    parse(n, key).map(Some)
 }
 
 /// Set keyword `key` of `kw` from its rendered template `value`; an error says what the
@@ -91,8 +97,10 @@ pub fn set_templated(kw: &mut Keywords, key: &str, value: &str) -> Result<(), St
         match value.trim().to_lowercase().as_str() {
             "yes" | "true" | "on" | "y" | "1" => Ok(true),
             "no" | "false" | "off" | "n" | "0" | "" | "none" => Ok(false),
-            other => Err(format!(
-                "`{key}` expects a boolean, its template gave `{other}`"
+            // ansible-core's words (`FieldAttribute` validation).
+            _ => Err(format!(
+                "The value {} could not be converted to 'bool'.",
+                py_quote(value)
             )),
         }
     };
@@ -107,14 +115,16 @@ pub fn set_templated(kw: &mut Keywords, key: &str, value: &str) -> Result<(), St
         "diff" => kw.diff = Some(b()?),
         "any_errors_fatal" => kw.any_errors_fatal = Some(b()?),
         "timeout" | "async" | "poll" => {
-            let secs: i64 = value
-                .trim()
-                .parse()
-                .map_err(|_| format!("`{key}` expects seconds, its template gave `{value}`"))?;
+            let secs: i64 = value.trim().parse().map_err(|_| {
+                format!(
+                    "The value {} could not be converted to 'int'.",
+                    py_quote(value)
+                )
+            })?;
             let unsigned = || {
                 u64::try_from(secs)
                     .map(Some)
-                    .map_err(|_| format!("`{key}` expects seconds, its template gave `{value}`"))
+                    .map_err(|_| format!("`{key}` expects seconds, got `{value}`"))
             };
             match key {
                 "timeout" => kw.timeout = Some(secs),
@@ -125,6 +135,15 @@ pub fn set_templated(kw: &mut Keywords, key: &str, value: &str) -> Result<(), St
         _ => return Err(format!("`{key}` cannot be templated")),
     }
     Ok(())
+}
+
+/// A Python `repr` of a short string, as ansible-core's messages quote values.
+fn py_quote(s: &str) -> String {
+    if s.contains('\'') && !s.contains('"') {
+        format!("\"{s}\"")
+    } else {
+        format!("'{}'", s.replace('\'', "\\'"))
+    }
 }
 
 pub fn parse_bool(n: &Node<'_>, key: &str) -> Result<bool, LoadError> {

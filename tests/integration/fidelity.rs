@@ -373,7 +373,9 @@ fn ansible_cfg_in_the_working_folder() {
         .stdout_has("facts=True");
 }
 
-/// A templated keyword whose value is no boolean fails the task, naming the keyword and value.
+/// A templated keyword whose value is no boolean fails the task, naming the keyword and value
+/// in ansible-core's words; a literal that is no boolean (`diff: yes.`) fails the task the same
+/// way rather than the whole load, and `ignore_errors`/`register` apply to it.
 #[test]
 fn a_templated_keyword_with_a_bad_value_fails_clearly() {
     let ran = Test::new()
@@ -386,11 +388,27 @@ fn a_templated_keyword_with_a_bad_value_fails_clearly() {
         .fails_with(2)
         .snapshot();
     assert!(
-        ran.stdout()
-            .contains("`ignore_errors` expects a boolean, its template gave `perhaps`"),
+        ran.stdout().contains(
+            "Task failed: Error processing keyword 'ignore_errors': The value 'perhaps' could \
+             not be converted to 'bool'."
+        ),
         "{}",
         ran.stdout()
     );
+    Test::new()
+        .write(
+            "site.yml",
+            "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+             \x20   - debug: msg=x\n      diff: yes.\n      ignore_errors: true\n      register: r\n\
+             \x20   - debug: msg=\"{{ r.failed }} {{ r.msg }}\"\n",
+        )
+        .args(["playbook", "site.yml"])
+        .succeeds()
+        .partial_output("the registered failure is the point")
+        .stdout_has(
+            "ok: [localhost] => True Task failed: Error processing keyword 'diff': The value \
+             'yes.' could not be converted to 'bool'.",
+        );
 }
 
 /// A custom Python module in a role's `library/` folder runs on the host by its Python (its
