@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::task::{TaskCtx, invalid, parse_tasks};
+use super::task::{TaskCtx, invalid, parse_task_file};
 use super::yaml::Doc;
 use super::{LoadError, Location, Playbook, RoleCtx, RoleUse, Task};
 use crate::vars::VarMap;
@@ -281,6 +281,17 @@ impl Loader {
             Value::Null => Vec::new(),
             _ => return Err(invalid(&root, "a playbook must be a list of plays")),
         };
+        if items.is_empty() {
+            // ansible-core's words (`Playbook._load_playbook_data`).
+            let full = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+            return Err(invalid(
+                &root,
+                format!(
+                    "A playbook must contain at least one play: {}",
+                    full.display()
+                ),
+            ));
+        }
         let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         for item in items {
             if let Some(imp) = item
@@ -346,7 +357,7 @@ impl Loader {
             handlers: RefCell::new(Vec::new()),
             is_handler: ctx.is_handler,
         };
-        let tasks = parse_tasks(&sub, Some(doc.root()))?;
+        let tasks = parse_task_file(&sub, doc.root())?;
         ctx.handlers.borrow_mut().extend(sub.handlers.into_inner());
         Ok(tasks)
     }
@@ -366,7 +377,7 @@ impl Loader {
             handlers: RefCell::new(Vec::new()),
             is_handler: false,
         };
-        let tasks = parse_tasks(&ctx, Some(doc.root()))?;
+        let tasks = parse_task_file(&ctx, doc.root())?;
         Ok((tasks, ctx.handlers.into_inner()))
     }
 

@@ -61,6 +61,18 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
     }
     let mut inherit = Vec::new();
     for (k, v) in node.entries() {
+        // `user`, the old name of `remote_user` (ansible-core's `Play.preprocess_data`).
+        if k == "user" {
+            if node.get("remote_user").is_some() {
+                return Err(invalid(
+                    node,
+                    "both 'user' and 'remote_user' are set for this play. The use of 'user' \
+                     is deprecated, and should be removed",
+                ));
+            }
+            inherit.push(("remote_user", v));
+            continue;
+        }
         if !PLAY_KEYWORDS.contains(&k) {
             return Err(LoadError::UnknownKeyword {
                 file: v.file.to_path_buf(),
@@ -96,13 +108,42 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
     let hosts = node
         .get("hosts")
         .ok_or_else(|| invalid(node, "a play needs `hosts`"))?;
+    // ansible-core's checks and words (`Play._validate_hosts`).
     let hosts = match hosts.value {
-        Value::Array(items) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join(":"),
-        _ => scalar_string(&hosts)?,
+        Value::Array(items) if !items.is_empty() => {
+            let mut names = Vec::new();
+            for item in items {
+                match item {
+                    Value::String(s) => names.push(s.as_str()),
+                    Value::Null => {
+                        return Err(invalid(
+                            &hosts,
+                            "Hosts list cannot contain values of 'None'. Please check your playbook",
+                        ));
+                    }
+                    other => {
+                        return Err(invalid(
+                            &hosts,
+                            format!("Hosts list contains an invalid host value: '{other}'"),
+                        ));
+                    }
+                }
+            }
+            names.join(":")
+        }
+        Value::String(s) if !s.trim().is_empty() => s.clone(),
+        Value::Array(_) | Value::String(_) | Value::Null => {
+            return Err(invalid(
+                &hosts,
+                "Hosts list cannot be empty. Please check your playbook",
+            ));
+        }
+        _ => {
+            return Err(invalid(
+                &hosts,
+                "Hosts list must be a sequence or string. Please check your playbook.",
+            ));
+        }
     };
     let name = match node.get("name") {
         Some(n) => scalar_string(&n)?,
@@ -130,7 +171,26 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
     let mut tasks = Vec::new();
     loader.take_role_names();
     if let Some(roles) = node.get("roles") {
+        if !matches!(roles.value, Value::Array(_) | Value::Null) {
+            return Err(invalid(
+                &roles,
+                format!(
+                    "A malformed role declaration was encountered: ds ({}) should be a list \
+                     but was a <class '{}'>",
+                    python_str(roles.value),
+                    super::task::python_type(roles.value)
+                ),
+            ));
+        }
         for r in roles.items() {
+            if let Value::String(s) = r.value
+                && s.contains(',')
+            {
+                return Err(invalid(
+                    &r,
+                    format!("Invalid old style role requirement: {s}"),
+                ));
+            }
             let (using, kw) = role_entry(&r)?;
             let mut t = loader.role_block(&ctx, using, &loc(&r))?;
             if let Some(r) = &t.role {
@@ -140,9 +200,9 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
             tasks.push(t);
         }
     }
-    tasks.extend(parse_tasks(&ctx, node.get("tasks"))?);
-    let pre_tasks = parse_tasks(&ctx, node.get("pre_tasks"))?;
-    let post_tasks = parse_tasks(&ctx, node.get("post_tasks"))?;
+    tasks.extend(parse_tasks(&ctx, section(node, "tasks")?)?);
+    let pre_tasks = parse_tasks(&ctx, section(node, "pre_tasks")?)?;
+    let post_tasks = parse_tasks(&ctx, section(node, "post_tasks")?)?;
     let hctx = TaskCtx {
         is_handler: true,
         handlers: RefCell::new(Vec::new()),
@@ -151,7 +211,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         role: None,
         loader,
     };
-    let mut handlers = parse_tasks(&hctx, node.get("handlers"))?;
+    let mut handlers = parse_tasks(&hctx, section(node, "handlers")?)?;
     handlers.extend(ctx.handlers.into_inner());
     drop(scope);
     let vars_files = match node.get("vars_files") {
@@ -351,5 +411,33 @@ fn parse_serial(n: &Node<'_>) -> Result<Vec<Serial>, LoadError> {
     match n.value {
         Value::Array(items) => items.iter().map(one).collect(),
         v => Ok(vec![one(v)?]),
+    }
+}
+
+/// A play's task section (`tasks`, `pre_tasks`...), refused in ansible-core's words when it is
+/// neither a list nor empty (`Play._load_tasks` over `load_list_of_blocks`).
+fn section<'a>(play: &Node<'a>, key: &str) -> Result<Option<Node<'a>>, LoadError> {
+    match play.get(key) {
+        Some(n) if !matches!(n.value, Value::Array(_) | Value::Null) => Err(invalid(
+            &n,
+            format!(
+                "A malformed block was encountered while loading {key}: {} should be a list or \
+                 None but is <class '{}'>",
+                python_str(n.value),
+                super::task::python_type(n.value)
+            ),
+        )),
+        other => Ok(other),
+    }
+}
+
+/// A YAML value as Python's `str()` shows it in ansible-core's messages.
+fn python_str(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Null => "None".into(),
+        other => other.to_string(),
     }
 }

@@ -26,6 +26,13 @@ pub(super) fn parse_var_prompt(n: &Node<'_>) -> Result<VarPrompt, LoadError> {
             "a `vars_prompt` entry must be a mapping with `name`",
         ));
     }
+    if n.get("name").is_none() {
+        // ansible-core's words.
+        return Err(invalid(
+            n,
+            "Invalid vars_prompt data structure, missing 'name' key",
+        ));
+    }
     for (k, v) in n.entries() {
         if !PROMPT_KEYS.contains(&k) {
             return Err(LoadError::UnknownKeyword {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::task::{TaskCtx, invalid, parse_tasks, scalar_string};
+use super::task::{TaskCtx, invalid, parse_task_file, scalar_string};
 use super::{Action, Keywords, LoadError, Loader, Location, RoleCtx, RoleUse, Task};
 use crate::vars::VarMap;
 
@@ -238,7 +238,7 @@ impl Loader {
         }
         if let Some(f) = tasks_file {
             let doc = self.doc(&f)?;
-            block.extend(parse_tasks(&sub, Some(doc.root()))?);
+            block.extend(parse_task_file(&sub, doc.root())?);
         }
         let handlers_file = match &using.from.handlers {
             Some(f) => Some(from_file("handlers", f)?),
@@ -254,7 +254,7 @@ impl Loader {
                 role: Some(role.clone()),
                 loader: self,
             };
-            let handlers = parse_tasks(&hctx, Some(doc.root()))?;
+            let handlers = parse_task_file(&hctx, doc.root())?;
             ctx.handlers
                 .borrow_mut()
                 .extend(wrap_handlers(handlers, &role));

@@ -156,6 +156,24 @@ pub fn parse_tasks(ctx: &TaskCtx<'_>, node: Option<Node<'_>>) -> Result<Vec<Task
     }
 }
 
+/// Parse a task file's top level: a list of tasks, or nothing. Anything else is refused in
+/// ansible-core's words, quoting the start of what the file holds.
+pub fn parse_task_file(ctx: &TaskCtx<'_>, root: Node<'_>) -> Result<Vec<Task>, LoadError> {
+    if let Value::Array(_) | Value::Null = root.value {
+        return parse_tasks(ctx, Some(root));
+    }
+    let text = match root.value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let shown: String = text.chars().take(80).collect();
+    let more = if shown.len() < text.len() { "..." } else { "" };
+    Err(invalid(
+        &root,
+        format!("included task files must contain a list of tasks, not `{shown}{more}`"),
+    ))
+}
+
 /// Parse one task (or block).
 pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError> {
     if !node.value.is_object() {
@@ -590,7 +608,7 @@ fn warn_bad_args(ctx: &TaskCtx<'_>, loc: &Location, module: &str, detail: &str) 
 }
 
 /// Python's name for the type of a YAML value (`type(x)` in ansible-core's messages).
-fn python_type(v: &Value) -> &'static str {
+pub(crate) fn python_type(v: &Value) -> &'static str {
     match v {
         Value::String(_) => "str",
         Value::Array(_) => "list",

@@ -901,3 +901,67 @@ fn include_and_import_options_are_checked_at_load() {
             .stderr_is(&format!("error: p.yml:4: {message}\n"));
     }
 }
+
+/// A malformed play is refused at load in ansible-core's words, with file and line: an empty
+/// playbook, an empty `hosts` list (which used to run the play on every host), a task section
+/// or `roles` that is no list, an old-style `'a,b'` role, a `vars_prompt` entry without
+/// `name`, both `user` and `remote_user`. ansible-playbook 2.19 refuses the same playbooks
+/// with the same messages (naming YAML ints by its own tagged class). `user` alone is the old
+/// name of `remote_user`.
+#[test]
+fn malformed_plays_are_refused_in_ansible_words() {
+    for (book, message) in [
+        (
+            "[]\n",
+            "e.yml:1: A playbook must contain at least one play: [..]e.yml",
+        ),
+        (
+            "- hosts: []\n  tasks: []\n",
+            "e.yml:1: Hosts list cannot be empty. Please check your playbook",
+        ),
+        (
+            "- hosts: [localhost, null]\n",
+            "e.yml:1: Hosts list cannot contain values of 'None'. Please check your playbook",
+        ),
+        (
+            "- hosts: localhost\n  tasks: 123\n",
+            "e.yml:2: A malformed block was encountered while loading tasks: 123 should be a \
+             list or None but is <class 'int'>",
+        ),
+        (
+            "- hosts: localhost\n  roles: 123\n",
+            "e.yml:2: A malformed role declaration was encountered: ds (123) should be a list \
+             but was a <class 'int'>",
+        ),
+        (
+            "- hosts: localhost\n  roles: ['foo,bar']\n",
+            "e.yml:2: Invalid old style role requirement: foo,bar",
+        ),
+        (
+            "- hosts: localhost\n  vars_prompt:\n    - foo: bar\n",
+            "e.yml:3: Invalid vars_prompt data structure, missing 'name' key",
+        ),
+        (
+            "- hosts: localhost\n  user: a\n  remote_user: b\n",
+            "e.yml:1: both 'user' and 'remote_user' are set for this play. The use of 'user' \
+             is deprecated, and should be removed",
+        ),
+    ] {
+        Test::new()
+            .write("e.yml", book)
+            .args(["playbook", "e.yml"])
+            .fails_with(4)
+            .stdout_is("")
+            .stderr_is(&format!("error: {message}\n"));
+    }
+    Test::new()
+        .write(
+            "u.yml",
+            "- hosts: localhost\n  gather_facts: false\n  user: someone\n  tasks:\n\
+             \x20   - debug: msg=\"{{ ansible_user | default('-') }}\"\n",
+        )
+        .args(["playbook", "u.yml", "--list-tasks"])
+        .succeeds()
+        .partial_output("loading is the point")
+        .stdout_has("debug");
+}
