@@ -29,9 +29,11 @@ impl Executor {
         if let Some(name) = ctx.get("inventory_hostname") {
             vars.insert("inventory_hostname".into(), name.clone());
         }
+        // Both levels carry `DATA_KEY`, so the scope reads each as variables of their own
+        // (templated lazily, data left as data) rather than templating the whole tree.
         ctx.insert(
             "ansible_delegated_vars".into(),
-            json!({ delegate: Value::Object(vars) }),
+            json!({ delegate: Value::Object(vars), crate::template::DATA_KEY: [] }),
         );
     }
 

@@ -107,6 +107,24 @@ impl LazyVars {
             return None;
         }
         let raw = self.vars.get(name)?;
+        // A mapping that carries its own `DATA_KEY` is another host's variables (the
+        // delegated host's in `ansible_delegated_vars`): a scope of its own, templated
+        // lazily with its own variables, its data kept as data.
+        if let Json::Object(inner) = raw
+            && inner.contains_key(DATA_KEY)
+        {
+            let nested = LazyVars::new(
+                self.env.clone(),
+                Arc::new(inner.clone()),
+                self.hostvars.clone(),
+            );
+            let value = Value::from_dyn_object(nested);
+            self.cache
+                .lock()
+                .unwrap()
+                .insert(name.to_string(), value.clone());
+            return Some(value);
+        }
         if is_data(&self.vars, name) {
             let value = Value::from_serialize(raw);
             self.cache
