@@ -35,6 +35,7 @@ pub mod cluster;
 pub mod codec;
 pub mod commands;
 pub mod config;
+pub mod configparser;
 pub mod deploy;
 pub mod error;
 pub mod exec;

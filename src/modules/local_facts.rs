@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use super::repo_ini::RepoFile;
+use crate::configparser::{Parser, ReadOptions, interpolate};
 use crate::transport::quote::sh;
 
 /// Where the records begin in the gathering command's output.
@@ -98,43 +98,39 @@ fn read_fact(path: &str, text: &str, warnings: &mut Vec<String>) -> Result<Value
     }
     let unreadable =
         || format!("error loading facts as JSON or ini - please check content: {path}");
-    let ini = RepoFile::parse(text).map_err(|_| unreadable())?;
-    let defaults: Vec<(String, String)> = ini
-        .sections
-        .iter()
-        .find(|s| s.name == "DEFAULT")
-        .map(|s| s.options.clone())
-        .unwrap_or_default();
+    let mut ini = Parser::default();
+    ini.read(text, ReadOptions::default())
+        .map_err(|_| unreadable())?;
     // Upstream's loop: once an option fails, the fact is that message, and going on with
     // the message as if it were the mapping fails the whole fact with Python's `TypeError`.
     let convert = |e: &str| Err(format!("Failed to convert ({path}) to JSON: {e}"));
     let mut fact: Result<Map<String, Value>, String> = Ok(Map::new());
-    for section in ini.sections.iter().filter(|s| s.name != "DEFAULT") {
+    for (section, _) in &ini.sections {
         match &mut fact {
             Ok(map) => {
-                map.entry(section.name.clone())
+                map.entry(section.clone())
                     .or_insert_with(|| Value::Object(Map::new()));
             }
             // `sect not in fact` on a string is a substring test.
-            Err(msg) if !msg.contains(&section.name) => {
+            Err(msg) if !msg.contains(section.as_str()) => {
                 return convert("'str' object does not support item assignment");
             }
             Err(_) => {}
         }
-        // The section's options, then the defaults it does not set itself.
-        let mut options = section.options.clone();
-        for (k, v) in &defaults {
-            if !options.iter().any(|(o, _)| o == k) {
-                options.push((k.clone(), v.clone()));
-            }
-        }
-        for (option, raw) in &options {
+        // `cp.options(sect)`: the section's options, then the defaults it does not set.
+        let items = ini.items(section).unwrap_or_default();
+        for option in ini.options(section) {
+            let raw = items
+                .iter()
+                .find(|(k, _)| *k == option)
+                .and_then(|(_, v)| v.clone())
+                .unwrap_or_default();
             match (
-                interpolate(&section.name, option, raw, &options, 1),
+                interpolate(&items, section, &option, &raw, false),
                 &mut fact,
             ) {
                 (Ok(v), Ok(map)) => {
-                    if let Some(Value::Object(values)) = map.get_mut(&section.name) {
+                    if let Some(Value::Object(values)) = map.get_mut(section) {
                         values.insert(option.clone(), Value::String(v));
                     }
                 }
@@ -152,55 +148,6 @@ fn read_fact(path: &str, text: &str, warnings: &mut Vec<String>) -> Result<Value
         Ok(map) => Value::Object(map),
         Err(msg) => Value::String(msg),
     })
-}
-
-/// Python's `BasicInterpolation`: `%%` is `%`, `%(name)s` another option's value (of the
-/// section or `DEFAULT`), any other `%` an error in configparser's words.
-fn interpolate(
-    section: &str,
-    option: &str,
-    raw: &str,
-    options: &[(String, String)],
-    depth: usize,
-) -> Result<String, String> {
-    if depth > 10 {
-        return Err(format!(
-            "Recursion limit exceeded in value substitution: option '{option}' in section \
-             '{section}' contains an interpolation key which cannot be substituted in 10 \
-             steps. Raw value: '{raw}'"
-        ));
-    }
-    let mut out = String::with_capacity(raw.len());
-    let mut rest = raw;
-    while let Some(at) = rest.find('%') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
-        if let Some(after) = rest.strip_prefix("%%") {
-            out.push('%');
-            rest = after;
-        } else if let Some(inner) = rest.strip_prefix("%(")
-            && let Some(close) = inner.find(")s")
-        {
-            let key = inner[..close].to_lowercase();
-            let Some((_, value)) = options.iter().find(|(k, _)| *k == key) else {
-                return Err(format!(
-                    "Bad value substitution: option '{option}' in section '{section}' contains \
-                     an interpolation key '{key}' which is not a valid option name. Raw value: \
-                     '{raw}'"
-                ));
-            };
-            out.push_str(&interpolate(section, &key, value, options, depth + 1)?);
-            rest = &inner[close + 2..];
-        } else if rest.starts_with("%(") {
-            return Err(format!("bad interpolation variable reference '{rest}'"));
-        } else {
-            return Err(format!(
-                "'%' must be followed by '%' or '(', found: '{rest}'"
-            ));
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -4,11 +4,8 @@
 //! matching option's value comes back. Options come as keyword arguments or, the legacy way,
 //! as `k=v` words in the term after the key (`'user section=mysqld file=my.ini'`).
 //!
-//! The file is read as Python's `configparser.ConfigParser` reads it, which the lookup uses:
-//! `=` or `:` between option and value, `#`/`;` comment lines, indented continuation lines,
-//! a `[DEFAULT]` section seen by every section, option names lowercased unless
-//! `case_sensitive`, duplicate options and sections refused, and `BasicInterpolation`
-//! (`%(name)s`, `%%`) unless `interpolation=false`. Every term's file is read into the same
+//! The file is read as Python's `configparser.ConfigParser` reads it (`crate::configparser`),
+//! interpolating unless `interpolation=false`. Every term's file is read into the same
 //! parser, as upstream's one `self.cp` per run.
 
 use minijinja::value::{Kwargs, ValueKind};
@@ -16,6 +13,7 @@ use minijinja::{Error, ErrorKind, Value};
 
 use super::pyrepr;
 use crate::codec::Codec;
+use crate::configparser::{Parser, ReadError, ReadOptions, fold, interpolate};
 use crate::pyre::{Anchor, Flags, PyRegex};
 
 fn invalid(msg: String) -> Error {
@@ -121,269 +119,6 @@ fn parse_params(term: &str) -> Vec<String> {
     params.into_iter().map(|(_, v)| v).collect()
 }
 
-/// One section's options in file order; `None` is an option without a value.
-type Section = Vec<(String, Option<String>)>;
-
-/// A section being read: its options' values as lists of lines, joined when the file ends.
-type ReadSection = (String, Vec<(String, Option<Vec<String>>)>);
-
-/// What `ConfigParser` holds after reading: `[DEFAULT]` and the other sections in order.
-#[derive(Default)]
-struct Parser {
-    defaults: Section,
-    sections: Vec<(String, Section)>,
-}
-
-fn set_option(section: &mut Section, name: String, value: Option<String>) {
-    match section.iter_mut().find(|(k, _)| *k == name) {
-        Some((_, v)) => *v = value,
-        None => section.push((name, value)),
-    }
-}
-
-impl Parser {
-    /// `ConfigParser.read_file` with the lookup's settings; `file` names the file in errors
-    /// as upstream's messages name it.
-    fn read(&mut self, text: &str, opts: &Options, file: &str) -> Result<(), Error> {
-        const DEFAULT: &str = "DEFAULT";
-        let fold = |name: &str| {
-            if opts.case_sensitive {
-                name.to_string()
-            } else {
-                name.to_lowercase()
-            }
-        };
-        let mut added_sections: Vec<String> = Vec::new();
-        let mut added_options: Vec<(String, String)> = Vec::new();
-        let mut lines: Vec<ReadSection> = Vec::new();
-        let mut cur: Option<usize> = None; // index into `lines`
-        let mut opt: Option<usize> = None; // index into the current section's options
-        let mut indent_level = 0usize;
-        let mut errors: Vec<String> = Vec::new();
-        for (n, raw) in text.split_inclusive('\n').enumerate() {
-            let lineno = n + 1;
-            let stripped = raw.trim();
-            let comment = stripped.starts_with('#') || stripped.starts_with(';');
-            let value = if comment { "" } else { stripped };
-            if value.is_empty() {
-                // A blank line inside a value is part of it; a comment line is not.
-                if !comment
-                    && let (Some(c), Some(o)) = (cur, opt)
-                    && let Some(v) = lines[c].1[o].1.as_mut()
-                {
-                    v.push(String::new());
-                } else {
-                    indent_level = usize::MAX;
-                }
-                continue;
-            }
-            let indent = raw.len() - raw.trim_start().len();
-            if let (Some(c), Some(o)) = (cur, opt)
-                && indent > indent_level
-            {
-                if let Some(v) = lines[c].1[o].1.as_mut() {
-                    v.push(value.to_string());
-                }
-                continue;
-            }
-            indent_level = indent;
-            if let Some(rest) = value.strip_prefix('[')
-                && let Some(end) = rest.rfind(']')
-                && end > 0
-            {
-                let header = &rest[..end];
-                if added_sections.iter().any(|s| s == header) {
-                    return Err(invalid(format!(
-                        "While reading from '<???>' [line {lineno:2}]: section {} already exists",
-                        pyrepr::quote_str(header)
-                    )));
-                }
-                added_sections.push(header.to_string());
-                cur = Some(match lines.iter().position(|(s, _)| s == header) {
-                    Some(i) => i,
-                    None => {
-                        lines.push((header.to_string(), Vec::new()));
-                        lines.len() - 1
-                    }
-                });
-                opt = None;
-                continue;
-            }
-            let Some(c) = cur else {
-                return Err(invalid(format!(
-                    "File contains no section headers.\nfile: '<???>', line: {lineno}\n{}",
-                    pyrepr::quote_str(raw)
-                )));
-            };
-            let split = value.find(['=', ':']);
-            let (name, val) = match split {
-                Some(at) => (
-                    value[..at].trim_end(),
-                    Some(value[at + 1..].trim().to_string()),
-                ),
-                None if opts.allow_no_value => (value, None),
-                None => {
-                    errors.push(format!("\n\t[line {lineno:2}]: {}", pyrepr::quote_str(raw)));
-                    continue;
-                }
-            };
-            if name.is_empty() {
-                errors.push(format!("\n\t[line {lineno:2}]: {}", pyrepr::quote_str(raw)));
-                continue;
-            }
-            let name = fold(name);
-            let section = &lines[c].0;
-            if added_options
-                .iter()
-                .any(|(s, o)| s == section && *o == name)
-            {
-                // Upstream's words: its `ValueError`, then the `DuplicateOptionError` behind it.
-                return Err(invalid(format!(
-                    "Duplicate option in {}: While reading from '<???>' [line {lineno:2}]: \
-                     option {} in section {} already exists",
-                    pyrepr::quote_str(file),
-                    pyrepr::quote_str(&name),
-                    pyrepr::quote_str(section)
-                )));
-            }
-            added_options.push((section.clone(), name.clone()));
-            let options = &mut lines[c].1;
-            let value = val.map(|v| vec![v]);
-            opt = Some(match options.iter().position(|(k, _)| *k == name) {
-                Some(i) => {
-                    options[i].1 = value;
-                    i
-                }
-                None => {
-                    options.push((name, value));
-                    options.len() - 1
-                }
-            });
-        }
-        if !errors.is_empty() {
-            return Err(invalid(format!(
-                "Source contains parsing errors: '<???>'{}",
-                errors.concat()
-            )));
-        }
-        for (name, options) in lines {
-            let target = if name == DEFAULT {
-                &mut self.defaults
-            } else {
-                match self.sections.iter().position(|(s, _)| *s == name) {
-                    Some(i) => &mut self.sections[i].1,
-                    None => {
-                        self.sections.push((name, Vec::new()));
-                        let last = self.sections.len() - 1;
-                        &mut self.sections[last].1
-                    }
-                }
-            };
-            for (k, v) in options {
-                let v = v.map(|l| l.join("\n").trim_end().to_string());
-                set_option(target, k, v);
-            }
-        }
-        Ok(())
-    }
-
-    /// A section's options over `[DEFAULT]` (`ConfigParser.items`' order), or `None`.
-    fn section(&self, name: &str) -> Option<Section> {
-        let own = &self.sections.iter().find(|(s, _)| s == name)?.1;
-        let mut all = self.defaults.clone();
-        for (k, v) in own {
-            set_option(&mut all, k.clone(), v.clone());
-        }
-        Some(all)
-    }
-}
-
-/// `BasicInterpolation.before_get`: `%%` is `%`, `%(name)s` another option's value in the
-/// same section (itself interpolated, ten levels deep at most).
-fn interpolate(
-    map: &Section,
-    section: &str,
-    option: &str,
-    value: &str,
-    case_sensitive: bool,
-) -> Result<String, Error> {
-    fn some(
-        map: &Section,
-        section: &str,
-        option: &str,
-        rest: &str,
-        depth: usize,
-        case_sensitive: bool,
-        out: &mut String,
-    ) -> Result<(), Error> {
-        if depth > 10 {
-            return Err(invalid(format!(
-                "Recursion limit exceeded in value substitution: option {} in section {} \
-                 contains an interpolation key which cannot be substituted in 10 steps. \
-                 Raw value: {}",
-                pyrepr::quote_str(option),
-                pyrepr::quote_str(section),
-                pyrepr::quote_str(rest)
-            )));
-        }
-        let mut rest = rest;
-        while !rest.is_empty() {
-            let Some(p) = rest.find('%') else {
-                out.push_str(rest);
-                return Ok(());
-            };
-            out.push_str(&rest[..p]);
-            rest = &rest[p..];
-            if let Some(r) = rest.strip_prefix("%%") {
-                out.push('%');
-                rest = r;
-            } else if let Some(r) = rest.strip_prefix("%(") {
-                let reference = r
-                    .find(')')
-                    .filter(|&e| e > 0 && r[e + 1..].starts_with('s'))
-                    .map(|e| (&r[..e], &r[e + 2..]));
-                let Some((name, after)) = reference else {
-                    return Err(invalid(format!(
-                        "bad interpolation variable reference {}",
-                        pyrepr::quote_str(rest)
-                    )));
-                };
-                let key = if case_sensitive {
-                    name.to_string()
-                } else {
-                    name.to_lowercase()
-                };
-                let Some((_, v)) = map.iter().find(|(k, _)| *k == key) else {
-                    return Err(invalid(format!(
-                        "Bad value substitution: option {} in section {} contains an \
-                         interpolation key {} which is not a valid option name. Raw value: {}",
-                        pyrepr::quote_str(option),
-                        pyrepr::quote_str(section),
-                        pyrepr::quote_str(&key),
-                        pyrepr::quote_str(rest)
-                    )));
-                };
-                let v = v.as_deref().unwrap_or_default();
-                if v.contains('%') {
-                    some(map, section, option, v, depth + 1, case_sensitive, out)?;
-                } else {
-                    out.push_str(v);
-                }
-                rest = after;
-            } else {
-                return Err(invalid(format!(
-                    "'%' must be followed by '%' or '(', found: {}",
-                    pyrepr::quote_str(rest)
-                )));
-            }
-        }
-        Ok(())
-    }
-    let mut out = String::new();
-    some(map, section, option, value, 1, case_sensitive, &mut out)?;
-    Ok(out)
-}
-
 /// Run the lookup; `find` locates a file as the `file` lookup does (`None` when missing).
 pub fn run(
     terms: &[Value],
@@ -473,8 +208,19 @@ pub fn run(
         } else {
             text
         };
-        parser.read(&text, &opts, &opts.file)?;
-        let Some(items) = parser.section(&section) else {
+        let read = ReadOptions {
+            case_sensitive: opts.case_sensitive,
+            allow_no_value: opts.allow_no_value,
+        };
+        parser.read(&text, read).map_err(|e| match e {
+            // Upstream's `ValueError`, then the `DuplicateOptionError` behind it.
+            ReadError::DuplicateOption { .. } => invalid(format!(
+                "Duplicate option in {}: {e}",
+                pyrepr::quote_str(&opts.file)
+            )),
+            e => invalid(e.to_string()),
+        })?;
+        let Some(items) = parser.items(&section) else {
             return Err(invalid(format!(
                 "No section {} in {}.",
                 pyrepr::quote_str(&section),
@@ -485,9 +231,9 @@ pub fn run(
             Ok(match v {
                 None if opts.re => Value::from(""),
                 None => Value::from(()),
-                Some(v) if opts.interpolation => {
-                    Value::from(interpolate(&items, &section, k, v, opts.case_sensitive)?)
-                }
+                Some(v) if opts.interpolation => Value::from(
+                    interpolate(&items, &section, k, v, opts.case_sensitive).map_err(invalid)?,
+                ),
                 Some(v) => Value::from(v.as_str()),
             })
         };
@@ -501,11 +247,7 @@ pub fn run(
             }
             continue;
         }
-        let folded = if opts.case_sensitive {
-            key.clone()
-        } else {
-            key.to_lowercase()
-        };
+        let folded = fold(&key, opts.case_sensitive);
         let value = match items.iter().find(|(k, _)| *k == folded) {
             Some((k, v)) => get(k, v)?,
             None => opts.default.clone(),
@@ -522,57 +264,7 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::{Options, Parser, interpolate, parse_params};
-    use minijinja::Value;
-
-    fn opts() -> Options {
-        Options {
-            properties: false,
-            file: "t.ini".into(),
-            section: "global".into(),
-            re: false,
-            encoding: "utf-8".into(),
-            default: Value::from(""),
-            case_sensitive: false,
-            allow_no_value: false,
-            interpolation: true,
-        }
-    }
-
-    #[test]
-    fn reads_as_configparser() {
-        let mut p = Parser::default();
-        let text =
-            "[DEFAULT]\nbase = /srv\n[a]\nKey : one\n  two\n\n  three\n# note\nx=%(base)s/x\n";
-        p.read(text, &opts(), "t.ini").unwrap();
-        let a = p.section("a").unwrap();
-        assert_eq!(
-            a,
-            vec![
-                ("base".to_string(), Some("/srv".to_string())),
-                ("key".into(), Some("one\ntwo\n\nthree".into())),
-                ("x".into(), Some("%(base)s/x".into())),
-            ]
-        );
-        assert_eq!(
-            interpolate(&a, "a", "x", "%(base)s/x %%", false).unwrap(),
-            "/srv/x %"
-        );
-        assert!(interpolate(&a, "a", "x", "run %u", false).is_err());
-        let dup = Parser::default().read("[s]\nk=1\nK=2\n", &opts(), "t.ini");
-        assert!(
-            dup.unwrap_err()
-                .to_string()
-                .contains("Duplicate option in 't.ini': ")
-        );
-        let no_value = Parser::default().read("[s]\nflag\n", &opts(), "t.ini");
-        assert!(
-            no_value
-                .unwrap_err()
-                .to_string()
-                .contains("[line  2]: 'flag\\n'")
-        );
-    }
+    use super::parse_params;
 
     #[test]
     fn inline_words_as_upstream_splits_them() {

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&str] = &[
     "pyre",
     "codec",
+    "configparser",
     "atomic",
     "secret",
     "vault",
