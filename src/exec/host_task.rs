@@ -697,6 +697,15 @@ impl Executor {
                 "module `{module}` is not implemented by kinit, so this task cannot run here \
                  (kinit warned about it when loading the playbook)"
             )),
+            // Free-form text given to an action that takes none: ansible-core's words.
+            Action::Invalid { module, detail }
+                if detail.starts_with("unknown argument `_raw_params`") =>
+            {
+                Attempt::of(self.error_result(
+                    task,
+                    format!("Action 'ansible.builtin.{module}' does not support raw params."),
+                ))
+            }
             Action::Invalid { detail, .. } => Attempt::failed(detail.clone()),
             Action::Dynamic { template, args } => {
                 let name = match self.templar.render_str(template, ctx) {

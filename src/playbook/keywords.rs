@@ -100,7 +100,7 @@ pub fn set_templated(kw: &mut Keywords, key: &str, value: &str) -> Result<(), St
             // ansible-core's words (`FieldAttribute` validation).
             _ => Err(format!(
                 "The value {} could not be converted to 'bool'.",
-                py_quote(value)
+                crate::template::py_quote(value)
             )),
         }
     };
@@ -118,7 +118,7 @@ pub fn set_templated(kw: &mut Keywords, key: &str, value: &str) -> Result<(), St
             let secs: i64 = value.trim().parse().map_err(|_| {
                 format!(
                     "The value {} could not be converted to 'int'.",
-                    py_quote(value)
+                    crate::template::py_quote(value)
                 )
             })?;
             let unsigned = || {
@@ -137,13 +137,49 @@ pub fn set_templated(kw: &mut Keywords, key: &str, value: &str) -> Result<(), St
     Ok(())
 }
 
-/// A Python `repr` of a short string, as ansible-core's messages quote values.
-fn py_quote(s: &str) -> String {
-    if s.contains('\'') && !s.contains('"') {
-        format!("\"{s}\"")
-    } else {
-        format!("'{}'", s.replace('\'', "\\'"))
+/// `register`'s variable name, checked as ansible-core's `validate_variable_name` checks it:
+/// an ASCII identifier that is not one of Jinja's names (`true`, `none`, `not`...).
+fn register_name(n: &Node<'_>) -> Result<String, LoadError> {
+    const JINJA_NAMES: &[&str] = &["true", "false", "none", "True", "False", "None", "not"];
+    if let Value::String(s) = n.value {
+        let mut chars = s.chars();
+        let identifier = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if identifier && !JINJA_NAMES.contains(&s.as_str()) {
+            return Ok(s.clone());
+        }
     }
+    let shown = match n.value {
+        Value::String(s) => crate::template::py_quote(s),
+        Value::Bool(true) => "'True'".into(),
+        Value::Bool(false) => "'False'".into(),
+        Value::Null => "'None'".into(),
+        Value::Number(x) => format!("'{x}'"),
+        _ => String::new(),
+    };
+    let type_name = match n.value {
+        Value::String(_) => None,
+        Value::Bool(_) => Some("bool"),
+        Value::Number(x) if x.is_f64() => Some("float"),
+        Value::Number(_) => Some("int"),
+        Value::Null => Some("NoneType"),
+        Value::Array(_) => Some("list"),
+        Value::Object(_) => Some("dict"),
+    };
+    let mut what = match shown.is_empty() {
+        true => "name".to_string(),
+        false => format!("name {shown}"),
+    };
+    if let Some(t) = type_name {
+        what.push_str(&format!(" of type '{t}'"));
+    }
+    // ansible-core's words.
+    Err(invalid(
+        n,
+        format!("Invalid 'register' specified: Invalid variable {what}."),
+    ))
 }
 
 pub fn parse_bool(n: &Node<'_>, key: &str) -> Result<bool, LoadError> {
@@ -292,7 +328,7 @@ pub fn parse_keywords(
                 });
             }
             "loop_control" => kw.loop_control = loop_control(n)?,
-            "register" => kw.register = Some(scalar_string(n)?),
+            "register" => kw.register = Some(register_name(n)?),
             "until" => kw.until = conditions(n)?.into_iter().next(),
             "retries" => kw.retries = Some(n.value.clone()),
             "delay" => kw.delay = Some(n.value.clone()),

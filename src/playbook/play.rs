@@ -177,7 +177,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
                 format!(
                     "A malformed role declaration was encountered: ds ({}) should be a list \
                      but was a <class '{}'>",
-                    python_str(roles.value),
+                    crate::template::py_str(roles.value),
                     super::task::python_type(roles.value)
                 ),
             ));
@@ -423,21 +423,10 @@ fn section<'a>(play: &Node<'a>, key: &str) -> Result<Option<Node<'a>>, LoadError
             format!(
                 "A malformed block was encountered while loading {key}: {} should be a list or \
                  None but is <class '{}'>",
-                python_str(n.value),
+                crate::template::py_str(n.value),
                 super::task::python_type(n.value)
             ),
         )),
         other => Ok(other),
-    }
-}
-
-/// A YAML value as Python's `str()` shows it in ansible-core's messages.
-fn python_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Null => "None".into(),
-        other => other.to_string(),
     }
 }

@@ -905,7 +905,8 @@ fn include_and_import_options_are_checked_at_load() {
 /// A malformed play is refused at load in ansible-core's words, with file and line: an empty
 /// playbook, an empty `hosts` list (which used to run the play on every host), a task section
 /// or `roles` that is no list, an old-style `'a,b'` role, a `vars_prompt` entry without
-/// `name`, both `user` and `remote_user`. ansible-playbook 2.19 refuses the same playbooks
+/// `name`, both `user` and `remote_user`, a `register` that is no variable name.
+/// ansible-playbook 2.19 refuses the same playbooks
 /// with the same messages (naming YAML ints by its own tagged class). `user` alone is the old
 /// name of `remote_user`.
 #[test]
@@ -940,6 +941,14 @@ fn malformed_plays_are_refused_in_ansible_words() {
         (
             "- hosts: localhost\n  vars_prompt:\n    - foo: bar\n",
             "e.yml:3: Invalid vars_prompt data structure, missing 'name' key",
+        ),
+        (
+            "- hosts: localhost\n  tasks:\n    - debug: msg=x\n      register: 200\n",
+            "e.yml:4: Invalid 'register' specified: Invalid variable name '200' of type 'int'.",
+        ),
+        (
+            "- hosts: localhost\n  tasks:\n    - debug: msg=x\n      register: my-var\n",
+            "e.yml:4: Invalid 'register' specified: Invalid variable name 'my-var'.",
         ),
         (
             "- hosts: localhost\n  user: a\n  remote_user: b\n",
