@@ -28,7 +28,7 @@ pub enum LoadError {
         line: usize,
         detail: String,
     },
-    #[error("{}:{line}: unknown keyword `{key}` in {what}{}", file.display(), suggest(suggestion))]
+    #[error("{}:{line}: {}{}", file.display(), unknown_keyword(what, key), suggest(suggestion))]
     UnknownKeyword {
         file: PathBuf,
         line: usize,
@@ -63,6 +63,15 @@ pub enum LoadError {
         line: usize,
         target: String,
     },
+}
+
+/// An unknown key: on a play in ansible-core's words (`'x' is not a valid attribute for a
+/// Play`, which scripts look for), elsewhere naming what it was found in.
+fn unknown_keyword(what: &str, key: &str) -> String {
+    match what {
+        "a play" => format!("'{key}' is not a valid attribute for a Play"),
+        _ => format!("unknown keyword `{key}` in {what}"),
+    }
 }
 
 fn suggest(s: &Option<String>) -> String {

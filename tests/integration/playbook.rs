@@ -239,7 +239,7 @@ fn load_errors_name_file_and_line() {
         ),
         (
             "- hosts: localhost\n  tasks:\n    - debug: msg=x\n  hanlders: []\n",
-            "site.yml:4: unknown keyword `hanlders` in a play (did you mean `handlers`?)",
+            "site.yml:4: 'hanlders' is not a valid attribute for a Play (did you mean `handlers`?)",
         ),
         (
             "- hosts: localhost\n  tasks:\n    - debug:\n        msg: [unclosed\n",
