@@ -44,13 +44,32 @@ impl Executor {
         });
     }
 
-    /// The hosts a play targets, after `--limit`.
+    /// The hosts a play targets, after `--limit`. A templated `hosts` is rendered with the
+    /// play's vars and `-e`; a list it gives is a list of patterns, as written lists are.
     pub fn play_hosts(&self, play: &Play) -> Result<Vec<String>, crate::inventory::InventoryError> {
+        let pattern = if play.hosts.contains("{{") || play.hosts.contains("{%") {
+            let mut vars = play.vars.clone();
+            crate::vars::combine(&mut vars, &self.opts.extra_vars);
+            match self
+                .templar
+                .render_value(&serde_json::Value::String(play.hosts.clone()), &vars)
+            {
+                Ok(serde_json::Value::Array(items)) => items
+                    .iter()
+                    .map(|i| match i {
+                        serde_json::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(":"),
+                Ok(serde_json::Value::String(s)) => s,
+                Ok(other) => other.to_string(),
+                Err(_) => play.hosts.clone(),
+            }
+        } else {
+            play.hosts.clone()
+        };
         let inv = self.inventory.read().unwrap();
-        let pattern = self
-            .templar
-            .render_str(&play.hosts, &self.opts.extra_vars)
-            .unwrap_or_else(|_| play.hosts.clone());
         inv.select_limited(&pattern, self.opts.limit.as_deref())
     }
 

@@ -974,3 +974,40 @@ fn malformed_plays_are_refused_in_ansible_words() {
         .partial_output("loading is the point")
         .stdout_has("debug");
 }
+
+/// A templated `hosts` that gives a list (from `-e` JSON or the play's vars) is a list of
+/// patterns, as a written list is; ansible-playbook 2.19 runs these plays on the same hosts.
+#[test]
+fn templated_hosts_may_give_a_list_of_patterns() {
+    let ran = Test::new()
+        .write(
+            "hosts.ini",
+            "[all:vars]\nansible_connection=local\n[web]\na\nb\n[db]\nc\n",
+        )
+        .write(
+            "site.yml",
+            "- hosts: \"{{ targets }}\"\n  gather_facts: false\n  tasks:\n\
+             \x20   - debug: msg=from-extra-vars\n\
+             - hosts: \"{{ mine }}\"\n  gather_facts: false\n  vars:\n    mine: [c]\n  tasks:\n\
+             \x20   - debug: msg=from-play-vars\n",
+        )
+        .args([
+            "playbook",
+            "-i",
+            "hosts.ini",
+            "site.yml",
+            "-e",
+            r#"{"targets": ["a", "db"]}"#,
+        ])
+        .succeeds()
+        .partial_output("hosts report in parallel: their order varies");
+    let out = ran.stdout();
+    for line in [
+        "ok: [a] => from-extra-vars",
+        "ok: [c] => from-extra-vars",
+        "ok: [c] => from-play-vars",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+    assert!(!out.contains("ok: [b]"), "b is in neither list\n{out}");
+}
