@@ -85,6 +85,10 @@ impl Executor {
                 Vec::new()
             }
         };
+        // `ansible_play_hosts_all` is every host the play matches; hosts that failed or were
+        // unreachable in an earlier play are in it but do not run (ansible-core's
+        // `get_hosts(ignore_restrictions=True)` and its failed/unreachable host lists).
+        let matched = hosts.clone();
         let hosts: Vec<String> = hosts
             .into_iter()
             .filter(|h| self.with_state(h, |s| !s.failed && !s.unreachable))
@@ -122,7 +126,7 @@ impl Executor {
             }
             let pr = PlayRun {
                 play,
-                all_hosts: hosts.clone(),
+                all_hosts: matched.clone(),
                 batch: batch.clone(),
                 handlers: Mutex::new(play.handlers.clone()),
                 included_roles: Mutex::default(),

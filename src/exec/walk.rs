@@ -304,10 +304,13 @@ impl Executor {
                 }
                 Flow::EndBatch => pr.end(),
                 Flow::FlushHandlers => flush = true,
+                // Unreachable hosts are tried again too, as ansible-core's strategy drops
+                // them from `_unreachable_hosts` with the failed ones.
                 Flow::ClearHostErrors => {
                     for h in &pr.batch {
                         self.with_state(h, |s| {
                             s.failed = false;
+                            s.unreachable = false;
                             s.errors_cleared += 1;
                         });
                     }

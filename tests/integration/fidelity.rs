@@ -1011,3 +1011,42 @@ fn templated_hosts_may_give_a_list_of_patterns() {
     }
     assert!(!out.contains("ok: [b]"), "b is in neither list\n{out}");
 }
+
+/// `meta: clear_host_errors` clears unreachable hosts as well as failed ones (they are tried
+/// again in the next play), and a later play's `ansible_play_hosts_all` still lists the hosts
+/// that failed or were unreachable before, while its batch leaves them out. ansible-playbook
+/// 2.19 printed the same two lines and the same recap for this playbook (`down` refuses SSH).
+#[test]
+fn clear_host_errors_retries_unreachable_hosts_and_play_hosts_all_keeps_them() {
+    let ran = Test::new()
+        .write(
+            "sv.ini",
+            "ok1 ansible_connection=local\nbad ansible_connection=local\n\
+             down ansible_connection=ssh ansible_host=127.0.0.1 ansible_port=1\n",
+        )
+        .write(
+            "sv.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n\
+             \x20   - ping:\n      failed_when: inventory_hostname == 'bad'\n\
+             \x20   - meta: clear_host_errors\n\
+             - hosts: all\n  gather_facts: false\n  tasks:\n\
+             \x20   - debug: msg=\"{{ ansible_play_batch | length }} {{ ansible_play_hosts_all | length }}\"\n\
+             \x20     run_once: true\n\
+             \x20   - ping:\n      failed_when: inventory_hostname == 'bad'\n\
+             - hosts: all\n  gather_facts: false\n  tasks:\n\
+             \x20   - debug: msg=\"{{ ansible_play_batch }} {{ ansible_play_hosts }} {{ ansible_play_hosts_all | length }}\"\n",
+        )
+        .args(["playbook", "-i", "sv.ini", "sv.yml"])
+        .fails_with(2)
+        .partial_output("three hosts report in parallel: their order varies");
+    let out = ran.stdout();
+    for line in [
+        "ok: [ok1] => 3 3",
+        "ok: [ok1] => ['ok1'] ['ok1'] 3",
+        "bad                  : ok=0    changed=0    unreachable=0    failed=2",
+        "down                 : ok=0    changed=0    unreachable=2    failed=0",
+        "ok1                  : ok=4    changed=0    unreachable=0    failed=0",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+}
