@@ -50,7 +50,10 @@ const PLAYBOOK: &str = r#"- hosts: all
         block: |
           managed one
           managed two
-    - command: sh -c 'sleep 0.05; echo done > {{ base }}/created.flag'
+    # Written aside and renamed: a shell killed between `>` opening the file and `echo`
+    # writing it would leave an empty flag that `creates` then trusts (the command's own
+    # non-atomicity, not kinit's; a killed sshd takes the shell with it).
+    - command: sh -c 'sleep 0.05; echo done > {{ base }}/created.part && mv {{ base }}/created.part {{ base }}/created.flag'
       args:
         creates: "{{ base }}/created.flag"
     - copy:
