@@ -117,7 +117,7 @@ impl Executor {
             }
             ExecAction::AddHost(args) => self.add_host(&rendered!(args)),
             ExecAction::GroupBy(a) => self.group_by(&rendered!(a), host),
-            ExecAction::Meta(m) => meta(*m),
+            ExecAction::Meta(m) => meta(*m, host),
             ExecAction::Pause(a) => self.pause(&rendered!(a)).await,
             ExecAction::IncludeVars(a) => {
                 self.include_vars(&rendered!(a.as_ref()), task, inh, host, ctx)
@@ -436,7 +436,23 @@ impl Executor {
     }
 }
 
-fn meta(action: Meta) -> Attempt {
+/// What a meta task did on `host`, in ansible-core's words (`StrategyBase._execute_meta`,
+/// shown as `META: ...` at `-vv`).
+fn meta_message(action: Meta, host: &str) -> String {
+    match action {
+        Meta::FlushHandlers => format!("triggered running handlers for {host}"),
+        Meta::EndPlay => "ending play".into(),
+        Meta::EndHost => format!("ending play for {host}"),
+        Meta::EndBatch => "ending batch".into(),
+        Meta::Noop => "noop".into(),
+        Meta::ClearHostErrors => "cleared host errors".into(),
+        Meta::RefreshInventory => "inventory successfully refreshed".into(),
+        Meta::ResetConnection => "reset connection".into(),
+        Meta::ClearFacts => "facts cleared".into(),
+    }
+}
+
+fn meta(action: Meta, host: &str) -> Attempt {
     let flow = match action {
         Meta::FlushHandlers => Flow::FlushHandlers,
         Meta::EndPlay => Flow::EndPlay,
@@ -448,7 +464,7 @@ fn meta(action: Meta) -> Attempt {
         }
     };
     Attempt {
-        result: TaskResult::ok().with("msg", action.name()),
+        result: TaskResult::ok().with("msg", meta_message(action, host)),
         flow,
     }
 }

@@ -13,6 +13,7 @@ use super::include::IncludeReq;
 use super::inherit::Inherit;
 use super::{Executor, PlayRun};
 use crate::modules::async_job::{AsyncJob, UNDER_ASYNC};
+use crate::playbook::actions::{ExecAction, Meta};
 use crate::playbook::{Action, Keywords, Task};
 use crate::report::{Event, Status, TaskResult};
 use crate::vars::VarMap;
@@ -129,6 +130,12 @@ impl Executor {
                 match &kw.loop_ {
                     None => match self.check_when(&conds, &ctx) {
                         Err(msg) => self.error_result(task, msg),
+                        Ok(Some(_))
+                            if let Action::Exec(a) = &task.action
+                                && let ExecAction::Meta(m) = a.as_ref() =>
+                        {
+                            meta_skipped(*m, host)
+                        }
                         Ok(Some(cond)) => skipped(&cond),
                         Ok(None) => {
                             // `async: 0` runs the task as usual, as in Ansible.
@@ -307,11 +314,25 @@ impl Executor {
         });
         if changed && !failed {
             let handlers = pr.handlers.lock().unwrap();
+            let mut leaves = None;
             for n in &kw.notify {
-                let known = crate::playbook::handler_answers(&handlers, n);
+                // Templated handler names need rendering: only looked at when no handler
+                // answers as written.
+                let known = crate::playbook::handler_answers(&handlers, n)
+                    || !super::notify::woken_by(
+                        leaves.get_or_insert_with(|| {
+                            self.handler_leaves(pr, &handlers, &Inherit::from_play(pr.play), false)
+                        }),
+                        n,
+                    )
+                    .is_empty();
                 if !known {
                     self.emit(Event::Warning {
-                        message: format!("{}: no handler named `{n}`", task.loc),
+                        message: format!(
+                            "{}: The requested handler '{n}' was not found in either the main \
+                             handlers list nor in the listening handlers list",
+                            task.loc
+                        ),
                     });
                 }
             }
@@ -810,6 +831,33 @@ pub(crate) fn skipped(cond: &str) -> TaskResult {
         fields,
         ..TaskResult::default()
     }
+}
+
+/// A meta task on `host` whose `when` was false: skipped, with ansible-core's reason.
+fn meta_skipped(action: Meta, host: &str) -> TaskResult {
+    let name = action.name();
+    let rest = match action {
+        Meta::FlushHandlers => format!(", not running handlers for {host}"),
+        Meta::ClearFacts => format!(", not clearing facts and fact cache for {host}"),
+        Meta::ClearHostErrors => format!(", not clearing host error state for {host}"),
+        Meta::EndBatch => ", continuing current batch".into(),
+        Meta::EndPlay => ", continuing play".into(),
+        Meta::EndHost => format!(", continuing execution for {host}"),
+        Meta::Noop | Meta::RefreshInventory | Meta::ResetConnection => String::new(),
+    };
+    let reason = format!("{name} conditional evaluated to False{rest}");
+    let msg = match action {
+        Meta::EndHost => {
+            format!("end_host conditional evaluated to false, continuing execution for {host}")
+        }
+        _ => String::new(),
+    };
+    TaskResult {
+        skipped: Some(true),
+        msg: Some(json!(msg)),
+        ..TaskResult::default()
+    }
+    .with("skip_reason", reason)
 }
 
 /// A module's deprecation (`{msg, version | date, collection_name}`) as ansible-core 2.19

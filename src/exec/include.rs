@@ -153,9 +153,8 @@ impl Executor {
                 crate::vars::overlay(&mut inner.params, params);
                 let role = inh.roles.last().cloned();
                 (
-                    self.loader
-                        .include_tasks_file(path, role)
-                        .map(|(tasks, handlers)| {
+                    self.loader.include_tasks_file(path, role, inh.handler).map(
+                        |(tasks, handlers)| {
                             (
                                 Task {
                                     name: None,
@@ -170,7 +169,8 @@ impl Executor {
                                 },
                                 handlers,
                             )
-                        }),
+                        },
+                    ),
                     loc,
                 )
             }

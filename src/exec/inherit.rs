@@ -103,6 +103,7 @@ pub(crate) fn effective(task: &Keywords, parent: &Keywords) -> Keywords {
         check_mode,
         diff,
         timeout,
+        throttle,
         any_errors_fatal
     );
     // A templated keyword of the parent applies where the task sets that keyword neither
@@ -130,6 +131,7 @@ fn sets(kw: &Keywords, key: &str) -> bool {
         "async" => kw.async_.is_some(),
         "poll" => kw.poll.is_some(),
         "any_errors_fatal" => kw.any_errors_fatal.is_some(),
+        "throttle" => kw.throttle.is_some(),
         _ => false,
     }
 }

@@ -21,6 +21,7 @@ mod hostvars;
 mod include;
 mod inherit;
 mod loops;
+mod notify;
 mod play;
 mod prompt;
 mod reboot;
@@ -182,6 +183,9 @@ pub(crate) struct PlayRun<'a> {
     /// task still runs them (ansible-core's linear strategy does not break the play for a
     /// host whose next task is in a rescue or always section).
     pub fatal: AtomicBool,
+    /// `throttle`: one bound per task (by location and limit), shared by every host that
+    /// runs it, whichever strategy walks them.
+    pub throttles: Mutex<std::collections::HashMap<(String, u64), Arc<tokio::sync::Semaphore>>>,
 }
 
 impl PlayRun<'_> {

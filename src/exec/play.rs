@@ -133,6 +133,7 @@ impl Executor {
                 roles_done: Mutex::default(),
                 ended: AtomicBool::new(false),
                 fatal: AtomicBool::new(false),
+                throttles: Mutex::default(),
             };
             for h in &batch {
                 self.with_state(h, |s| {

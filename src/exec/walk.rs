@@ -4,6 +4,8 @@
 //!
 //! One file: blocks, includes and handler flushes recurse into each other through the walk.
 
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use futures_util::future::join_all;
@@ -11,6 +13,7 @@ use serde_json::Value;
 
 use super::host_task::{Flow, HostOutcome, OnHost};
 use super::inherit::{Inherit, effective};
+use super::notify::woken_by;
 use super::{Executor, PlayRun};
 use crate::modules::BoxFuture;
 use crate::playbook::{Action, Keywords, Task};
@@ -209,7 +212,11 @@ impl Executor {
         let Some(first) = hosts.first() else {
             return (kw, None);
         };
-        if kw.templated.is_empty() {
+        let templated_notify = kw
+            .notify
+            .iter()
+            .any(|n| n.contains("{{") || n.contains("{%"));
+        if kw.templated.is_empty() && !templated_notify {
             return (kw, None);
         }
         let ctx = match self.task_vars(pr, first, inh, &kw.vars) {
@@ -220,6 +227,25 @@ impl Executor {
             }
         };
         let mut error = None;
+        // `notify` entries are templates too; one that gives a list names several handlers
+        // (a handler's `listen` topics are not templated).
+        if templated_notify {
+            let mut names = Vec::new();
+            for n in std::mem::take(&mut kw.notify) {
+                match self.templar.render_value(&Value::String(n), &ctx) {
+                    Ok(Value::Array(items)) => names.extend(items.iter().map(|i| match i {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })),
+                    Ok(Value::String(s)) => names.push(s),
+                    Ok(other) => names.push(other.to_string()),
+                    Err(e) => {
+                        error.get_or_insert(format!("Error processing keyword 'notify': {e}"));
+                    }
+                }
+            }
+            kw.notify = names;
+        }
         for (key, template) in std::mem::take(&mut kw.templated) {
             let set = self
                 .templar
@@ -234,7 +260,14 @@ impl Executor {
                     crate::playbook::set_templated(&mut kw, &key, &value)
                 });
             if let Err(e) = set {
-                error.get_or_insert(format!("Error processing keyword '{key}': {e}"));
+                error.get_or_insert(match key.as_str() {
+                    // ansible-core's own words for `throttle` (`StrategyBase._queue_task`).
+                    "throttle" if !e.starts_with("Failed to convert") => {
+                        format!("Failed to convert the throttle value to an integer: {e}")
+                    }
+                    "throttle" => e,
+                    _ => format!("Error processing keyword '{key}': {e}"),
+                });
             }
         }
         (kw, error)
@@ -248,21 +281,31 @@ impl Executor {
         let kw = effective(&task.kw, &inh.kw);
         let (kw, keyword_error) = self.render_templated_keywords(pr, hosts, inh, kw);
         let id = self.next_task_id();
-        // Meta tasks steer the run and are not shown, as in ansible-playbook.
-        if task.module_name() != Some("meta") {
-            self.emit(Event::TaskStart {
-                id,
-                name: inh.title(task),
-                location: task.loc.to_string(),
-                handler: inh.handler,
-            });
-        }
+        self.emit(Event::TaskStart {
+            id,
+            name: inh.title(task),
+            location: task.loc.to_string(),
+            handler: inh.handler,
+        });
         let run_once = kw.run_once == Some(true);
         let targets: &[String] = if run_once { &hosts[..1] } else { hosts };
+        // `throttle`: this task's own bound on the hosts running it at once, under `forks`.
+        let throttle = kw.throttle.filter(|&n| n > 0).map(|n| {
+            let mut all = pr.throttles.lock().unwrap();
+            let bound = all.entry((task.loc.to_string(), n));
+            bound
+                .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(n as usize)))
+                .clone()
+        });
         let outcomes: Vec<HostOutcome> = join_all(targets.iter().map(|h| {
             let kw = &kw;
             let keyword_error = &keyword_error;
+            let throttle = &throttle;
             async move {
+                let _throttled = match throttle {
+                    Some(t) => t.acquire().await.ok(),
+                    None => None,
+                };
                 let _permit = self.forks.acquire().await;
                 let on = OnHost {
                     pr,
@@ -410,23 +453,25 @@ impl Executor {
                         (host, notified)
                     })
                     .collect();
-                let mut leaves = Vec::new();
-                notifiable(&handlers, &inh, &mut leaves);
-                for (h, hinh) in leaves {
+                let leaves = self.handler_leaves(pr, &handlers, &inh, true);
+                let woken: Vec<(&String, HashSet<usize>)> = pending
+                    .iter()
+                    .map(|(host, notified)| {
+                        let set = notified.iter().flat_map(|n| woken_by(&leaves, n)).collect();
+                        (host, set)
+                    })
+                    .collect();
+                for (index, (h, hinh, ..)) in leaves.iter().enumerate() {
+                    let h: &Task = h;
                     if self.cancel.is_cancelled() {
                         return;
                     }
-                    let mut names: Vec<&str> = h.kw.listen.iter().map(String::as_str).collect();
-                    if let Some(n) = &h.name {
-                        names.push(n);
-                    }
-                    let notified: Vec<String> = pending
+                    let notified: Vec<String> = woken
                         .iter()
-                        .filter(|(host, notified)| {
-                            notified.iter().any(|n| names.contains(&n.as_str()))
-                                && self.with_state(host, |s| can_run(s))
+                        .filter(|(host, set)| {
+                            set.contains(&index) && self.with_state(host, |s| can_run(s))
                         })
-                        .map(|(host, _)| host.clone())
+                        .map(|(host, _)| (*host).clone())
                         .collect();
                     if notified.is_empty() {
                         continue;
@@ -438,7 +483,16 @@ impl Executor {
                         .iter()
                         .filter(|h| self.with_state(h, |s| std::mem::replace(&mut s.failed, false)))
                         .collect();
-                    self.run_tasks(pr, &notified, std::slice::from_ref(h), &hinh)
+                    // A templated name shows rendered, as it was matched.
+                    let renamed = match &leaves[index].3 {
+                        Some(n) if h.name.as_ref() != Some(n) => Some(Task {
+                            name: Some(n.clone()),
+                            ..(*h).clone()
+                        }),
+                        _ => None,
+                    };
+                    let handler = renamed.as_ref().unwrap_or(h);
+                    self.run_tasks(pr, &notified, std::slice::from_ref(handler), hinh)
                         .await;
                     for host in was_failed {
                         self.with_state(host, |s| s.failed = true);
@@ -449,26 +503,5 @@ impl Executor {
                 }
             }
         })
-    }
-}
-
-/// Handlers as notifications reach them, each with the context it runs in: a
-/// [`crate::playbook::handler_group`] stands for its tasks; a role's handler runs in its role,
-/// with the keywords of the role's entry.
-pub(crate) fn notifiable<'t>(tasks: &'t [Task], inh: &Inherit, out: &mut Vec<(&'t Task, Inherit)>) {
-    for t in tasks {
-        let mut i = inh.clone();
-        if let Some(r) = &t.role {
-            i.kw = effective(&r.keywords, &i.kw);
-        }
-        match crate::playbook::handler_group(t) {
-            Some(inner) => notifiable(inner, &i.enter(t), out),
-            None => {
-                if let Some(r) = &t.role {
-                    i.roles.push(r.clone());
-                }
-                out.push((t, i));
-            }
-        }
     }
 }

@@ -114,6 +114,16 @@ pub fn set_templated(kw: &mut Keywords, key: &str, value: &str) -> Result<(), St
         "check_mode" => kw.check_mode = Some(b()?),
         "diff" => kw.diff = Some(b()?),
         "any_errors_fatal" => kw.any_errors_fatal = Some(b()?),
+        // ansible-core's words (`StrategyBase._queue_task`, Python's `int()`).
+        "throttle" => {
+            kw.throttle = Some(value.trim().parse().map_err(|_| {
+                format!(
+                    "Failed to convert the throttle value to an integer: invalid literal for \
+                     int() with base 10: {}",
+                    crate::template::py_quote(value)
+                )
+            })?)
+        }
         "timeout" | "async" | "poll" => {
             let secs: i64 = value.trim().parse().map_err(|_| {
                 format!(
@@ -284,7 +294,7 @@ pub fn parse_keywords(
     let mut kw = Keywords::default();
     for (key, n) in entries {
         match *key {
-            "name" | "args" | "action" | "local_action" | "collections" | "throttle" => {}
+            "name" | "args" | "action" | "local_action" | "collections" => {}
             "when" => kw.when = conditions(n)?,
             "loop" => {
                 kw.loop_ = Some(LoopSpec {
@@ -383,6 +393,14 @@ pub fn parse_keywords(
             }
             "any_errors_fatal" => {
                 kw.any_errors_fatal = templated_or(n, key, &mut kw.templated, parse_bool)?
+            }
+            "throttle" => {
+                kw.throttle = templated_or(n, key, &mut kw.templated, |n, _| {
+                    n.value
+                        .as_u64()
+                        .or_else(|| n.value.as_str().and_then(|s| s.trim().parse().ok()))
+                        .ok_or_else(|| invalid(n, "`throttle` expects a whole number of hosts"))
+                })?
             }
             other => {
                 return Err(LoadError::UnknownKeyword {

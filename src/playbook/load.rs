@@ -357,16 +357,21 @@ impl Loader {
             handlers: RefCell::new(Vec::new()),
             is_handler: ctx.is_handler,
         };
+        if ctx.is_handler {
+            super::task::refuse_handler_blocks(Some(doc.root()))?;
+        }
         let tasks = parse_task_file(&sub, doc.root())?;
         ctx.handlers.borrow_mut().extend(sub.handlers.into_inner());
         Ok(tasks)
     }
 
     /// Load a task file for a dynamic `include_tasks` (at run time).
+    /// `handler`: the include is a handler's, and its tasks are handlers.
     pub fn include_tasks_file(
         &self,
         path: &Path,
         role: Option<Arc<RoleCtx>>,
+        handler: bool,
     ) -> Result<(Vec<Task>, Vec<Task>), LoadError> {
         let doc = self.doc(path)?;
         let ctx = TaskCtx {
@@ -375,8 +380,11 @@ impl Loader {
             role,
             stack: vec![path.to_path_buf()],
             handlers: RefCell::new(Vec::new()),
-            is_handler: false,
+            is_handler: handler,
         };
+        if handler {
+            super::task::refuse_handler_blocks(Some(doc.root()))?;
+        }
         let tasks = parse_task_file(&ctx, doc.root())?;
         Ok((tasks, ctx.handlers.into_inner()))
     }
@@ -416,6 +424,32 @@ impl Loader {
             c.push(p.join(name));
         }
         c.push(base.join(name));
+        // A collection's role: `ns.coll.role` by its full name, a short name through the
+        // play's or role's `collections` list, in every collection root (`collections/`
+        // beside the playbook first), as ansible-core's `RoleDefinition._load_role_path`.
+        let roots = self.collection_roots();
+        let in_collection = |coll: &str, role: &str, c: &mut Vec<PathBuf>| {
+            if let Some((ns, co)) = coll.split_once('.') {
+                for r in &roots {
+                    c.push(
+                        r.join("ansible_collections")
+                            .join(ns)
+                            .join(co)
+                            .join("roles")
+                            .join(role),
+                    );
+                }
+            }
+        };
+        match name.rsplit_once('.') {
+            Some((coll, role)) if coll.contains('.') => in_collection(coll, role, &mut c),
+            Some(_) => {}
+            None => {
+                for coll in self.collections_in_scope() {
+                    in_collection(&coll, name, &mut c);
+                }
+            }
+        }
         c
     }
 }

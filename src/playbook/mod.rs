@@ -362,6 +362,8 @@ pub struct Keywords {
     /// it runs, as ansible-core's alarm refuses it).
     pub timeout: Option<i64>,
     pub any_errors_fatal: Option<bool>,
+    /// At most this many hosts run the task at once (`0`: only `forks` limits them).
+    pub throttle: Option<u64>,
     /// Keywords given as templates (`ignore_errors: "{{ x }}"`), by name: rendered when the
     /// task runs, with its first host's variables (`keywords::set_templated`).
     pub templated: Vec<(String, String)>,
@@ -498,11 +500,31 @@ pub fn handler_group(t: &Task) -> Option<&[Task]> {
     }
 }
 
-/// Whether one of `handlers` answers to notification `n`: by its name or a `listen` topic
-/// (the tasks of a [`handler_group`] each for itself).
+/// Whether one of `handlers` answers to notification `n`: by its name (or `role : name`) or a
+/// `listen` topic (the tasks of a [`handler_group`] each for itself).
 pub fn handler_answers(handlers: &[Task], n: &str) -> bool {
     handlers.iter().any(|t| match handler_group(t) {
         Some(inner) => handler_answers(inner, n),
-        None => t.name.as_deref() == Some(n) || t.kw.listen.iter().any(|l| l == n),
+        None => {
+            let role = t.role.as_ref().map(|r| r.name.as_str());
+            t.name
+                .as_deref()
+                .is_some_and(|name| handler_named(name, role, n))
+                || t.kw.listen.iter().any(|l| handler_named(l, role, n))
+        }
     })
+}
+
+/// Whether a handler called `name` (or listening to topic `name`) in `role` answers to
+/// notification `n`: the name itself, or `role : name` with the role's name as written or its short name (ansible-core's
+/// `Handler.get_name` with and without the collection).
+pub fn handler_named(name: &str, role: Option<&str>, n: &str) -> bool {
+    if name == n {
+        return true;
+    }
+    let Some(role) = role else { return false };
+    let Some(short) = n.strip_suffix(name).and_then(|r| r.strip_suffix(" : ")) else {
+        return false;
+    };
+    short == role || role.rsplit('.').next() == Some(short)
 }

@@ -44,6 +44,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "ignore_unreachable",
     "collections",
     "timeout",
+    "throttle",
     "remote_user",
     "connection",
     "port",
@@ -97,6 +98,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
                 | "ignore_errors"
                 | "ignore_unreachable"
                 | "timeout"
+                | "throttle"
                 | "remote_user"
                 | "connection"
                 | "port"
@@ -200,7 +202,13 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
             tasks.push(t);
         }
     }
+    // Handlers in ansible-core's order: the `roles:` section's, the play's own, then those
+    // `import_role` brings in `pre_tasks`, `post_tasks` and `tasks` (`Play` loads its
+    // `handlers` before its task sections and the strategy puts the roles' first). The order
+    // is the order they run in, and the later of two answering to one name wins.
+    let role_handlers = ctx.handlers.take();
     tasks.extend(parse_tasks(&ctx, section(node, "tasks")?)?);
+    let task_handlers = ctx.handlers.take();
     let pre_tasks = parse_tasks(&ctx, section(node, "pre_tasks")?)?;
     let post_tasks = parse_tasks(&ctx, section(node, "post_tasks")?)?;
     let hctx = TaskCtx {
@@ -211,8 +219,10 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         role: None,
         loader,
     };
-    let mut handlers = parse_tasks(&hctx, section(node, "handlers")?)?;
+    let mut handlers = role_handlers;
+    handlers.extend(parse_tasks(&hctx, section(node, "handlers")?)?);
     handlers.extend(ctx.handlers.into_inner());
+    handlers.extend(task_handlers);
     drop(scope);
     let vars_files = match node.get("vars_files") {
         Some(n) => {

@@ -244,6 +244,8 @@ impl Loader {
             Some(f) => Some(from_file("handlers", f)?),
             None => main_file(&path.join("handlers"), "main"),
         };
+        // A dependency's handlers come before the role's own (`Role.get_handler_blocks`).
+        ctx.handlers.borrow_mut().extend(sub.handlers.take());
         if let Some(f) = handlers_file {
             let doc = self.doc(&f)?;
             let hctx = TaskCtx {
@@ -259,7 +261,6 @@ impl Loader {
                 .borrow_mut()
                 .extend(wrap_handlers(handlers, &role));
         }
-        ctx.handlers.borrow_mut().extend(sub.handlers.into_inner());
         Ok(Task {
             name: None,
             action: Action::Block {

@@ -156,6 +156,20 @@ pub fn parse_tasks(ctx: &TaskCtx<'_>, node: Option<Node<'_>>) -> Result<Vec<Task
     }
 }
 
+/// Refuse a `block` among handlers, as ansible-core's `load_list_of_tasks` for handlers: a
+/// `handlers:` section's own entries may be blocks (each is the implicit block its handlers
+/// are in), a block inside one or in a task file a handler imports or includes may not.
+pub(crate) fn refuse_handler_blocks(list: Option<Node<'_>>) -> Result<(), LoadError> {
+    let Some(list) = list else { return Ok(()) };
+    if !matches!(list.value, Value::Array(_)) {
+        return Ok(());
+    }
+    match list.items().into_iter().find(|t| t.get("block").is_some()) {
+        Some(t) => Err(invalid(&t, "Using a block as a handler is not supported.")),
+        None => Ok(()),
+    }
+}
+
 /// Parse a task file's top level: a list of tasks, or nothing. Anything else is refused in
 /// ansible-core's words, quoting the start of what the file holds.
 pub fn parse_task_file(ctx: &TaskCtx<'_>, root: Node<'_>) -> Result<Vec<Task>, LoadError> {
@@ -325,6 +339,11 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
         if kw.loop_.is_some() {
             return Err(invalid(node, "a block cannot have a loop"));
         }
+        if ctx.is_handler {
+            for section in ["block", "rescue", "always"] {
+                refuse_handler_blocks(node.get(section))?;
+            }
+        }
         let block = parse_tasks(ctx, node.get("block"))?;
         let rescue = parse_tasks(ctx, node.get("rescue"))?;
         let always = parse_tasks(ctx, node.get("always"))?;
@@ -440,6 +459,12 @@ fn finish_module(
     let task_loc = loc(task);
     let mut args = args;
     if matches!(short.as_str(), "import_role" | "include_role") {
+        if ctx.is_handler {
+            return Err(invalid(
+                task,
+                format!("Using '{short}' as a handler is not supported."),
+            ));
+        }
         // ansible-core's role include reads `name`, else `role` (playbook/role_include.py).
         if let Some(m) = args.as_object_mut()
             && !m.contains_key("name")

@@ -164,8 +164,16 @@ impl Plain {
                 // A loop's items were shown one by one; only its failure, or its skip (every
                 // item skipped, or no items), gets a summary line, as in ansible-core's default
                 // callback.
+                // A meta task says what it did at `-vv` (`META: ...`); only a skipped one
+                // gets a host line, as ansible-core's strategy reports meta tasks.
                 if module.as_deref() == Some("meta") {
-                    return out;
+                    if self.verbose > 1 {
+                        let what = result.str_field("skip_reason").or(result.msg_str());
+                        let _ = writeln!(out, "META: {}", what.unwrap_or_default());
+                    }
+                    if *status != Status::Skipped {
+                        return out;
+                    }
                 }
                 let summary = !looped
                     || matches!(

@@ -1050,3 +1050,177 @@ fn clear_host_errors_retries_unreachable_hosts_and_play_hosts_all_keeps_them() {
         assert!(out.contains(line), "{line}\n{out}");
     }
 }
+
+/// Meta tasks show their header as ansible-playbook 2.19 shows it, say what they did at
+/// `-vv` (`META: ...`, ansible-core's `_execute_meta` words), and one skipped by `when` gets
+/// the usual skipping line. ansible-playbook printed these lines for the same playbook.
+#[test]
+fn meta_tasks_show_their_header_and_say_what_they_did_at_vv() {
+    let playbook = "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+                    \x20   - meta: noop\n\
+                    \x20   - name: named meta\n      meta: refresh_inventory\n\
+                    \x20   - meta: end_host\n      when: false\n\
+                    \x20   - meta: flush_handlers\n\
+                    \x20   - meta: end_play\n\
+                    \x20   - debug: msg=never\n";
+    let t = Test::new()
+        .write("m.yml", playbook)
+        .args(["playbook", "-i", "localhost,", "m.yml", "-vv"])
+        .succeeds()
+        .partial_output("the -vv lines carry timings and paths");
+    let out = t.stdout();
+    let expected = "TASK [meta]\nMETA: noop\n\nTASK [named meta]\n\
+                    META: inventory successfully refreshed\n\nTASK [meta]\n\
+                    META: end_host conditional evaluated to False, continuing execution for localhost\n\
+                    skipping: [localhost]\n\nTASK [meta]\n\
+                    META: triggered running handlers for localhost\n\nTASK [meta]\n\
+                    META: ending play\n";
+    assert!(out.contains(expected), "{out}");
+    assert!(!out.contains("never"), "end_play ends the play\n{out}");
+    let quiet = Test::new()
+        .write("m.yml", playbook)
+        .args(["playbook", "-i", "localhost,", "m.yml"])
+        .succeeds()
+        .partial_output("the recap's timings vary");
+    let out = quiet.stdout();
+    assert!(
+        out.contains("TASK [named meta]\n\nTASK [meta]\nskipping: [localhost]\n"),
+        "{out}"
+    );
+    assert!(!out.contains("META:"), "META lines are for -vv\n{out}");
+}
+
+/// `throttle` bounds how many hosts run a task at once, under both strategies, inherited from
+/// a block as other keywords are (the task's own wins); a template that gives no integer fails
+/// in ansible-core's words (`StrategyBase._queue_task`). Each host's shell records how many
+/// hosts were inside the task with it.
+#[test]
+fn throttle_bounds_the_hosts_running_a_task_at_once() {
+    // Under `free` a host may be in the next task while others are still in this one: each
+    // task counts in its own folder.
+    let probe = "sh -c 'mkdir -p in.{{ tag }}; touch in.{{ tag }}/{{ inventory_hostname }}; \
+                 ls in.{{ tag }} | wc -l >> seen.{{ tag }}; sleep 0.3; \
+                 rm in.{{ tag }}/{{ inventory_hostname }}'";
+    let mut inventory = String::from("[all:vars]\nansible_connection=local\n[all]\n");
+    for i in 0..6 {
+        inventory.push_str(&format!("h{i}\n"));
+    }
+    for strategy in ["linear", "free"] {
+        let t = Test::new()
+            .write("hosts.ini", &inventory)
+            .write(
+                "t.yml",
+                &format!(
+                    "- hosts: all\n  gather_facts: false\n  strategy: {strategy}\n  tasks:\n\
+                     \x20   - command: {probe}\n      args:\n        chdir: \"{{{{ playbook_dir }}}}\"\n\
+                     \x20     vars:\n        tag: task\n      throttle: 2\n\
+                     \x20   - block:\n\
+                     \x20       - command: {probe}\n          args:\n            chdir: \"{{{{ playbook_dir }}}}\"\n\
+                     \x20         vars:\n            tag: block\n\
+                     \x20     throttle: \"{{{{ 1 + 2 }}}}\"\n"
+                ),
+            );
+        let dir = t.path().to_path_buf();
+        // The folder lives as long as the run's result.
+        let _ran = t
+            .args(["playbook", "-i", "hosts.ini", "t.yml", "--forks", "6"])
+            .succeeds()
+            .partial_output("six hosts report in parallel: their order varies");
+        for (tag, bound) in [("task", 2), ("block", 3)] {
+            let seen = std::fs::read_to_string(dir.join(format!("seen.{tag}"))).unwrap();
+            let counts: Vec<usize> = seen.lines().map(|l| l.trim().parse().unwrap()).collect();
+            assert_eq!(counts.len(), 6, "{strategy} {tag}: {seen}");
+            assert!(
+                counts.iter().all(|&c| (1..=bound).contains(&c)),
+                "{strategy} {tag}: more than {bound} hosts at once: {counts:?}"
+            );
+        }
+    }
+    let t = Test::new()
+        .write(
+            "bad.yml",
+            "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+             \x20   - debug: msg=x\n      throttle: \"{{ 'nope' }}\"\n",
+        )
+        .args(["playbook", "-i", "localhost,", "bad.yml"])
+        .fails_with(2)
+        .partial_output("the recap's timings vary");
+    let out = t.stdout();
+    assert!(
+        out.contains(
+            "fatal: [localhost]: FAILED! => Task failed: Failed to convert the throttle value to \
+             an integer: invalid literal for int() with base 10: 'nope'"
+        ),
+        "{out}"
+    );
+}
+
+/// Handlers are tasks, never blocks inside blocks or roles: ansible-core's
+/// `load_list_of_tasks` refuses a nested block, a block in a task file a handler imports, and
+/// `include_role`/`import_role`, with these words.
+#[test]
+fn handlers_may_not_be_nested_blocks_or_roles() {
+    let cases = [
+        (
+            "  handlers:\n    - name: h\n      block:\n        - debug:\n        - block:\n\
+             \x20           - debug:\n",
+            "nested.yml:9: Using a block as a handler is not supported.",
+        ),
+        (
+            "  handlers:\n    - name: h\n      import_tasks: blocky.yml\n",
+            "blocky.yml:1: Using a block as a handler is not supported.",
+        ),
+        (
+            "  handlers:\n    - name: h\n      include_role:\n        name: r\n",
+            "nested.yml:6: Using 'include_role' as a handler is not supported.",
+        ),
+    ];
+    for (handlers, message) in cases {
+        let t = Test::new()
+            .write("blocky.yml", "- name: h\n  block:\n    - debug:\n")
+            .write(
+                "nested.yml",
+                &format!(
+                    "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - debug:\n{handlers}"
+                ),
+            )
+            .args(["playbook", "-i", "localhost,", "nested.yml"])
+            .fails_with(4)
+            .partial_output("the error names a temporary folder");
+        let err = t.stderr();
+        assert!(err.contains(message), "{message}\n{err}");
+    }
+}
+
+/// A handler whose templated name cannot be rendered is unusable and said so once per flush,
+/// in ansible-core's words, while the others still answer (ansible-playbook 2.19 printed the
+/// same warning and ran `plain` alone).
+#[test]
+fn a_handler_name_that_does_not_render_is_warned_about() {
+    let t = Test::new()
+        .write(
+            "h.yml",
+            "- hosts: localhost\n  gather_facts: false\n  handlers:\n\
+             \x20   - name: \"restart {{ undefined_service }}\"\n      debug: msg=templated\n\
+             \x20   - name: plain\n      debug: msg=plain-ran\n  tasks:\n\
+             \x20   - command: echo\n      notify: plain\n",
+        )
+        .args(["playbook", "-i", "localhost,", "-c", "local", "h.yml"])
+        .succeeds()
+        .partial_output("the recap's timings vary");
+    let (out, err) = (t.stdout(), t.stderr());
+    let all = format!("{out}{err}");
+    assert!(
+        all.contains(
+            "[WARNING]: Handler 'restart {{ undefined_service }}' is unusable because it has no \
+             listen topics and the name could not be templated (host-specific variables are not \
+             supported in handler names). The error: "
+        ),
+        "{all}"
+    );
+    assert!(out.contains("RUNNING HANDLER [plain]"), "{out}");
+    assert!(
+        !out.contains("msg=templated") && !out.contains("=> templated"),
+        "{out}"
+    );
+}
