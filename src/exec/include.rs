@@ -36,6 +36,8 @@ pub(crate) enum IncludeReq {
         validate: bool,
         /// `public`: the role's defaults and vars stay visible to the play's later tasks.
         public: bool,
+        /// `allow_duplicates: false`: not again on a host it ran on with these parameters.
+        once: bool,
         loc: Location,
         apply: Option<Arc<Keywords>>,
         from: RoleFrom,
@@ -67,10 +69,11 @@ impl IncludeReq {
                 params,
                 validate,
                 public,
+                once,
                 from,
                 ..
             } => format!(
-                "r:{name}:{tasks_from:?}:{from:?}:{validate}:{public}:{}",
+                "r:{name}:{tasks_from:?}:{from:?}:{validate}:{public}:{once}:{}",
                 Value::Object(params.clone())
             ),
         }
@@ -78,12 +81,15 @@ impl IncludeReq {
 }
 
 impl Executor {
+    /// Run each host's includes, hosts asking for the same one together. Returns whether an
+    /// include could not be loaded (its hosts failed).
     pub(crate) async fn run_includes(
         &self,
         pr: &PlayRun<'_>,
         includes: Vec<(String, Vec<IncludeReq>)>,
         inh: &Inherit,
-    ) {
+    ) -> bool {
+        let mut failed = false;
         let rounds = includes.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
         for i in 0..rounds {
             // Group hosts by identical include, keeping first-seen order.
@@ -98,24 +104,26 @@ impl Executor {
             }
             for (_, req, hosts) in groups {
                 if self.cancel.is_cancelled() || pr.is_ended() {
-                    return;
+                    return failed;
                 }
                 let hosts = self.active(&hosts);
                 if hosts.is_empty() {
                     continue;
                 }
-                self.run_include(pr, &req, &hosts, inh).await;
+                failed |= !self.run_include(pr, &req, &hosts, inh).await;
             }
         }
+        failed
     }
 
+    /// Load one include and run it on `hosts`; `false` when it could not be loaded.
     async fn run_include(
         &self,
         pr: &PlayRun<'_>,
         req: &IncludeReq,
         hosts: &[String],
         inh: &Inherit,
-    ) {
+    ) -> bool {
         let mut inner = inh.clone();
         let at = match req {
             IncludeReq::Tasks { path, loc, .. } => format!("{} ({loc})", path.display()),
@@ -140,7 +148,7 @@ impl Executor {
             for h in hosts {
                 self.fail_host(h, "include", &loc.to_string(), msg.clone());
             }
-            return;
+            return false;
         }
         inner.includes.push(at);
         let (loaded, loc) = match req {
@@ -179,6 +187,7 @@ impl Executor {
                 tasks_from,
                 params,
                 validate,
+                once,
                 loc,
                 apply,
                 from,
@@ -190,6 +199,7 @@ impl Executor {
                     params: params.clone(),
                     tasks_from: tasks_from.clone(),
                     skip_validation: !validate,
+                    once: *once,
                     included: true,
                     from: from.clone(),
                     ..RoleUse::default()
@@ -230,11 +240,13 @@ impl Executor {
                 pr.handlers.lock().unwrap().extend(handlers);
                 self.run_tasks(pr, hosts, std::slice::from_ref(&block), &inner)
                     .await;
+                true
             }
             Err(e) => {
                 for h in hosts {
                     self.fail_host(h, "include", &loc.to_string(), e.to_string());
                 }
+                false
             }
         }
     }
@@ -312,6 +324,7 @@ impl Executor {
                         .map(str::to_string),
                     validate: crate::playbook::rolespec_validate(&args),
                     public: crate::playbook::role_flag(&args, "public", false),
+                    once: !crate::playbook::role_flag(&args, "allow_duplicates", true),
                     params,
                     loc: task.loc.clone(),
                     apply: apply.clone(),

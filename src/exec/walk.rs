@@ -377,8 +377,13 @@ impl Executor {
         if flush {
             self.flush_handlers(pr, hosts).await;
         }
-        if !includes.is_empty() {
-            self.run_includes(pr, includes, inh).await;
+        // An include that cannot be loaded fails its hosts as a task would, `any_errors_fatal`
+        // included.
+        if !includes.is_empty()
+            && self.run_includes(pr, includes, inh).await
+            && kw.any_errors_fatal == Some(true)
+        {
+            pr.end_fatal();
         }
     }
 
@@ -431,6 +436,11 @@ impl Executor {
         Box::pin(async move {
             let mut inh = Inherit::from_play(pr.play);
             inh.handler = true;
+            // `force_handlers` runs them after an `any_errors_fatal` stop too (ansible-core has
+            // marked every host failed, and failed hosts run their handlers); the play stays
+            // stopped.
+            let force = pr.play.force_handlers.unwrap_or(self.opts.force_handlers);
+            let resumed = force && pr.take_fatal();
             for _round in 0..16 {
                 let handlers = pr.handlers.lock().unwrap().clone();
                 let mut ran = false;
@@ -439,7 +449,6 @@ impl Executor {
                 // handlers make go to the next round.
                 // `force_handlers`: hosts that failed run theirs too (not unreachable or
                 // ended ones).
-                let force = pr.play.force_handlers.unwrap_or(self.opts.force_handlers);
                 let can_run = |s: &super::state::HostState| match force {
                     true => !s.unreachable && !s.ended,
                     false => s.active(),
@@ -501,6 +510,9 @@ impl Executor {
                 if !ran {
                     break;
                 }
+            }
+            if resumed {
+                pr.end_fatal();
             }
         })
     }

@@ -54,6 +54,7 @@ pub const TASK_KEYWORDS: &[&str] = &[
     "local_action",
     "collections",
     "throttle",
+    "debugger",
 ];
 
 const LOOP_FORMS: &[(&str, LoopKind)] = &[
@@ -287,6 +288,28 @@ pub fn var_map(n: &Node<'_>) -> Result<VarMap, LoadError> {
 }
 
 /// Parse keyword entries (already known to be keywords) into `Keywords`.
+/// `debugger` loads and does nothing: kinit runs without a terminal to debug at. A literal
+/// that is none of ansible-core's values is refused in its words (`_post_validate_debugger`).
+pub(crate) fn check_debugger(n: &Node<'_>) -> Result<(), LoadError> {
+    const VALID: [&str; 5] = [
+        "always",
+        "on_failed",
+        "on_unreachable",
+        "on_skipped",
+        "never",
+    ];
+    match n.value.as_str() {
+        Some(v) if !v.is_empty() && !v.contains("{{") && !VALID.contains(&v) => Err(invalid(
+            n,
+            format!(
+                "'{v}' is not a valid value for debugger. Must be one of {}",
+                VALID.join(", ")
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 pub fn parse_keywords(
     entries: &[(&str, Node<'_>)],
     what: &'static str,
@@ -295,6 +318,7 @@ pub fn parse_keywords(
     for (key, n) in entries {
         match *key {
             "name" | "args" | "action" | "local_action" | "collections" => {}
+            "debugger" => check_debugger(n)?,
             "when" => kw.when = conditions(n)?,
             "loop" => {
                 kw.loop_ = Some(LoopSpec {

@@ -252,6 +252,10 @@ pub struct RoleUse {
     pub included: bool,
     /// `rolespec_validate: false` on `import_role`/`include_role` skips the validation task.
     pub skip_validation: bool,
+    /// `allow_duplicates: false` on `import_role`/`include_role` (it overrides the role's
+    /// `meta/main.yml`, as ansible-core's `IncludeRole` sets the role's metadata): the role
+    /// does not run again on a host it ran on with the same parameters.
+    pub once: bool,
     /// The keywords of a `roles:` or `dependencies:` entry (`become_user: root`).
     pub keywords: Keywords,
     /// `vars_from`, `defaults_from`, `handlers_from` of `import_role`/`include_role`.

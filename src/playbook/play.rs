@@ -45,6 +45,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "collections",
     "timeout",
     "throttle",
+    "debugger",
     "remote_user",
     "connection",
     "port",
@@ -82,6 +83,9 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
                 key: k.to_string(),
                 suggestion: did_you_mean(k, PLAY_KEYWORDS.iter().copied()),
             });
+        }
+        if k == "debugger" {
+            super::keywords::check_debugger(&v)?;
         }
         if matches!(
             k,

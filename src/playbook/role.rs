@@ -154,7 +154,7 @@ impl Loader {
             Some(n) => super::keywords::parse_bool(&n, "allow_duplicates")?,
             None => false,
         };
-        let dedup = (!using.included && !allow_duplicates).then(|| {
+        let dedup = ((!using.included && !allow_duplicates) || using.once).then(|| {
             let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
             format!(
                 "{}|{}|{}",

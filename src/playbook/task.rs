@@ -493,7 +493,9 @@ fn finish_module(
                 .unwrap_or_else(|| ctx.dir.join(&file));
             let block = ctx.loader.import_tasks_file(ctx, &path, &task_loc)?;
             Ok(Task {
-                name,
+                // Among handlers an import stands for its tasks, each a handler of its own:
+                // its name answers no notification (ansible-core loads the tasks in its place).
+                name: name.filter(|_| !ctx.is_handler),
                 action: Action::Block {
                     block,
                     rescue: Vec::new(),
@@ -522,6 +524,7 @@ fn finish_module(
                     .and_then(Value::as_str)
                     .map(str::to_string),
                 skip_validation: !rolespec_validate(&args),
+                once: !role_flag(&args, "allow_duplicates", true),
                 included: true,
                 from: super::RoleFrom::from_args(&args),
                 ..Default::default()
@@ -785,7 +788,7 @@ pub fn role_flag(args: &Value, key: &str, default: bool) -> bool {
     }
 }
 
-/// A relative task file: beside the including file, else in the role's `tasks/`; none when
+/// A relative task file: beside the including file, else in the role's `tasks/` or folder; none when
 /// neither exists (the caller then tries the playbook's folder, as ansible-core's search does).
 pub fn resolve_rel(dir: &Path, role: Option<&RoleCtx>, file: &str) -> Option<PathBuf> {
     let p = Path::new(file);
@@ -796,8 +799,12 @@ pub fn resolve_rel(dir: &Path, role: Option<&RoleCtx>, file: &str) -> Option<Pat
     if here.exists() {
         return Some(here);
     }
-    let in_role = role.map(|r| r.path.join("tasks").join(p))?;
-    in_role.exists().then_some(in_role)
+    // ansible-core's `path_dwim_relative` for a role: its `tasks/`, then its own folder
+    // (`import_tasks: tasks/x.yml` in `handlers/main.yml`).
+    let role = role?;
+    [role.path.join("tasks").join(p), role.path.join(p)]
+        .into_iter()
+        .find(|c| c.exists())
 }
 
 /// The `apply` keywords of an `include_tasks`/`include_role` task, under the action's key

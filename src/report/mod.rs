@@ -137,6 +137,11 @@ async fn run(
     let mut json_error: Option<std::io::Error> = None;
     let stdout = std::io::stdout();
     while let Some(mut ev) = rx.recv().await {
+        // Results are masked as values first, so no sink's own encoding of them (JSON in the
+        // log, a `debug` message as JSON) can carry a secret past the text masking below.
+        if let Event::TaskResult { result, .. } | Event::ItemResult { result, .. } = &mut ev {
+            result.redact(&redactor);
+        }
         if opts.frozen_time
             && let Event::TaskResult { duration, .. }
             | Event::PhaseEnd { duration, .. }

@@ -35,6 +35,16 @@ pub struct TaskResult {
 }
 
 impl TaskResult {
+    /// Mask the known secrets inside its message and fields (see [`super::redact::Redactor::apply_value`]).
+    pub fn redact(&mut self, redactor: &super::redact::Redactor) {
+        if let Some(m) = self.msg.as_mut() {
+            redactor.apply_value(m);
+        }
+        for v in self.fields.values_mut() {
+            redactor.apply_value(v);
+        }
+    }
+
     /// Did nothing, and did not fail.
     pub fn ok() -> Self {
         Self {

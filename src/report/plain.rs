@@ -292,10 +292,8 @@ impl Plain {
             Status::Ok | Status::Changed => {
                 if module == Some("debug") {
                     match &result.msg {
-                        // A text message stays on the host's line.
-                        Some(m @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => {
-                            let _ = write!(tail, " => {}", show(m));
-                        }
+                        // `{"msg": ...}` indented, a text too, as ansible-playbook prints it
+                        // (scripts grep for `"msg": "..."`).
                         Some(m) => {
                             let shown = serde_json::json!({ "msg": m });
                             let _ = write!(tail, " => {}", pretty(&shown));

@@ -97,6 +97,26 @@ impl Redactor {
         }
     }
 
+    /// Mask the secrets inside every string of `v`, before a sink encodes it: a value that
+    /// carries a secret escaped as far as [`encodings`] reaches stays masked however many
+    /// layers of JSON the sink adds (a `debug` message printed as JSON, the JSON log).
+    pub fn apply_value(&self, v: &mut serde_json::Value) {
+        if self.forms.read().unwrap().is_empty() {
+            return;
+        }
+        match v {
+            serde_json::Value::String(s) => {
+                let masked = self.apply(s);
+                if masked != *s {
+                    *s = masked;
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| self.apply_value(x)),
+            serde_json::Value::Object(m) => m.values_mut().for_each(|x| self.apply_value(x)),
+            _ => {}
+        }
+    }
+
     pub fn apply(&self, text: &str) -> String {
         let forms = self.forms.read().unwrap();
         let mut out = text.to_string();

@@ -196,7 +196,9 @@ TASK [guarded : Validating arguments against arg spec 'main']
 ok: [localhost]
 
 TASK [guarded : role task]
-ok: [localhost] => count is undefined
+ok: [localhost] => {
+    \"msg\": \"count is undefined\"
+}
 
 TASK [bad token]
 included: guarded for localhost

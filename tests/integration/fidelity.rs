@@ -406,8 +406,8 @@ fn a_templated_keyword_with_a_bad_value_fails_clearly() {
         .succeeds()
         .partial_output("the registered failure is the point")
         .stdout_has(
-            "ok: [localhost] => True Task failed: Error processing keyword 'diff': The value \
-             'yes.' could not be converted to 'bool'.",
+            "ok: [localhost] => {\n    \"msg\": \"True Task failed: Error processing keyword \
+             'diff': The value 'yes.' could not be converted to 'bool'.\"\n}",
         );
 }
 
@@ -568,7 +568,7 @@ fn an_action_plugin_that_re_exports_a_builtin_runs_as_it() {
         .snapshot();
     assert!(
         ran.stdout()
-            .contains("ok: [localhost] => through the alias")
+            .contains("ok: [localhost] => {\n    \"msg\": \"through the alias\"\n}")
             && !ran.stderr().contains("not implemented"),
         "{}\n{}",
         ran.stdout(),
@@ -641,8 +641,14 @@ fn templated_serial() {
         .args(["playbook", "-i", "hosts.ini", "site.yml"])
         .succeeds().partial_output("a and b of the first batch report in parallel: their order varies");
     let out = ran.stdout();
-    assert!(out.contains("ok: [a] => batch=a,b"), "{out}");
-    assert!(out.contains("ok: [c] => batch=c"), "{out}");
+    assert!(
+        out.contains("ok: [a] => {\n    \"msg\": \"batch=a,b\"\n}"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ok: [c] => {\n    \"msg\": \"batch=c\"\n}"),
+        "{out}"
+    );
 }
 
 /// `vars_prompt` on a terminal: each question as Ansible words it (`prompt [default]: `),
@@ -727,15 +733,24 @@ fn force_handlers_run_the_handlers_of_failed_hosts() {
             .stdout()
     };
     let plain = run(site(""), &[], None);
-    assert!(plain.contains("ok: [b] => handler on b"), "{plain}");
+    assert!(
+        plain.contains("ok: [b] => {\n    \"msg\": \"handler on b\"\n}"),
+        "{plain}"
+    );
     assert!(!plain.contains("handler on a"), "{plain}");
     for out in [
         run(site("  force_handlers: true\n"), &[], None),
         run(site(""), &["--force-handlers"], None),
         run(site(""), &[], Some(("ANSIBLE_FORCE_HANDLERS", "1"))),
     ] {
-        assert!(out.contains("ok: [a] => handler on a"), "{out}");
-        assert!(out.contains("ok: [b] => handler on b"), "{out}");
+        assert!(
+            out.contains("ok: [a] => {\n    \"msg\": \"handler on a\"\n}"),
+            "{out}"
+        );
+        assert!(
+            out.contains("ok: [b] => {\n    \"msg\": \"handler on b\"\n}"),
+            "{out}"
+        );
         assert!(
             out.contains("a                    : ok=2    changed=1    unreachable=0    failed=1"),
             "a stays failed\n{out}"
@@ -770,7 +785,7 @@ fn group_and_host_vars_beside_the_playbook() {
         .args(["playbook", "-i", "inv/hosts", "pb/site.yml"])
         .succeeds()
         .partial_output("one line tells the precedence");
-    ran.stdout_has("ok: [h1] => from_pb_host from_pb_group inv");
+    ran.stdout_has("ok: [h1] => {\n    \"msg\": \"from_pb_host from_pb_group inv\"\n}");
 }
 
 /// `hash_behaviour = merge` (ansible.cfg or `ANSIBLE_HASH_BEHAVIOUR`): a mapping defined in
@@ -814,18 +829,18 @@ fn hash_behaviour_merge_combines_mappings_from_every_source() {
         .succeeds()
         .partial_output("one line tells the merge")
         .stdout_has(
-            r#"ok: [h1] => {"role_default": 1, "group": 1, "deep": {"g": 1, "p": 1, "i": 1}, "play": 1, "vars_file": 1, "role_var": 1, "include_vars": 1, "param": 1, "extra": 1, "extra2": 1} {"fact2": 1}"#,
+            r#"    "msg": "{\"role_default\": 1, \"group\": 1, \"deep\": {\"g\": 1, \"p\": 1, \"i\": 1}, \"play\": 1, \"vars_file\": 1, \"role_var\": 1, \"include_vars\": 1, \"param\": 1, \"extra\": 1, \"extra2\": 1} {\"fact2\": 1}""#,
         );
     t().write("ansible.cfg", "[defaults]\nhash_behaviour = replace\n")
         .args(args)
         .succeeds()
         .partial_output("one line tells the replacement")
-        .stdout_has(r#"ok: [h1] => {"extra2": 1} {"fact2": 1}"#);
+        .stdout_has(r#"    "msg": "{\"extra2\": 1} {\"fact2\": 1}""#);
     t().write("ansible.cfg", "[defaults]\nhash_behaviour = merge\n")
         .args(args)
         .succeeds()
         .partial_output("the same merge, set in ansible.cfg")
-        .stdout_has(r#""play": 1, "vars_file": 1"#);
+        .stdout_has(r#"\"play\": 1, \"vars_file\": 1"#);
     t().env("ANSIBLE_HASH_BEHAVIOUR", "deep")
         .args(args)
         .fails_with(1)
@@ -861,8 +876,8 @@ fn group_by_and_add_host_read_the_new_names_vars_files() {
         .args(["playbook", "-i", "inv/hosts", "site.yml"])
         .succeeds()
         .partial_output("two lines tell which files were read")
-        .stdout_has("ok: [h1] => runtime rparent ['rparent', 'runtime']")
-        .stdout_has("ok: [newhost] => newhost added");
+        .stdout_has("ok: [h1] => {\n    \"msg\": \"runtime rparent ['rparent', 'runtime']\"\n}")
+        .stdout_has("ok: [newhost] => {\n    \"msg\": \"newhost added\"\n}");
 }
 
 /// The options of the include and import actions are checked when the playbook loads, in
@@ -1003,9 +1018,9 @@ fn templated_hosts_may_give_a_list_of_patterns() {
         .partial_output("hosts report in parallel: their order varies");
     let out = ran.stdout();
     for line in [
-        "ok: [a] => from-extra-vars",
-        "ok: [c] => from-extra-vars",
-        "ok: [c] => from-play-vars",
+        "ok: [a] => {\n    \"msg\": \"from-extra-vars\"\n}",
+        "ok: [c] => {\n    \"msg\": \"from-extra-vars\"\n}",
+        "ok: [c] => {\n    \"msg\": \"from-play-vars\"\n}",
     ] {
         assert!(out.contains(line), "{line}\n{out}");
     }
@@ -1041,8 +1056,8 @@ fn clear_host_errors_retries_unreachable_hosts_and_play_hosts_all_keeps_them() {
         .partial_output("three hosts report in parallel: their order varies");
     let out = ran.stdout();
     for line in [
-        "ok: [ok1] => 3 3",
-        "ok: [ok1] => ['ok1'] ['ok1'] 3",
+        "ok: [ok1] => {\n    \"msg\": \"3 3\"\n}",
+        "ok: [ok1] => {\n    \"msg\": \"['ok1'] ['ok1'] 3\"\n}",
         "bad                  : ok=0    changed=0    unreachable=0    failed=2",
         "down                 : ok=0    changed=0    unreachable=2    failed=0",
         "ok1                  : ok=4    changed=0    unreachable=0    failed=0",
@@ -1223,4 +1238,58 @@ fn a_handler_name_that_does_not_render_is_warned_about() {
         !out.contains("msg=templated") && !out.contains("=> templated"),
         "{out}"
     );
+}
+
+/// An include that cannot be loaded fails its host as a failed task does, so under
+/// `any_errors_fatal` it ends the play for every host (ansible-playbook 2.19 ended it there
+/// too, exit 2; it counts no `ok` for the include, where kinit counts the include line).
+#[test]
+fn an_include_that_cannot_load_is_fatal_under_any_errors_fatal() {
+    for include in [
+        "include_tasks: missing.yml",
+        "include_role:\n        name: missing",
+    ] {
+        let t = Test::new()
+            .write(
+                "aef.yml",
+                &format!(
+                    "- hosts: a,b\n  gather_facts: false\n  any_errors_fatal: true\n  tasks:\n\
+                     \x20   - {include}\n      when: inventory_hostname == 'b'\n\
+                     \x20   - debug: msg=never-reached\n"
+                ),
+            )
+            .args(["playbook", "-i", "a,b", "-c", "local", "aef.yml"])
+            .fails_with(2)
+            .partial_output("the failure names a temporary folder");
+        let out = t.stdout();
+        assert!(!out.contains("never-reached"), "{include}\n{out}");
+        for line in [
+            "a                    : ok=0    changed=0    unreachable=0    failed=0    skipped=1",
+            "unreachable=0    failed=1    skipped=0    rescued=0",
+        ] {
+            assert!(out.contains(line), "{include}: {line}\n{out}");
+        }
+    }
+}
+
+/// `force_handlers` runs the notified handlers after an `any_errors_fatal` stop too, and the
+/// play stays stopped (ansible-playbook 2.19 ran `handler1` once and not `after`).
+#[test]
+fn force_handlers_run_after_an_any_errors_fatal_stop() {
+    let t = Test::new()
+        .write(
+            "f.yml",
+            "- hosts: localhost\n  gather_facts: false\n  any_errors_fatal: true\n\
+             \x20 force_handlers: true\n  tasks:\n\
+             \x20   - command: echo\n      notify: handler1\n\
+             \x20   - fail:\n\
+             \x20   - debug: msg=after\n\
+             \x20 handlers:\n    - name: handler1\n      debug:\n        msg: handler1 ran\n",
+        )
+        .args(["playbook", "-i", "localhost,", "-c", "local", "f.yml"])
+        .fails_with(2)
+        .partial_output("the recap's timings vary");
+    let out = t.stdout();
+    assert_eq!(out.matches("\"msg\": \"handler1 ran\"").count(), 1, "{out}");
+    assert!(!out.contains("after"), "{out}");
 }

@@ -311,7 +311,8 @@ fn a_chain_of_1400_variables_is_refused_not_a_stack_overflow() {
         .succeeds()
         .snapshot();
     assert!(
-        fine.stdout().contains("ok: [localhost] => end"),
+        fine.stdout()
+            .contains("ok: [localhost] => {\n    \"msg\": \"end\"\n}"),
         "{}",
         fine.stdout()
     );
@@ -524,7 +525,7 @@ fn int_of_a_huge_number_is_exact_not_saturated() {
         .snapshot();
     let out = run.stdout();
     assert!(
-        out.contains("ok: [localhost] => 99999999999999999999999 100000000000000000000000"),
+        out.contains("ok: [localhost] => {\n    \"msg\": \"99999999999999999999999 100000000000000000000000\"\n}"),
         "{out}"
     );
     assert!(out.contains("does not fit a 128-bit integer"), "{out}");
@@ -619,7 +620,8 @@ fn a_silent_server_is_given_up_after_one_timeout_and_described() {
 }
 
 /// A password with a backslash, a quote, an accent or a tab leaked through `to_json` (once
-/// or twice, into stdout and `--log-json`) and through base64; every spelling is masked.
+/// to three times, into stdout and `--log-json`, which escape it once more) and through
+/// base64; every spelling is masked.
 #[test]
 fn secrets_escaped_twice_or_encoded_do_not_leak() {
     let site = "- hosts: all\n  gather_facts: false\n  tasks:\n    \
@@ -651,17 +653,23 @@ fn secrets_escaped_twice_or_encoded_do_not_leak() {
             .succeeds()
             .snapshot();
         let log = std::fs::read_to_string(run.dir.join("log.jsonl")).unwrap();
-        let once = serde_json::to_string(password).unwrap();
+        // The password JSON-escaped once to four times: `to_json` three times, then the
+        // `debug` message printed as JSON (a fourth in the JSON log).
+        let mut escaped = vec![password.to_string()];
+        for _ in 0..4 {
+            let s = serde_json::to_string(escaped.last().unwrap()).unwrap();
+            escaped.push(s[1..s.len() - 1].to_string());
+        }
         let b64 = {
             use base64::Engine;
             base64::engine::general_purpose::STANDARD.encode(password)
         };
         for text in [run.stdout(), log] {
-            for form in [
-                password.to_string(),
-                once[1..once.len() - 1].to_string(),
-                b64[..b64.len() - 4].to_string(),
-            ] {
+            for form in escaped
+                .iter()
+                .cloned()
+                .chain([b64[..b64.len() - 4].to_string()])
+            {
                 assert!(
                     !text.contains(&form),
                     "{password:?} as {form:?} in:\n{text}"
@@ -694,7 +702,9 @@ ok: [localhost] => (item=None) => {
 }
 
 TASK [debug]
-ok: [localhost] => (item=1) => shown-1
+ok: [localhost] => (item=1) => {
+    "msg": "shown-1"
+}
 
 PLAY RECAP
 localhost            : ok=2    changed=0    unreachable=0    failed=0    skipped=0    rescued=0    ignored=0
@@ -735,7 +745,9 @@ TASK [copy]
 changed: [localhost]
 
 TASK [the directory is there, in mode u+rwx]
-ok: [localhost] => state directory, token ********
+ok: [localhost] => {
+    "msg": "state directory, token ********"
+}
 
 PLAY RECAP
 localhost            : ok=3    changed=2    unreachable=0    failed=0    skipped=0    rescued=0    ignored=0
@@ -774,7 +786,9 @@ ok: [localhost] => {
 PLAY [localhost]
 
 TASK [debug]
-ok: [localhost] => from-vars
+ok: [localhost] => {
+    "msg": "from-vars"
+}
 ...
 "#,
         )

@@ -6,7 +6,7 @@
 //!
 //! ```ignore
 //! Test::new().write("site.yml", BOOK).args(["playbook", "site.yml"]).succeeds()
-//!     .stdout_is("\nPLAY [demo]\n\nTASK [hello]\nok: [localhost] => hello[..]\n...\n")
+//!     .stdout_is("\nPLAY [demo]\n\nTASK [hello]\nok: [localhost] => {\n[..]\n}\n...\n")
 //!     .stderr_is("");
 //! Test::new().args(["plan", "--spec", "k8s-libvirt-1-1-1"]).succeeds().snapshot();
 //! ```

@@ -261,7 +261,12 @@ fn ask_pass_and_ask_become_pass_log_in_and_become_with_the_typed_password() {
     };
     assert!(prompted, "a question never came:\n{out}");
     assert!(status.success(), "{out}");
-    assert!(out.contains("ok: [h] => became root"), "{out}");
+    // A terminal ends its lines with CR LF.
+    assert!(
+        out.replace("\r\n", "\n")
+            .contains("ok: [h] => {\n    \"msg\": \"became root\"\n}"),
+        "{out}"
+    );
     assert!(
         !out.contains(PW_USER_PASSWORD),
         "the password showed:\n{out}"
@@ -311,7 +316,7 @@ fn password_files_log_in_and_become() {
         .args(["--become-pass-file", "become.sh"])
         .succeeds()
         .stdout_is(
-            "\nPLAY [all]\n\nTASK [command]\nchanged: [h]\n\nTASK [debug]\nok: [h] => became root\n...\n",
+            "\nPLAY [all]\n\nTASK [command]\nchanged: [h]\n\nTASK [debug]\nok: [h] => {\n    \"msg\": \"became root\"\n}\n...\n",
         )
         .stderr_is("");
     assert!(!ran.stdout().contains(PW_USER_PASSWORD));
