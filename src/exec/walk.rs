@@ -136,11 +136,21 @@ impl Executor {
             .filter(|h| self.with_state(h, |s| s.failed && !s.unreachable))
             .cloned()
             .collect();
+        // After an `any_errors_fatal` stop every host of the block goes to its rescue
+        // (ansible-core marks them all failed); only those that failed count as rescued.
+        let rescuing: Vec<String> = match fatal {
+            true => entered
+                .iter()
+                .filter(|h| failed.contains(h) || self.with_state(h, |s| s.active()))
+                .cloned()
+                .collect(),
+            false => failed.clone(),
+        };
         if !rescue.is_empty() && !failed.is_empty() && !self.cancel.is_cancelled() {
             for h in &failed {
                 self.with_state(h, |s| s.failed = false);
             }
-            self.run_tasks(pr, &failed, rescue, &inner).await;
+            self.run_tasks(pr, &rescuing, rescue, &inner).await;
             for h in &failed {
                 if self.with_state(h, |s| !s.failed && !s.unreachable) {
                     self.emit(Event::Rescued { host: h.clone() });

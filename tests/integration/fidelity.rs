@@ -1293,3 +1293,32 @@ fn force_handlers_run_after_an_any_errors_fatal_stop() {
     assert_eq!(out.matches("\"msg\": \"handler1 ran\"").count(), 1, "{out}");
     assert!(!out.contains("after"), "{out}");
 }
+
+/// Under `any_errors_fatal` a failure inside a block with `rescue` sends every host of the
+/// block to the rescue (ansible-core marks them all failed), and only the host that failed
+/// counts as rescued: ansible-playbook 2.19 printed these recap lines for this playbook.
+#[test]
+fn any_errors_fatal_sends_every_host_of_the_block_to_its_rescue() {
+    let t = Test::new()
+        .write(
+            "r.yml",
+            "- hosts: a,b\n  gather_facts: false\n  any_errors_fatal: true\n  tasks:\n\
+             \x20   - block:\n        - fail:\n          when: inventory_hostname == 'a'\n\
+             \x20       - debug: msg=never-reached\n      rescue:\n\
+             \x20       - debug: msg=rescued-here\n\
+             \x20   - debug: msg=recovered\n",
+        )
+        .args(["playbook", "-i", "a,b", "-c", "local", "r.yml"])
+        .succeeds()
+        .partial_output("two hosts report in parallel: their order varies");
+    let out = t.stdout();
+    assert!(!out.contains("never-reached"), "{out}");
+    assert_eq!(out.matches("\"msg\": \"rescued-here\"").count(), 2, "{out}");
+    assert_eq!(out.matches("\"msg\": \"recovered\"").count(), 2, "{out}");
+    for line in [
+        "a                    : ok=2    changed=0    unreachable=0    failed=0    skipped=0    rescued=1",
+        "b                    : ok=2    changed=0    unreachable=0    failed=0    skipped=1    rescued=0",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+}
