@@ -310,7 +310,11 @@ impl Executor {
                 })
             }
             Action::IncludeRole { args, apply } => {
-                let args = render(args)?;
+                let mut args = render(args)?;
+                // An option that renders to `omit` is not given (`tasks_from: "{{ omit }}"`).
+                if let Some(m) = args.as_object_mut() {
+                    m.retain(|_, v| v.as_str() != Some(crate::template::OMIT));
+                }
                 let name = args
                     .get("name")
                     .and_then(Value::as_str)

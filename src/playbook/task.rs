@@ -484,7 +484,7 @@ fn finish_module(
         "import_tasks" => {
             let file = raw_param(&args, "file")
                 .ok_or_else(|| invalid(val, "import_tasks needs a file name"))?;
-            let file = static_name(ctx, val, "import_tasks", "include_tasks", file)?;
+            let file = static_name(ctx, val, &kw.vars, "import_tasks", "include_tasks", file)?;
             if kw.loop_.is_some() {
                 return Err(invalid(val, "import_tasks cannot loop; use include_tasks"));
             }
@@ -514,7 +514,27 @@ fn finish_module(
                 .get("name")
                 .and_then(Value::as_str)
                 .ok_or_else(|| invalid(val, "import_role needs `name`"))?;
-            let rname = static_name(ctx, val, "import_role", "include_role", rname.to_string())?;
+            let rname = static_name(
+                ctx,
+                val,
+                &kw.vars,
+                "import_role",
+                "include_role",
+                rname.to_string(),
+            )?;
+            // Its other options too are rendered with what is known at load, as its name is
+            // (`tasks_from: "{{ play_var }}"`, `allow_duplicates: "{{ x | bool }}"`).
+            let mut args = args;
+            if let Some(m) = args.as_object_mut() {
+                for (key, v) in m.iter_mut().filter(|(k, _)| k.as_str() != "name") {
+                    if let Value::String(t) = v
+                        && (t.contains("{{") || t.contains("{%"))
+                    {
+                        let what = format!("import_role's `{key}`");
+                        *t = static_name(ctx, val, &kw.vars, &what, "include_role", t.clone())?;
+                    }
+                }
+            }
             let using = super::RoleUse {
                 name: rname,
                 // The import's keywords reach the role's handlers too (`delegate_to`...).
@@ -746,6 +766,7 @@ fn check_role_include_args(action: &str, args: &Value, at: &Node<'_>) -> Result<
 fn static_name(
     ctx: &TaskCtx<'_>,
     at: &Node<'_>,
+    task_vars: &crate::vars::VarMap,
     what: &str,
     dynamic: &str,
     name: String,
@@ -753,7 +774,10 @@ fn static_name(
     if !name.contains("{{") && !name.contains("{%") {
         return Ok(name);
     }
-    let vars = ctx.loader.static_vars(ctx.role.as_deref());
+    // The import's own `vars:` rank above the play's (ansible-core templates the name with
+    // the task's variables).
+    let mut vars = ctx.loader.static_vars(ctx.role.as_deref());
+    crate::vars::overlay(&mut vars, task_vars);
     crate::template::Templar::new()
         .render_str(&name, &vars)
         .map_err(|e| {
@@ -761,7 +785,8 @@ fn static_name(
                 at,
                 format!(
                     "{what} is static: its name `{name}` may use only variables known when the \
-                     playbook loads (the play's vars, `-e` variables, playbook_dir, role_path), \
+                     playbook loads (the play's and its own vars, `-e` variables, playbook_dir, \
+                     role_path), \
                      but {e}; use {dynamic} for a name that needs more"
                 ),
             )
