@@ -105,13 +105,18 @@ impl Executor {
                     Value::Array(names) => names,
                     other => vec![other],
                 };
+                // Each name is checked as ansible-core's action checks it
+                // (`validate_variable_name`); nothing is set when one is refused.
+                if let Some(why) = names
+                    .iter()
+                    .find_map(crate::template::invalid_variable_name)
+                {
+                    return Attempt::of(TaskResult::failed(format!("Task failed: {why}")));
+                }
                 let facts = names
                     .into_iter()
                     .zip(values.into_iter().map(|(_, v)| v))
-                    .map(|(k, v)| match k {
-                        Value::String(k) => (k, v),
-                        k => (k.to_string(), v),
-                    })
+                    .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v)))
                     .collect();
                 self.set_fact(facts, kw, host, ctx)
             }

@@ -148,49 +148,12 @@ pub fn set_templated(kw: &mut Keywords, key: &str, value: &str) -> Result<(), St
     Ok(())
 }
 
-/// `register`'s variable name, checked as ansible-core's `validate_variable_name` checks it:
-/// an ASCII identifier that is not one of Jinja's names (`true`, `none`, `not`...).
+/// `register`'s variable name, checked as ansible-core's `validate_variable_name` checks it.
 fn register_name(n: &Node<'_>) -> Result<String, LoadError> {
-    const JINJA_NAMES: &[&str] = &["true", "false", "none", "True", "False", "None", "not"];
-    if let Value::String(s) = n.value {
-        let mut chars = s.chars();
-        let identifier = chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if identifier && !JINJA_NAMES.contains(&s.as_str()) {
-            return Ok(s.clone());
-        }
+    match crate::template::invalid_variable_name(n.value) {
+        None => Ok(n.value.as_str().unwrap_or_default().to_string()),
+        Some(why) => Err(invalid(n, format!("Invalid 'register' specified: {why}"))),
     }
-    let shown = match n.value {
-        Value::String(s) => crate::template::py_quote(s),
-        Value::Bool(true) => "'True'".into(),
-        Value::Bool(false) => "'False'".into(),
-        Value::Null => "'None'".into(),
-        Value::Number(x) => format!("'{x}'"),
-        _ => String::new(),
-    };
-    let type_name = match n.value {
-        Value::String(_) => None,
-        Value::Bool(_) => Some("bool"),
-        Value::Number(x) if x.is_f64() => Some("float"),
-        Value::Number(_) => Some("int"),
-        Value::Null => Some("NoneType"),
-        Value::Array(_) => Some("list"),
-        Value::Object(_) => Some("dict"),
-    };
-    let mut what = match shown.is_empty() {
-        true => "name".to_string(),
-        false => format!("name {shown}"),
-    };
-    if let Some(t) = type_name {
-        what.push_str(&format!(" of type '{t}'"));
-    }
-    // ansible-core's words.
-    Err(invalid(
-        n,
-        format!("Invalid 'register' specified: Invalid variable {what}."),
-    ))
 }
 
 pub fn parse_bool(n: &Node<'_>, key: &str) -> Result<bool, LoadError> {

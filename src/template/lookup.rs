@@ -189,12 +189,17 @@ fn run(
     }
     match name {
         "env" => {
-            let default = kwargs.get::<Option<Value>>("default")?;
+            // `default=undef()` makes an unset variable undefined (the lookup's documented
+            // way to require one); `Option` would read the undefined value as no default.
+            let default = match kwargs.has("default") {
+                true => kwargs.get::<Value>("default")?,
+                false => Value::from(""),
+            };
             term_strings(terms)?
                 .into_iter()
                 .map(|t| match std::env::var(&t) {
                     Ok(v) => Ok(Value::from(v)),
-                    Err(_) => Ok(default.clone().unwrap_or(Value::from(""))),
+                    Err(_) => Ok(default.clone()),
                 })
                 .collect()
         }

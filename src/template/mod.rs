@@ -122,6 +122,16 @@ impl Templar {
         env.add_function("q", lookup::query);
         env.add_function("now", now::now);
         env.add_function("dict", filters::core::dict);
+        // ansible-core 2.19's `undef(hint)`: an undefined value made on purpose (a role
+        // default a user must set); `is defined` is false, `default` replaces it, and using
+        // it fails with the hint (`undefined::undefined_result`).
+        env.add_function(
+            "undef",
+            |hint: Option<minijinja::Value>, kwargs: minijinja::value::Kwargs| {
+                undefined::undef_hint(hint, kwargs).map(|_| minijinja::Value::UNDEFINED)
+            },
+        );
+        env.add_function(undefined::UNDEF_HINT, undefined::undef_hint);
         env.add_function(
             crate::yaml::UNDECRYPTABLE,
             |error: String| -> Result<String, _> {
@@ -487,4 +497,48 @@ fn python_method(
         };
     }
     minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+}
+
+/// Why `name` cannot be a variable's name, in ansible-core's words (`validate_variable_name`
+/// in `utils/vars.py`), or `None` when it can: an ASCII identifier that is none of the names
+/// Jinja resolves itself (`true`, `none`, `not`...). A name that is not a string is shown with
+/// its Python type (`Invalid variable name '1' of type 'int'.`).
+pub fn invalid_variable_name(name: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    const JINJA_NAMES: &[&str] = &["true", "false", "none", "True", "False", "None", "not"];
+    if let Value::String(s) = name {
+        let mut chars = s.chars();
+        let identifier = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if identifier && !JINJA_NAMES.contains(&s.as_str()) {
+            return None;
+        }
+    }
+    let shown = match name {
+        Value::String(s) => py_quote(s),
+        Value::Bool(true) => "'True'".into(),
+        Value::Bool(false) => "'False'".into(),
+        Value::Null => "'None'".into(),
+        Value::Number(x) => format!("'{x}'"),
+        _ => String::new(),
+    };
+    let type_name = match name {
+        Value::String(_) => None,
+        Value::Bool(_) => Some("bool"),
+        Value::Number(x) if x.is_f64() => Some("float"),
+        Value::Number(_) => Some("int"),
+        Value::Null => Some("NoneType"),
+        Value::Array(_) => Some("list"),
+        Value::Object(_) => Some("dict"),
+    };
+    let mut what = match shown.is_empty() {
+        true => "name".to_string(),
+        false => format!("name {shown}"),
+    };
+    if let Some(t) = type_name {
+        what.push_str(&format!(" of type '{t}'"));
+    }
+    Some(format!("Invalid variable {what}."))
 }

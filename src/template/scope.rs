@@ -58,6 +58,9 @@ pub(crate) struct LazyVars {
     cache: Mutex<HashMap<String, Value>>,
     /// Variables being rendered right now per thread, outermost first (for cycle reports).
     resolving: Mutex<Vec<(ThreadId, String)>>,
+    /// Why each variable whose template met an undefined value is itself undefined (see
+    /// `resolve`), told when a template uses one (`undefined_reason`).
+    undefined_why: Mutex<HashMap<String, String>>,
 }
 
 /// The key under which a scope hands itself to `lookup('template')` (never enumerated).
@@ -95,6 +98,7 @@ impl LazyVars {
             hostvars,
             cache: Mutex::default(),
             resolving: Mutex::default(),
+            undefined_why: Mutex::default(),
         })
     }
 
@@ -176,6 +180,22 @@ impl LazyVars {
         // (a chain of 20 ending in an undefined variable took a minute).
         let value = match result {
             Ok(v) => v,
+            // A variable whose template meets an undefined value is undefined itself, as
+            // ansible-core 2.19 propagates its undefined marker: with `a: "{{ nope }}"`,
+            // `a is defined` is false and `a | default(1)` is 1; a template that uses `a`
+            // fails for the reason (`'nope' is undefined`), told by `undefined_reason`.
+            Err(e) if e.kind() == ErrorKind::UndefinedError => {
+                let why = describe(&e);
+                let why = match why.starts_with(IN_VARIABLE) {
+                    true => why,
+                    false => format!("{IN_VARIABLE}{name}`: {why}"),
+                };
+                self.undefined_why
+                    .lock()
+                    .unwrap()
+                    .insert(name.to_string(), why);
+                Value::UNDEFINED
+            }
             // The innermost variable is the one to report; outer ones only repeat it.
             Err(e)
                 if describe(&e).starts_with(IN_VARIABLE)
@@ -193,6 +213,26 @@ impl LazyVars {
             .unwrap()
             .insert(name.to_string(), value.clone());
         Some(value)
+    }
+}
+
+/// `'a' is undefined` said of a variable of `ctx` that is undefined because its own template
+/// met an undefined value: that reason instead (`'nope' is undefined`, while templating `a`).
+pub(crate) fn undefined_reason(ctx: &Value, e: Error) -> Error {
+    if e.kind() != ErrorKind::UndefinedError {
+        return e;
+    }
+    let name = e
+        .detail()
+        .and_then(|d| d.strip_prefix('\''))
+        .and_then(|d| d.strip_suffix("' is undefined"));
+    let why = match (name, ctx.downcast_object_ref::<LazyVars>()) {
+        (Some(name), Some(lazy)) => lazy.undefined_why.lock().unwrap().get(name).cloned(),
+        _ => None,
+    };
+    match why {
+        Some(why) => Error::new(ErrorKind::UndefinedError, why),
+        None => e,
     }
 }
 

@@ -57,7 +57,8 @@ pub(super) fn with_fallback<T>(
     };
     let e = explain(failed.e, src, missing(env, failed.names, ctx));
     let e = undefined_path(env, src, ctx, e);
-    Err(in_ansible_words(no_attribute(env, ctx, e), src))
+    let e = in_ansible_words(no_attribute(env, ctx, e), src);
+    Err(super::scope::undefined_reason(ctx, e))
 }
 
 /// The message as ansible-core 2.19 words it, which playbooks test for (`msg is search(..)`
@@ -197,15 +198,25 @@ fn paths(src: &str) -> Vec<&str> {
 /// the undefined variables it reads (`missing | upper` passes `missing` through, see
 /// `filters::propagating`), else the expression.
 pub(super) fn undefined_result(env: &Environment<'_>, src: &str, expr: &str, ctx: &Value) -> Error {
+    // `undef(hint)` says why in its own words (ansible-core's `_undef`).
+    if let Some(args) = expr.strip_prefix("undef(") {
+        let hint = env
+            .compile_expression(&format!("{UNDEF_HINT}({args}"))
+            .and_then(|c| c.eval(ctx));
+        if let Ok(hint) = hint {
+            return Error::new(ErrorKind::UndefinedError, hint.to_string());
+        }
+    }
     let names = env
         .compile_expression(src)
         .map(|c| c.undeclared_variables(false))
         .unwrap_or_default();
     let msg = undefined_message(Some(expr), &missing(env, names, ctx));
-    in_ansible_words(
+    let e = in_ansible_words(
         no_attribute(env, ctx, Error::new(ErrorKind::UndefinedError, msg)),
         src,
-    )
+    );
+    super::scope::undefined_reason(ctx, e)
 }
 
 /// `` `d.zz` is undefined `` over a base that is defined gets Ansible's reason appended:
@@ -438,4 +449,20 @@ fn strip_braces(s: &str) -> &str {
     let s = s.strip_prefix("{{").unwrap_or(s);
     let s = s.strip_suffix("}}").unwrap_or(s);
     s.trim_matches(|c: char| c == '-' || c.is_whitespace())
+}
+
+/// The hidden function that tells the message of an `undef(...)` call (same arguments).
+pub(super) const UNDEF_HINT: &str = "__kinit_undef_hint";
+
+/// `undef`'s hint, positional or `hint=`; without one, ansible-core's default message.
+pub(super) fn undef_hint(
+    hint: Option<Value>,
+    kwargs: minijinja::value::Kwargs,
+) -> Result<String, Error> {
+    let named: Option<Value> = kwargs.get("hint")?;
+    kwargs.assert_all_used()?;
+    Ok(match hint.or(named).filter(|h| !h.is_none()) {
+        Some(h) => h.to_string(),
+        None => "Mandatory variable has not been overridden".to_string(),
+    })
 }
