@@ -78,6 +78,12 @@ pub struct AnsibleSettings {
     pub gathering: Gathering,
     /// `force_handlers`: notified handlers run on hosts that failed too.
     pub force_handlers: bool,
+    /// `error_on_missing_handler` (ansible-core's default: on): a notification no handler
+    /// answers ends the run; off, it is a warning.
+    pub error_on_missing_handler: Option<bool>,
+    /// `allow_broken_conditionals`: a conditional that gives no boolean counts by its truth
+    /// (with a deprecation warning) instead of failing, as before ansible-core 2.19.
+    pub allow_broken_conditionals: bool,
     /// `hash_behaviour = merge`: mappings of the same variable from different places merge
     /// key by key (`replace`, the default, keeps the higher-precedence one whole).
     pub hash_merge: bool,
@@ -203,6 +209,12 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
             ("defaults", "force_handlers") => {
                 s.force_handlers = boolean(value).ok_or_else(|| bad("a boolean"))?;
             }
+            ("defaults", "allow_broken_conditionals") => {
+                s.allow_broken_conditionals = boolean(value).ok_or_else(|| bad("a boolean"))?;
+            }
+            ("defaults", "error_on_missing_handler") => {
+                s.error_on_missing_handler = Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
+            }
             ("defaults", "hash_behaviour") => {
                 s.hash_merge = hash_merge(value).ok_or_else(|| bad("replace or merge"))?;
             }
@@ -291,6 +303,15 @@ fn read_env(
     if let Some(v) = get("ANSIBLE_FORCE_HANDLERS") {
         s.force_handlers =
             boolean(&v).ok_or_else(|| bad("ANSIBLE_FORCE_HANDLERS", v, "a boolean"))?;
+    }
+    if let Some(v) = get("ANSIBLE_ALLOW_BROKEN_CONDITIONALS") {
+        s.allow_broken_conditionals =
+            boolean(&v).ok_or_else(|| bad("ANSIBLE_ALLOW_BROKEN_CONDITIONALS", v, "a boolean"))?;
+    }
+    if let Some(v) = get("ANSIBLE_ERROR_ON_MISSING_HANDLER") {
+        s.error_on_missing_handler = Some(
+            boolean(&v).ok_or_else(|| bad("ANSIBLE_ERROR_ON_MISSING_HANDLER", v, "a boolean"))?,
+        );
     }
     if let Some(v) = get("ANSIBLE_HASH_BEHAVIOUR") {
         s.hash_merge =

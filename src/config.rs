@@ -211,6 +211,8 @@ impl PlaybookConfig {
             winrm_ca_file: args.exec.winrm_ca_file.clone(),
             render: None,
             force_handlers: args.force_handlers || cfg.force_handlers,
+            error_on_missing_handler: cfg.error_on_missing_handler.unwrap_or(true),
+            allow_broken_conditionals: cfg.allow_broken_conditionals,
         };
         Ok(Self {
             playbooks: args.playbooks.clone(),

@@ -58,6 +58,8 @@ async fn run_phases(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
         connect: Default::default(),
         render: None,
         force_handlers: false,
+        error_on_missing_handler: true,
+        allow_broken_conditionals: false,
     };
     let files = ReportFiles {
         log_json: Some(job.run_dir.join(EVENTS)),

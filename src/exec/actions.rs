@@ -363,15 +363,12 @@ impl Executor {
                     .unwrap_or_else(|_| v.clone())
             })
         };
+        // Not `quiet`: the result is shown whole at any verbosity (ansible-core's assert
+        // action sets `_ansible_verbose_always`).
+        let quiet =
+            render(&args.quiet).is_some_and(|q| crate::modules::args::boolish(q).unwrap_or(false));
         for cond in &args.that {
-            let expr = cond
-                .trim()
-                .strip_prefix("{{")
-                .and_then(|c| c.strip_suffix("}}"))
-                .unwrap_or(cond)
-                .trim()
-                .to_string();
-            match self.condition("that", &expr, ctx) {
+            match self.condition("that", cond.trim(), ctx) {
                 Ok(true) => {}
                 Ok(false) => {
                     let msg = render(&args.fail_msg)
@@ -381,6 +378,7 @@ impl Executor {
                         .with("assertion", cond.as_str())
                         .with("evaluated_to", false);
                     r.msg = Some(msg);
+                    r.verbose_always = !quiet;
                     return Attempt::of(r);
                 }
                 Err(mut failure) => {
@@ -390,7 +388,9 @@ impl Executor {
             }
         }
         let msg = render(&args.success_msg).unwrap_or(json!("All assertions passed"));
-        ok(json!({ "msg": msg }))
+        let mut r = TaskResult::ok().with("msg", msg);
+        r.verbose_always = !quiet;
+        Attempt::of(r)
     }
 
     fn set_fact(

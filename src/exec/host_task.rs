@@ -75,6 +75,15 @@ pub(crate) const NO_TRACEBACK: &str = "(traceback unavailable)";
 /// `failed_when`, `assert`) could not be evaluated.
 pub(crate) const CONDITIONAL_ERROR: &str = "Error while evaluating conditional: ";
 
+/// A conditional's error in ansible-core's words: an evaluation error after
+/// `CONDITIONAL_ERROR`, a refused conditional (no boolean, untrusted) alone.
+fn conditional_error(e: &crate::template::TemplateError) -> String {
+    match e {
+        crate::template::TemplateError::Conditional { detail } => detail.clone(),
+        e => format!("{CONDITIONAL_ERROR}{e}"),
+    }
+}
+
 const CENSORED: &str =
     "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
 
@@ -327,13 +336,17 @@ impl Executor {
                     )
                     .is_empty();
                 if !known {
-                    self.emit(Event::Warning {
-                        message: format!(
-                            "{}: The requested handler '{n}' was not found in either the main \
-                             handlers list nor in the listening handlers list",
-                            task.loc
-                        ),
-                    });
+                    // ansible-core's strategy raises this out of the run unless
+                    // `error_on_missing_handler` is off (`_process_pending_results`).
+                    let message = format!(
+                        "{}: The requested handler '{n}' was not found in either the main \
+                         handlers list nor in the listening handlers list",
+                        task.loc
+                    );
+                    match self.opts.error_on_missing_handler {
+                        true => self.end_run_with_error(message),
+                        false => self.emit(Event::Warning { message }),
+                    }
                 }
             }
         }
@@ -452,12 +465,16 @@ impl Executor {
                     reason,
                     at: Some(format!("when: {c}")),
                 })?;
-            match self.templar.eval_bool(&rendered, ctx) {
+            match self.eval_condition(&rendered, ctx) {
                 Ok(true) => {}
+                // ansible-core reports a conditional that is one template by its value.
+                Ok(false) if crate::template::is_single_expression(&rendered) => {
+                    return Ok(Some("False".into()));
+                }
                 Ok(false) => return Ok(Some(rendered.into_owned())),
                 Err(e) => {
                     return Err(Failure {
-                        reason: format!("{CONDITIONAL_ERROR}{e}"),
+                        reason: conditional_error(&e),
                         at: Some(format!("when: {c}")),
                     });
                 }
@@ -474,10 +491,31 @@ impl Executor {
         let rendered = self
             .embedded_templates_rendered(cond, ctx)
             .map_err(|reason| Failure { reason, at: at() })?;
-        self.templar.eval_bool(&rendered, ctx).map_err(|e| Failure {
-            reason: format!("{CONDITIONAL_ERROR}{e}"),
+        self.eval_condition(&rendered, ctx).map_err(|e| Failure {
+            reason: conditional_error(&e),
             at: at(),
         })
+    }
+
+    /// `cond` evaluated to a boolean as ansible-core 2.19 requires (`Templar::eval_condition`);
+    /// with `allow_broken_conditionals` a value's truth, and a deprecation warning.
+    fn eval_condition(
+        &self,
+        cond: &str,
+        ctx: &VarMap,
+    ) -> Result<bool, crate::template::TemplateError> {
+        let allow = self.opts.allow_broken_conditionals;
+        let (holds, broken) = self.templar.eval_condition(cond, ctx, allow)?;
+        if let Some(msg) = broken {
+            self.emit(Event::Deprecation {
+                message: format!(
+                    "{msg} This feature will be removed from ansible-core version 2.23. Broken \
+                     conditionals are currently allowed because the \
+                     `ALLOW_BROKEN_CONDITIONALS` configuration option is enabled."
+                ),
+            });
+        }
+        Ok(holds)
     }
 
     /// `cond` with every string constant that holds a template (`x == '{{ y }}'`) replaced
@@ -895,5 +933,6 @@ pub(crate) fn censor(r: &TaskResult) -> TaskResult {
         // Where the task is, and a variable's name: nothing of the content.
         origin: r.origin.clone(),
         included: r.included.clone(),
+        verbose_always: r.verbose_always,
     }
 }

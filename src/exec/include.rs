@@ -103,7 +103,7 @@ impl Executor {
                 }
             }
             for (_, req, hosts) in groups {
-                if self.cancel.is_cancelled() || pr.is_ended() {
+                if self.stopping() || pr.is_ended() {
                     return failed;
                 }
                 let hosts = self.active(&hosts);
@@ -223,7 +223,7 @@ impl Executor {
             && block.role.is_some()
         {
             let mut included = pr.included_roles.lock().unwrap();
-            let role = block.role.as_ref().map(|r| r.name.clone());
+            let role = block.role.as_ref().map(|r| r.full_name());
             // Each include appends, the same role again included (`ansible_play_role_names` is
             // a list of `play.roles`).
             included.play.extend(role);

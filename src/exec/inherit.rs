@@ -32,7 +32,7 @@ pub(crate) struct Inherit {
 impl Inherit {
     /// A task's title in output (`Task::title` with the innermost role).
     pub fn title(&self, task: &Task) -> String {
-        task.title(self.roles.last().map(|r| r.name.as_str()))
+        task.title(self.roles.last().map(|r| r.full_name()).as_deref())
     }
 
     pub fn from_play(play: &Play) -> Self {

@@ -257,7 +257,7 @@ impl Executor {
         for (i, item) in items.iter().enumerate() {
             // An unreachable host leaves the play: its remaining items are not tried (each
             // would only wait for the same connection to fail), as in Ansible.
-            if self.cancel.is_cancelled() || (unreachable && kw.ignore_unreachable != Some(true)) {
+            if self.stopping() || (unreachable && kw.ignore_unreachable != Some(true)) {
                 break;
             }
             if i > 0

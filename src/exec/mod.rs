@@ -83,6 +83,13 @@ pub struct RunOptions {
     /// `--force-handlers`: notified handlers run on failed hosts (a play's `force_handlers`
     /// decides for its own hosts).
     pub force_handlers: bool,
+    /// ansible.cfg's `error_on_missing_handler` (on unless turned off): a notification no
+    /// handler answers ends the run with an error, as in ansible-core; off, a warning.
+    pub error_on_missing_handler: bool,
+    /// ansible.cfg's `allow_broken_conditionals` (off unless turned on): a conditional that
+    /// gives no boolean counts by its truth, with a deprecation warning, instead of failing
+    /// the task as ansible-core 2.19 does.
+    pub allow_broken_conditionals: bool,
 }
 
 /// ansible-playbook's connection and become options, below keywords and host variables.
@@ -122,6 +129,8 @@ impl Default for RunOptions {
             connect: ConnectDefaults::default(),
             render: None,
             force_handlers: false,
+            error_on_missing_handler: true,
+            allow_broken_conditionals: false,
         }
     }
 }
@@ -135,6 +144,9 @@ pub struct Executor {
     pub(crate) events: EventSender,
     pub(crate) opts: RunOptions,
     pub(crate) cancel: CancellationToken,
+    /// An error that ends the whole run (ansible-core raises it out of its strategy: a
+    /// notification no handler answers): no task starts after it, and the run exits 1.
+    run_error: Mutex<Option<String>>,
     forks: Semaphore,
     task_ids: AtomicUsize,
     /// `--start-at-task` was reached (or not given).
@@ -277,6 +289,7 @@ impl Executor {
             events,
             opts,
             cancel,
+            run_error: Mutex::default(),
             task_ids: AtomicUsize::new(0),
             playbook_dir,
             tags,
@@ -317,6 +330,28 @@ impl Executor {
     /// iterator (`get_failed_hosts`), not of the recap's counts.
     pub fn any_host_ends_failed(&self) -> bool {
         self.hosts.lock().unwrap().values().any(|s| s.failed)
+    }
+
+    /// End the whole run with `message` (the first such error wins): tasks running finish,
+    /// none starts after, and the run exits 1 saying why.
+    pub(crate) fn end_run_with_error(&self, message: String) {
+        let mut e = self.run_error.lock().unwrap();
+        if e.is_none() {
+            self.emit(Event::Error {
+                message: message.clone(),
+            });
+            *e = Some(message);
+        }
+    }
+
+    /// The error that ended the run, if one did (`end_run_with_error`).
+    pub fn run_error(&self) -> Option<String> {
+        self.run_error.lock().unwrap().clone()
+    }
+
+    /// Whether no more task should start: Ctrl-C, or an error that ends the run.
+    pub(crate) fn stopping(&self) -> bool {
+        self.cancel.is_cancelled() || self.run_error.lock().unwrap().is_some()
     }
 
     pub(crate) fn with_state<R>(&self, host: &str, f: impl FnOnce(&mut HostState) -> R) -> R {

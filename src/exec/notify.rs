@@ -142,7 +142,7 @@ pub(crate) fn woken_by(leaves: &[HandlerLeaf<'_>], n: &str) -> Vec<usize> {
     order.sort_by_key(|&i| (std::cmp::Reverse(leaves[i].2), i));
     let answers = |i: usize| {
         let (_, inh, _, name) = &leaves[i];
-        let role = inh.roles.last().map(|r| r.name.as_str());
+        let role = inh.roles.last().map(|r| &**r);
         name.as_deref()
             .is_some_and(|name| crate::playbook::handler_named(name, role, n))
     };
@@ -155,7 +155,7 @@ pub(crate) fn woken_by(leaves: &[HandlerLeaf<'_>], n: &str) -> Vec<usize> {
     let mut seen = HashSet::new();
     for &i in &order {
         let (t, inh, _, name) = &leaves[i];
-        let role = inh.roles.last().map(|r| r.name.as_str());
+        let role = inh.roles.last().map(|r| &**r);
         // A role's handler listens to `role : topic` as well (`Handler._validate_listen`).
         let listens =
             t.kw.listen

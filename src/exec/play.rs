@@ -25,12 +25,12 @@ impl Executor {
             plays: pb.plays.len(),
         });
         for play in &pb.plays {
-            if self.cancel.is_cancelled() {
+            if self.stopping() {
                 break;
             }
             self.run_play(play).await;
         }
-        self.cancel.is_cancelled()
+        self.stopping()
     }
 
     /// End the run: close every connection (warning about any that left something behind,
@@ -121,7 +121,7 @@ impl Executor {
         // `order` arranges the batches; `ansible_play_hosts_all` keeps the inventory's order
         // (Ansible's strategy caches `get_hosts(order=play.order)` for the batch only).
         for batch in batches(&order.arrange(&hosts), &serial) {
-            if self.cancel.is_cancelled() {
+            if self.stopping() {
                 break;
             }
             let pr = PlayRun {
@@ -215,7 +215,7 @@ impl Executor {
     async fn run_sections(&self, pr: &PlayRun<'_>, hosts: &[String]) {
         let inh = inherit::Inherit::from_play(pr.play);
         for section in [&pr.play.pre_tasks, &pr.play.tasks, &pr.play.post_tasks] {
-            if pr.is_ended() || self.cancel.is_cancelled() {
+            if pr.is_ended() || self.stopping() {
                 break;
             }
             self.run_tasks(pr, hosts, section, &inh).await;

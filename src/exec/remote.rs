@@ -81,6 +81,7 @@ pub fn task_result(r: ModuleResult) -> TaskResult {
         msg: r.msg.map(Value::String),
         origin: None,
         included: None,
+        verbose_always: false,
         fields: {
             let mut fields = r.data;
             if let Some(d) = r.diff {

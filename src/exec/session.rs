@@ -89,6 +89,7 @@ impl Session {
     pub async fn finish(self, stopped_by_failure: bool) -> Result<Outcome, Error> {
         self.exec.end_run().await;
         let host_failed = self.exec.any_host_ends_failed();
+        let run_error = self.exec.run_error();
         self.interrupt.abort();
         // The reporter ends when the last event sender (the executor's) is gone.
         drop(self.exec);
@@ -97,6 +98,8 @@ impl Session {
         })??;
         Ok(if self.cancel.is_cancelled() {
             Outcome::Interrupted
+        } else if run_error.is_some() {
+            Outcome::Error
         } else if host_failed || (stopped_by_failure && !stats.any_unreachable()) {
             Outcome::HostFailed
         } else if stats.any_unreachable() {

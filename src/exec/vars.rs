@@ -155,6 +155,8 @@ impl Executor {
         m.insert("ansible_role_names".into(), json!(all));
         if let Some(r) = inh.roles.last() {
             m.insert("role_name".into(), json!(r.name));
+            m.insert("ansible_role_name".into(), json!(r.full_name()));
+            m.insert("ansible_collection_name".into(), json!(r.collection));
             m.insert("role_path".into(), json!(self.abs(&r.path)));
         }
         // A role that `import_role`/`include_role` entered from inside another role sees that
@@ -168,7 +170,7 @@ impl Executor {
             .map(|w| &w[0])
             .collect();
         if !parents.is_empty() {
-            let names: Vec<&str> = parents.iter().map(|r| r.name.as_str()).collect();
+            let names: Vec<String> = parents.iter().map(|r| r.full_name()).collect();
             let paths: Vec<String> = parents.iter().map(|r| self.abs(&r.path)).collect();
             m.insert("ansible_parent_role_names".into(), json!(names));
             m.insert("ansible_parent_role_paths".into(), json!(paths));

@@ -55,7 +55,7 @@ impl Executor {
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             for task in tasks {
-                if self.cancel.is_cancelled() || pr.is_ended() {
+                if self.stopping() || pr.is_ended() {
                     return;
                 }
                 let active = self.active(hosts);
@@ -146,7 +146,7 @@ impl Executor {
                 .collect(),
             false => failed.clone(),
         };
-        if !rescue.is_empty() && !failed.is_empty() && !self.cancel.is_cancelled() {
+        if !rescue.is_empty() && !failed.is_empty() && !self.stopping() {
             for h in &failed {
                 self.with_state(h, |s| s.failed = false);
             }
@@ -157,7 +157,7 @@ impl Executor {
                 }
             }
         }
-        if !always.is_empty() && !self.cancel.is_cancelled() {
+        if !always.is_empty() && !self.stopping() {
             let hosts: Vec<String> = entered
                 .iter()
                 .filter(|h| self.with_state(h, |s| !s.unreachable && !s.ended))
@@ -482,7 +482,7 @@ impl Executor {
                     .collect();
                 for (index, (h, hinh, ..)) in leaves.iter().enumerate() {
                     let h: &Task = h;
-                    if self.cancel.is_cancelled() {
+                    if self.stopping() {
                         return;
                     }
                     let notified: Vec<String> = woken

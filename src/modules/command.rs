@@ -357,6 +357,8 @@ pub fn finish_between(
                 d.subsec_micros()
             ),
         );
+    // ansible-core's command module always returns `msg`, empty when the command succeeded.
+    r.msg = Some(String::new());
     if !out.success() {
         r.failed = true;
         r.msg = Some("non-zero return code".into());

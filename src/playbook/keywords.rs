@@ -183,7 +183,10 @@ pub(crate) fn conditions(n: &Node<'_>) -> Result<Vec<String>, LoadError> {
             Value::String(s) => Ok(match s.as_str() {
                 "yes" | "Yes" | "YES" | "on" | "On" | "ON" => "True".into(),
                 "no" | "No" | "NO" | "off" | "Off" | "OFF" => "False".into(),
-                _ => strip_braces(s),
+                // `when: "{{ x }}"` stays as written: the conditional renders it and takes
+                // a string it gives as an expression only when trusted (see
+                // `Templar::eval_condition`).
+                _ => s.trim().to_string(),
             }),
             Value::Bool(b) => Ok(if *b { "True".into() } else { "False".into() }),
             Value::Number(x) => Ok(x.to_string()),
@@ -194,15 +197,6 @@ pub(crate) fn conditions(n: &Node<'_>) -> Result<Vec<String>, LoadError> {
         Value::Array(items) => items.iter().map(one).collect(),
         Value::Null => Ok(Vec::new()),
         v => Ok(vec![one(v)?]),
-    }
-}
-
-/// `when: "{{ x }}"` is accepted (with a warning in Ansible): use the bare expression.
-pub(crate) fn strip_braces(s: &str) -> String {
-    let t = s.trim();
-    match t.strip_prefix("{{").and_then(|r| r.strip_suffix("}}")) {
-        Some(inner) if !inner.contains("{{") => inner.trim().to_string(),
-        _ => t.to_string(),
     }
 }
 

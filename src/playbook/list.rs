@@ -73,7 +73,8 @@ fn walk(
             // Only the `block` part, as ansible-playbook lists a block (`_process_block`
             // walks `b.block`): `rescue` and `always` tasks are not listed.
             Action::Block { block, .. } => {
-                let role = t.role.as_ref().map(|r| r.name.as_str()).or(role);
+                let full = t.role.as_ref().map(|r| r.full_name());
+                let role = full.as_deref().or(role);
                 walk(block, &tags, role, filter, out);
             }
             _ => {

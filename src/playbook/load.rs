@@ -110,7 +110,7 @@ impl Loader {
         } else {
             &mut names.play
         };
-        list.push(role.name.clone());
+        list.push(role.full_name());
         names.public.push(role.clone());
     }
 

@@ -219,7 +219,11 @@ pub struct Play {
 /// A role as loaded: its variables and where its files are.
 #[derive(Debug, Clone)]
 pub struct RoleCtx {
+    /// The role's own name (`role_name`): as the play writes it, or its folder's name for a
+    /// collection's role.
     pub name: String,
+    /// The collection a role comes from (`ns.coll`), when it is one's.
+    pub collection: Option<String>,
     pub path: PathBuf,
     pub defaults: VarMap,
     pub vars: VarMap,
@@ -235,6 +239,17 @@ pub struct RoleCtx {
     /// The keywords of the `roles:`/`dependencies:` entry: the role's handlers inherit them
     /// too (they run outside the role's block).
     pub keywords: Keywords,
+}
+
+impl RoleCtx {
+    /// The name output and notifications use (ansible-core's `Role.get_name()`): a
+    /// collection's role by its full name (`ns.coll.role`).
+    pub fn full_name(&self) -> String {
+        match &self.collection {
+            Some(c) => format!("{c}.{}", self.name),
+            None => self.name.clone(),
+        }
+    }
 }
 
 /// How a role is used: what `roles:`, `dependencies:`, `import_role` or `include_role` give it.
@@ -510,7 +525,7 @@ pub fn handler_answers(handlers: &[Task], n: &str) -> bool {
     handlers.iter().any(|t| match handler_group(t) {
         Some(inner) => handler_answers(inner, n),
         None => {
-            let role = t.role.as_ref().map(|r| r.name.as_str());
+            let role = t.role.as_deref();
             t.name
                 .as_deref()
                 .is_some_and(|name| handler_named(name, role, n))
@@ -520,15 +535,16 @@ pub fn handler_answers(handlers: &[Task], n: &str) -> bool {
 }
 
 /// Whether a handler called `name` (or listening to topic `name`) in `role` answers to
-/// notification `n`: the name itself, or `role : name` with the role's name as written or its short name (ansible-core's
-/// `Handler.get_name` with and without the collection).
-pub fn handler_named(name: &str, role: Option<&str>, n: &str) -> bool {
+/// notification `n`: the name itself, or `role : name` with the role's own name or, for a
+/// collection's role, its full name (ansible-core's `Handler.get_name` with and without the
+/// collection).
+pub fn handler_named(name: &str, role: Option<&RoleCtx>, n: &str) -> bool {
     if name == n {
         return true;
     }
     let Some(role) = role else { return false };
-    let Some(short) = n.strip_suffix(name).and_then(|r| r.strip_suffix(" : ")) else {
+    let Some(named) = n.strip_suffix(name).and_then(|r| r.strip_suffix(" : ")) else {
         return false;
     };
-    short == role || role.rsplit('.').next() == Some(short)
+    named == role.name || (role.collection.is_some() && named == role.full_name())
 }

@@ -145,6 +145,22 @@ impl Loader {
                 .unwrap_or_else(|| name.to_string()),
             false => name.trim_end_matches('/').to_string(),
         };
+        // A role under `ansible_collections/<ns>/<coll>/roles/` is that collection's, by
+        // whichever name the play found it (`RoleDefinition._role_collection`).
+        let collection = {
+            let parts: Vec<String> = path
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            match parts.as_slice() {
+                [.., root, ns, coll, roles, _]
+                    if root == "ansible_collections" && roles == "roles" =>
+                {
+                    Some(format!("{ns}.{coll}"))
+                }
+                _ => None,
+            }
+        };
         ctx.loader.note_plugin_root(&path);
         let meta = match main_file(&path.join("meta"), "main") {
             Some(f) => Some(self.doc(&f)?),
@@ -165,6 +181,7 @@ impl Loader {
         });
         let role = Arc::new(RoleCtx {
             name: role_name,
+            collection,
             path: path.clone(),
             defaults: load_vars("defaults")?,
             vars: load_vars("vars")?,

@@ -130,6 +130,10 @@ pub enum Event {
     Rescued {
         host: String,
     },
+    /// An error that ends the run (shown as ansible-playbook's `[ERROR]: ...`).
+    Error {
+        message: String,
+    },
     Warning {
         message: String,
     },

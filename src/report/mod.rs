@@ -215,7 +215,10 @@ async fn run(
                 }
                 // Warnings go to stderr, as ansible-playbook's `Display.warning` writes them
                 // (utils/display.py), so a task's lines on stdout stay together.
-                if matches!(ev, Event::Warning { .. } | Event::Deprecation { .. }) {
+                if matches!(
+                    ev,
+                    Event::Warning { .. } | Event::Deprecation { .. } | Event::Error { .. }
+                ) {
                     let mut err = std::io::stderr().lock();
                     let _ = err.write_all(text.as_bytes());
                     let _ = err.flush();

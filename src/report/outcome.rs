@@ -32,6 +32,9 @@ pub struct TaskResult {
     /// which output shows as ansible-playbook's `included: <file> for <host>` line. Not part
     /// of the value form either.
     pub included: Option<String>,
+    /// Shown whole at any verbosity, as ansible-core's `_ansible_verbose_always` asks (an
+    /// `assert` that is not `quiet`). Not part of the value form.
+    pub verbose_always: bool,
 }
 
 impl TaskResult {

@@ -207,6 +207,9 @@ impl Plain {
                     out.push_str("...ignoring\n");
                 }
             }
+            Event::Error { message } => {
+                let _ = writeln!(out, "[ERROR]: {message}");
+            }
             Event::Warning { message } => {
                 let _ = writeln!(out, "[WARNING]: {message}");
             }
@@ -269,14 +272,42 @@ impl Plain {
         if status == Status::Unreachable {
             head.push_str(": UNREACHABLE!");
         }
-        if let Some(i) = item {
-            head.push_str(&format!(" => (item={i})"));
+        // `failed: [h] (item=x) => ...` but `ok: [h] => (item=x)`, as ansible-core's
+        // callback words them.
+        match (item, status) {
+            (Some(i), Status::Failed | Status::Ignored) => head.push_str(&format!(" (item={i})")),
+            // A skipped item's line ends in a space (`v2_runner_item_on_skipped`).
+            (Some(i), Status::Skipped) => head.push_str(&format!(" => (item={i}) ")),
+            (Some(i), _) => head.push_str(&format!(" => (item={i})")),
+            (None, _) => {}
         }
         let mut tail = String::new();
         let msg = result.msg_str();
+        // From `-v` on (and for a result that asks for it) the result itself, as
+        // ansible-playbook prints it; without `-v` a failure is told in kinit's lines below.
+        let whole = match status {
+            // `debug` prints its own way below; facts are not dumped (ansible-core's
+            // `_ansible_verbose_override` for `setup` and `gather_facts`).
+            Status::Ok | Status::Changed => {
+                (self.verbose > 0 || result.verbose_always)
+                    && !matches!(module, Some("debug" | "setup" | "gather_facts"))
+            }
+            _ => self.verbose > 0,
+        };
+        if whole {
+            let _ = write!(tail, " => {}", dump(result, module, self.verbose));
+            if let Some(o) = result.origin.as_ref().filter(|_| result.is_failed()) {
+                let _ = write!(tail, "\n    origin: {o}");
+            }
+        }
         match status {
+            _ if whole => {}
             Status::Failed | Status::Ignored | Status::Unreachable => {
-                if let Some(m) = msg {
+                // A `failed_when`/`changed_when` that could not be evaluated says why there.
+                let why = ["failed_when_result", "changed_when_result"]
+                    .iter()
+                    .find_map(|k| result.str_field(k).filter(|w| !w.is_empty()));
+                if let Some(m) = msg.filter(|m| !m.is_empty()).or(why) {
                     let _ = write!(tail, " => {m}");
                 }
                 if let Some(a) = result.str_field("assertion") {
@@ -302,19 +333,7 @@ impl Plain {
                             let mut shown = result.to_value();
                             if let Some(m) = shown.as_object_mut() {
                                 // The keys ansible-core's callback hides in `debug: var=`.
-                                m.retain(|k, _| {
-                                    !matches!(
-                                        k.as_str(),
-                                        "changed"
-                                            | "failed"
-                                            | "skipped"
-                                            | "invocation"
-                                            | "skip_reason"
-                                            | "ansible_loop_var"
-                                            | "ansible_index_var"
-                                            | "ansible_loop"
-                                    )
-                                });
+                                m.retain(|k, _| !DEBUG_HIDDEN.contains(&k.as_str()));
                             }
                             let _ = write!(tail, " => {}", pretty(&shown));
                         }
@@ -324,15 +343,6 @@ impl Plain {
             Status::Skipped => {}
         }
         let mut s = head + &tail;
-        if self.verbose > 0 && status != Status::Skipped {
-            for key in ["stdout", "stderr"] {
-                if let Some(t) = result.str_field(key).filter(|t| !t.is_empty()) {
-                    for l in t.lines() {
-                        let _ = write!(s, "\n    {key}| {l}");
-                    }
-                }
-            }
-        }
         // A result carries a diff only where its task asked for one (`--diff` or `diff:`);
         // it is shown for a change only, before the host's line, as in ansible-playbook.
         if let Some(d) = result
@@ -385,24 +395,100 @@ fn failure_details(out: &mut String, result: &TaskResult) {
     }
 }
 
+/// A result as ansible-core's callbacks dump it (`_dump_results`): keys sorted, Python's
+/// separators, on one line (indented by four from `-vvv`, or when the result asks to be
+/// shown whole); without `invocation` and `diff` below `-vvv`, and without `exception`,
+/// `warnings` and `deprecations` (told on their own lines). A `debug` result keeps what its
+/// callback keeps (`_clean_results`).
+fn dump(result: &TaskResult, module: Option<&str>, verbose: u8) -> String {
+    let mut v = result.to_value();
+    if let Value::Object(m) = &mut v {
+        // The status is the line's word (`as_callback_task_result` drops these two).
+        m.retain(|k, _| {
+            !matches!(k.as_str(), "failed" | "skipped")
+                && !k.starts_with("_ansible")
+                && !matches!(k.as_str(), "exception" | "warnings" | "deprecations")
+                && (verbose >= 3 || !matches!(k.as_str(), "invocation" | "diff"))
+        });
+        // A meta task's result has no `changed` (`_execute_meta`).
+        if module == Some("meta") {
+            m.remove("changed");
+        }
+        if module == Some("debug") {
+            match m.contains_key("msg") {
+                true => m.retain(|k, _| k == "msg"),
+                false => m.retain(|k, _| !DEBUG_HIDDEN.contains(&k.as_str())),
+            }
+        }
+    }
+    if verbose >= 3 || result.verbose_always {
+        return pretty(&v);
+    }
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PyCompact);
+    match serde::Serialize::serialize(&sorted(&v), &mut ser) {
+        Ok(()) => String::from_utf8_lossy(&out).into_owned(),
+        Err(_) => show(&v),
+    }
+}
+
+/// The keys ansible-core's callback hides in a `debug` result (`_hide_in_debug`).
+const DEBUG_HIDDEN: &[&str] = &[
+    "changed",
+    "failed",
+    "skipped",
+    "invocation",
+    "skip_reason",
+    "ansible_loop_var",
+    "ansible_index_var",
+    "ansible_loop",
+];
+
+/// Python `json.dumps`' default separators (`", "` and `": "`) on one line.
+struct PyCompact;
+
+impl serde_json::ser::Formatter for PyCompact {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first { Ok(()) } else { w.write_all(b", ") }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first { Ok(()) } else { w.write_all(b", ") }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+}
+
+/// `v` with every mapping's keys sorted, as `json.dumps(sort_keys=True)` writes them.
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
 /// A value as ansible-playbook's default callback prints a `debug` variable or structure:
 /// JSON indented by four spaces, keys sorted, non-ASCII as it is.
 fn pretty(v: &Value) -> String {
-    fn sorted(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&m[k])))
-                        .collect(),
-                )
-            }
-            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
     let mut out = Vec::new();
     let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
     let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);

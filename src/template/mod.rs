@@ -59,6 +59,11 @@ pub fn py_str(v: &Value) -> String {
     pyrepr::to_str(&minijinja::Value::from_serialize(v)).unwrap_or_default()
 }
 
+/// Whether `s` is exactly one `{{ expr }}` (surrounding blanks aside).
+pub fn is_single_expression(s: &str) -> bool {
+    scope::single_expression(s.trim()).is_some()
+}
+
 /// The value of the `omit` variable; the executor drops module arguments equal to it
 /// (`strip_omit`).
 pub const OMIT: &str = "__omit_place_holder__kinit";
@@ -71,6 +76,10 @@ pub enum TemplateError {
     /// A template used a variable (or attribute) that is not defined; `detail` names it.
     #[error("{detail}")]
     Undefined { detail: String },
+    /// A conditional that ansible-core 2.19 refuses as such (no boolean result, an untrusted
+    /// expression): its message stands alone, not as an evaluation error.
+    #[error("{detail}")]
+    Conditional { detail: String },
 }
 
 impl TemplateError {
@@ -234,6 +243,63 @@ impl Templar {
         self.scope_for(&[], &[expr], vars).eval_bool(expr)
     }
 
+    /// A conditional (`when`, `that`, `failed_when`...) as ansible-core 2.19 evaluates it
+    /// (`TemplateEngine.evaluate_conditional`): its result must be a boolean, or it fails with
+    /// `Conditional result (True) was derived from value of type 'str'...`; with
+    /// `allow_broken` (ansible.cfg's `allow_broken_conditionals`) any value counts by its
+    /// truth, and the second item says so for a deprecation warning. A conditional that is
+    /// one `{{ ... }}` is rendered; a string it gives is evaluated as an expression only when
+    /// it is a variable's own text from the playbook or inventory (2.19 trusts that alone),
+    /// else `Encountered untrusted template or expression.` (registered output is never run).
+    pub fn eval_condition(
+        &self,
+        cond: &str,
+        vars: &VarMap,
+        allow_broken: bool,
+    ) -> Result<(bool, Option<String>), TemplateError> {
+        let scope = self.scope_for(&[], &[cond], vars);
+        let trimmed = cond.trim();
+        let value = match scope::single_expression(trimmed) {
+            Some(inner) => {
+                let v = render::eval_as(&self.env, inner, &scope.ctx, false)
+                    .map_err(TemplateError::from_jinja)?;
+                match v.as_str() {
+                    Some(expr) if v.kind() == minijinja::value::ValueKind::String => {
+                        let name = inner.trim();
+                        let trusted = matches!(vars.get(name), Some(Value::String(_)))
+                            && !scope::is_data(vars, name);
+                        if !trusted {
+                            return Err(TemplateError::Conditional {
+                                detail: "Encountered untrusted template or expression.".into(),
+                            });
+                        }
+                        let expr = expr.to_string();
+                        let scope = self.scope_for(&[], &[&expr], vars);
+                        render::eval_as(&self.env, &expr, &scope.ctx, false)
+                            .map_err(TemplateError::from_jinja)?
+                    }
+                    _ => v,
+                }
+            }
+            None => render::eval_as(&self.env, cond, &scope.ctx, false)
+                .map_err(TemplateError::from_jinja)?,
+        };
+        if value.kind() == minijinja::value::ValueKind::Bool {
+            return Ok((value.is_true(), None));
+        }
+        let truth = value.is_true();
+        let msg = format!(
+            "Conditional result ({}) was derived from value of type '{}'. Conditionals must \
+             have a boolean result.",
+            if truth { "True" } else { "False" },
+            filters::core::type_debug(value)
+        );
+        match allow_broken {
+            true => Ok((truth, Some(msg))),
+            false => Err(TemplateError::Conditional { detail: msg }),
+        }
+    }
+
     /// Render a template file's text whose `{% include %}`, `{% import %}`, `{% from %}` and
     /// `{% extends %}` find their templates in `search` (the `template` module's search path,
     /// in order). Text without such a tag renders as `render_str` does; only one with them
@@ -394,7 +460,18 @@ impl Scope {
     pub fn get(&self, name: &str) -> Result<Option<Value>, TemplateError> {
         let v = self.ctx.get_attr(name).map_err(TemplateError::from_jinja)?;
         if v.is_undefined() {
-            return Ok(None);
+            // A variable whose own template met an undefined value is used here: the reason.
+            let why = self
+                .ctx
+                .get_attr(&format!("{}{name}", undefined::WHY_PREFIX))
+                .ok()
+                .filter(|w| !w.is_undefined());
+            return match why {
+                Some(why) => Err(TemplateError::Undefined {
+                    detail: why.to_string(),
+                }),
+                None => Ok(None),
+            };
         }
         let is_ident = name.chars().all(|c| c.is_alphanumeric() || c == '_')
             && !name.starts_with(|c: char| c.is_ascii_digit());

@@ -216,26 +216,6 @@ impl LazyVars {
     }
 }
 
-/// `'a' is undefined` said of a variable of `ctx` that is undefined because its own template
-/// met an undefined value: that reason instead (`'nope' is undefined`, while templating `a`).
-pub(crate) fn undefined_reason(ctx: &Value, e: Error) -> Error {
-    if e.kind() != ErrorKind::UndefinedError {
-        return e;
-    }
-    let name = e
-        .detail()
-        .and_then(|d| d.strip_prefix('\''))
-        .and_then(|d| d.strip_suffix("' is undefined"));
-    let why = match (name, ctx.downcast_object_ref::<LazyVars>()) {
-        (Some(name), Some(lazy)) => lazy.undefined_why.lock().unwrap().get(name).cloned(),
-        _ => None,
-    };
-    match why {
-        Some(why) => Error::new(ErrorKind::UndefinedError, why),
-        None => e,
-    }
-}
-
 /// How an error met while templating a variable's own value begins; the variable's name and
 /// a backtick follow.
 const IN_VARIABLE: &str = "while templating variable `";
@@ -290,6 +270,14 @@ impl Object for LazyVars {
                 })
             }),
             SELF_KEY => Some(Value::from_dyn_object(self.clone())),
+            // Why a variable is undefined (`resolve`), asked for by `undefined_reason`; the
+            // bare prefix tells that this is a scope (see `check_items`).
+            super::undefined::WHY_PREFIX => Some(Value::from(true)),
+            _ if name.starts_with(super::undefined::WHY_PREFIX) => {
+                let var = &name[super::undefined::WHY_PREFIX.len()..];
+                let why = self.undefined_why.lock().unwrap().get(var).cloned();
+                why.map(Value::from)
+            }
             // `vars`: every variable, by name (`vars['ansible_' + iface]`), templated when
             // read like any other.
             "vars" => Some(Value::from_dyn_object(self.clone())),

@@ -58,7 +58,7 @@ pub(super) fn with_fallback<T>(
     let e = explain(failed.e, src, missing(env, failed.names, ctx));
     let e = undefined_path(env, src, ctx, e);
     let e = in_ansible_words(no_attribute(env, ctx, e), src);
-    Err(super::scope::undefined_reason(ctx, e))
+    Err(undefined_reason(ctx, e))
 }
 
 /// The message as ansible-core 2.19 words it, which playbooks test for (`msg is search(..)`
@@ -216,7 +216,32 @@ pub(super) fn undefined_result(env: &Environment<'_>, src: &str, expr: &str, ctx
         no_attribute(env, ctx, Error::new(ErrorKind::UndefinedError, msg)),
         src,
     );
-    super::scope::undefined_reason(ctx, e)
+    undefined_reason(ctx, e)
+}
+
+/// The key prefix under which a scope tells why one of its variables is undefined (never
+/// enumerated; a variable's name follows).
+pub(super) const WHY_PREFIX: &str = "__kinit_undefined_why__";
+
+/// `'a' is undefined` said of a variable of `ctx` that is undefined because its own template
+/// met an undefined value: that reason instead (`'nope' is undefined`, while templating `a`).
+fn undefined_reason(ctx: &Value, e: Error) -> Error {
+    if e.kind() != ErrorKind::UndefinedError {
+        return e;
+    }
+    let name = e
+        .detail()
+        .and_then(|d| d.strip_prefix('\''))
+        .and_then(|d| d.strip_suffix("' is undefined"));
+    let why = name.and_then(|n| {
+        ctx.get_item(&Value::from(format!("{WHY_PREFIX}{n}")))
+            .ok()
+            .filter(|v| !v.is_undefined())
+    });
+    match why {
+        Some(why) => Error::new(ErrorKind::UndefinedError, why.to_string()),
+        None => e,
+    }
 }
 
 /// `` `d.zz` is undefined `` over a base that is defined gets Ansible's reason appended:
@@ -283,6 +308,16 @@ fn split_last(expr: &str) -> Option<(&str, String)> {
 /// fails when such a result is used (`{{ [u, 1] }}`, `{{ {'k': u} }}`). `value` itself
 /// being undefined is left to the caller, which names it.
 pub(super) fn check_items(value: &Value) -> Result<(), Error> {
+    // A variable scope (another host's `hostvars[h]`, listed by `map('extract', hostvars)`)
+    // may hold undefined variables, as ansible-core's lazy hostvars do; only a use of one
+    // fails. Nor is every variable of it rendered to look.
+    if value.kind() == ValueKind::Map
+        && value
+            .get_item(&Value::from(WHY_PREFIX))
+            .is_ok_and(|v| v.is_true())
+    {
+        return Ok(());
+    }
     let check = |item: &Value| {
         if item.is_undefined() {
             return Err(Error::new(ErrorKind::UndefinedError, "undefined value"));

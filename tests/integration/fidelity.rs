@@ -1087,7 +1087,9 @@ fn meta_tasks_show_their_header_and_say_what_they_did_at_vv() {
     let expected = "TASK [meta]\nMETA: noop\n\nTASK [named meta]\n\
                     META: inventory successfully refreshed\n\nTASK [meta]\n\
                     META: end_host conditional evaluated to False, continuing execution for localhost\n\
-                    skipping: [localhost]\n\nTASK [meta]\n\
+                    skipping: [localhost] => {\"msg\": \"end_host conditional evaluated to false, \
+                    continuing execution for localhost\", \"skip_reason\": \"end_host conditional \
+                    evaluated to False, continuing execution for localhost\"}\n\nTASK [meta]\n\
                     META: triggered running handlers for localhost\n\nTASK [meta]\n\
                     META: ending play\n";
     assert!(out.contains(expected), "{out}");
@@ -1321,4 +1323,113 @@ fn any_errors_fatal_sends_every_host_of_the_block_to_its_rescue() {
     ] {
         assert!(out.contains(line), "{line}\n{out}");
     }
+}
+
+/// A notification no handler answers ends the run with an error, as ansible-core's
+/// `error_on_missing_handler` (on by default) has it: exit 1, `[ERROR]: ...`, no task after;
+/// ansible.cfg or ANSIBLE_ERROR_ON_MISSING_HANDLER turn it into a warning.
+#[test]
+fn a_notification_no_handler_answers_ends_the_run() {
+    let play = "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+                \x20   - command: echo\n      notify: no such handler\n\
+                \x20   - debug: msg=after-the-notification\n\
+                \x20 handlers:\n    - name: a handler\n      debug: msg=x\n";
+    let message = "The requested handler 'no such handler' was not found in either the main \
+                   handlers list nor in the listening handlers list";
+    let t = Test::new()
+        .write("h.yml", play)
+        .args(["playbook", "-i", "localhost,", "-c", "local", "h.yml"])
+        .fails_with(1)
+        .partial_output("the recap's timings vary");
+    assert!(
+        t.stderr().contains(&format!("[ERROR]: h.yml:4: {message}")),
+        "{}",
+        t.stderr()
+    );
+    assert!(
+        !t.stdout().contains("after-the-notification"),
+        "{}",
+        t.stdout()
+    );
+    let warned = |t: crate::support::Ran| {
+        assert!(
+            t.stderr()
+                .contains(&format!("[WARNING]: h.yml:4: {message}")),
+            "{}",
+            t.stderr()
+        );
+        assert!(
+            t.stdout().contains("after-the-notification"),
+            "{}",
+            t.stdout()
+        );
+    };
+    warned(
+        Test::new()
+            .write("h.yml", play)
+            .args(["playbook", "-i", "localhost,", "-c", "local", "h.yml"])
+            .env("ANSIBLE_ERROR_ON_MISSING_HANDLER", "false")
+            .succeeds()
+            .partial_output("the recap's timings vary"),
+    );
+    warned(
+        Test::new()
+            .write("h.yml", play)
+            .write("ansible.cfg", "[defaults]\nerror_on_missing_handler = no\n")
+            .args(["playbook", "-i", "localhost,", "-c", "local", "h.yml"])
+            .succeeds()
+            .partial_output("the recap's timings vary"),
+    );
+}
+
+/// A conditional must give a boolean, as in ansible-core 2.19 (`tests/playbooks/diff/94-...`
+/// compares the failures); `allow_broken_conditionals` (ansible.cfg or
+/// ANSIBLE_ALLOW_BROKEN_CONDITIONALS) takes a value by its truth again, with 2.19's
+/// deprecation warning.
+#[test]
+fn allow_broken_conditionals_takes_a_value_by_its_truth() {
+    let play = "- hosts: localhost\n  gather_facts: false\n  vars: {text: hello, empty: ''}\n\
+                \x20 tasks:\n    - debug: msg=ran-on-text\n      when: text\n\
+                \x20   - debug: msg=ran-on-empty\n      when: empty\n";
+    let strict = Test::new()
+        .write("c.yml", play)
+        .args(["playbook", "-i", "localhost,", "-c", "local", "c.yml"])
+        .fails_with(2)
+        .partial_output("the recap's timings vary");
+    assert!(
+        strict.stdout().contains(
+            "FAILED! => Task failed: Conditional result (True) was derived from value of type \
+             'str'. Conditionals must have a boolean result."
+        ),
+        "{}",
+        strict.stdout()
+    );
+    let relaxed = |t: crate::support::Ran| {
+        let (out, err) = (t.stdout(), t.stderr());
+        assert!(out.contains("\"msg\": \"ran-on-text\""), "{out}");
+        assert!(!out.contains("ran-on-empty"), "{out}");
+        assert!(
+            err.contains("[DEPRECATION WARNING]: Conditional result (False) was derived from value of type 'str'."),
+            "{err}"
+        );
+    };
+    relaxed(
+        Test::new()
+            .write("c.yml", play)
+            .args(["playbook", "-i", "localhost,", "-c", "local", "c.yml"])
+            .env("ANSIBLE_ALLOW_BROKEN_CONDITIONALS", "true")
+            .succeeds()
+            .partial_output("the recap's timings vary"),
+    );
+    relaxed(
+        Test::new()
+            .write("c.yml", play)
+            .write(
+                "ansible.cfg",
+                "[defaults]\nallow_broken_conditionals = yes\n",
+            )
+            .args(["playbook", "-i", "localhost,", "-c", "local", "c.yml"])
+            .succeeds()
+            .partial_output("the recap's timings vary"),
+    );
 }

@@ -382,6 +382,61 @@ fn reading_lines(out: &str, dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `-v` and `-vvv` print each result as ansible-playbook does (`tests/playbooks/output/
+/// verbose.yml`): the result lines and the indented JSON under them are the same, line for
+/// line.
+#[test]
+fn verbose_results_print_as_ansible_playbook_prints_them() {
+    let Some(ansible) = ansible_or_say_why() else {
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/output");
+    let tmp = tempfile::tempdir().unwrap();
+    for verbosity in ["-v", "-vvv"] {
+        let mut outputs = Vec::new();
+        for (tool, program) in [
+            ("ansible", ansible.clone()),
+            ("kinit", env!("CARGO_BIN_EXE_kinit").into()),
+        ] {
+            let mut c = Command::new(&program);
+            if tool == "kinit" {
+                c.arg("playbook");
+            }
+            let out = c
+                .args([verbosity, "verbose.yml"])
+                .current_dir(&dir)
+                .envs(quiet_ansible(tmp.path()))
+                .env("NO_COLOR", "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "{tool} {verbosity} failed:\n{text}");
+            let results: Vec<String> = text
+                .lines()
+                .filter(|l| {
+                    [
+                        "ok:",
+                        "changed:",
+                        "skipping:",
+                        "fatal:",
+                        "failed:",
+                        "    ",
+                        "}",
+                    ]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+                })
+                // ansible-core's source excerpt under a failure (`  ^ column 7`).
+                .filter(|l| !l.trim_start().starts_with('^'))
+                .map(str::to_string)
+                .collect();
+            outputs.push(results);
+        }
+        assert!(outputs[0].len() > 12, "ansible's output: {:?}", outputs[0]);
+        assert_eq!(outputs[0], outputs[1], "{verbosity}: the results differ");
+    }
+}
+
 /// `--list-tasks`' task lines.
 fn listed_tasks(out: &str) -> Vec<String> {
     out.lines()
@@ -445,7 +500,7 @@ fn task_lines_read_as_ansible_playbook_prints_them() {
         ));
     }
     let (a, k) = (&outputs[0], &outputs[1]);
-    assert!(a.0.len() > 20 && a.2.len() == 8, "ansible's output: {a:?}");
+    assert!(a.0.len() > 20 && a.2.len() == 10, "ansible's output: {a:?}");
     assert_eq!(a.0, k.0, "the lines of the run differ");
     assert_eq!(a.1, k.1, "the recaps differ");
     assert_eq!(a.2, k.2, "--list-tasks differs");

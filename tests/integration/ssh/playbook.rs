@@ -504,7 +504,7 @@ fn become_method_su_becomes_with_a_password_and_keeps_stdin() {
          \x20     register: refused\n      ignore_errors: true\n\
          \x20   - command: id -un\n      become: true\n      become_method: doas\n\
          \x20     register: lacking\n      ignore_errors: true\n\
-         \x20   - assert:\n        that:\n          - refused.stderr == 'su: Authentication failure'\n\
+         \x20   - assert:\n        that:\n          - \"refused.stderr == 'su: Authentication failure'\"\n\
          \x20         - lacking.msg is search('become_method `doas` is not available')\n"
     );
     let ran = Test::new()
