@@ -181,7 +181,8 @@ pub struct ExecArgs {
     /// or ANSIBLE_FORKS when set).
     #[arg(short = 'f', long, value_name = "N")]
     pub forks: Option<usize>,
-    /// More output (-v command output, -vv transport details).
+    /// More output: -v each result as ansible-playbook prints it (JSON), -vv transport
+    /// details, -vvv results indented with their invocation.
     #[arg(short = 'v', long, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Write one JSON event per line to FILE.
