@@ -195,6 +195,10 @@ pub(crate) struct PlayRun<'a> {
     /// task still runs them (ansible-core's linear strategy does not break the play for a
     /// host whose next task is in a rescue or always section).
     pub fatal: AtomicBool,
+    /// `meta: end_play` ended it: the later `serial` batches do not run either
+    /// (ansible-core's `AnsibleEndPlay` leaves the batch loop), where `end_batch` ends this
+    /// one only.
+    pub end_play: AtomicBool,
     /// `throttle`: one bound per task (by location and limit), shared by every host that
     /// runs it, whichever strategy walks them.
     pub throttles: Mutex<std::collections::HashMap<(String, u64), Arc<tokio::sync::Semaphore>>>,

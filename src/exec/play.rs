@@ -93,8 +93,17 @@ impl Executor {
             .into_iter()
             .filter(|h| self.with_state(h, |s| !s.failed && !s.unreachable))
             .collect();
+        // A templated name is shown rendered with the play's vars and `-e`, as
+        // ansible-playbook's banner shows it (one that cannot be rendered as written).
+        let name = match play.name.contains("{{") {
+            true => self
+                .templar
+                .render_str(&play.name, &self.play_level_vars(play))
+                .unwrap_or_else(|_| play.name.clone()),
+            false => play.name.clone(),
+        };
         self.emit(Event::PlayStart {
-            name: play.name.clone(),
+            name: name.clone(),
             hosts: hosts.clone(),
             planned: hosts.len() * count_tasks(&play.tasks, &play.pre_tasks, &play.post_tasks),
         });
@@ -133,6 +142,7 @@ impl Executor {
                 roles_done: Mutex::default(),
                 ended: AtomicBool::new(false),
                 fatal: AtomicBool::new(false),
+                end_play: AtomicBool::new(false),
                 throttles: Mutex::default(),
             };
             for h in &batch {
@@ -157,13 +167,12 @@ impl Executor {
                     futures_util::future::join_all(runs).await;
                 }
             }
-            if pr.is_ended() && self.batch_aborted(&pr) {
+            let whole_play = pr.end_play.load(std::sync::atomic::Ordering::SeqCst);
+            if whole_play || (pr.is_ended() && self.batch_aborted(&pr)) {
                 break;
             }
         }
-        self.emit(Event::PlayEnd {
-            name: play.name.clone(),
-        });
+        self.emit(Event::PlayEnd { name });
     }
 
     /// The play's `serial`, `strategy` and `order`, each rendered first when it is a

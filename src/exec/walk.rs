@@ -344,7 +344,10 @@ impl Executor {
             }
             match out.flow {
                 Flow::Continue => {}
-                Flow::EndPlay => pr.end(),
+                Flow::EndPlay => {
+                    pr.end_play.store(true, std::sync::atomic::Ordering::SeqCst);
+                    pr.end();
+                }
                 Flow::EndHost => {
                     let scope: &[String] = if run_once {
                         hosts

@@ -1433,3 +1433,40 @@ fn allow_broken_conditionals_takes_a_value_by_its_truth() {
             .partial_output("the recap's timings vary"),
     );
 }
+
+/// `meta: end_play` ends the play, the `serial` batches after this one too (ansible-core
+/// raises `AnsibleEndPlay` out of its batch loop); `end_batch` ends the batch alone. A
+/// templated play name is shown rendered.
+#[test]
+fn end_play_ends_the_later_serial_batches_too() {
+    let play = |meta: &str| {
+        format!(
+            "- name: ends with {{{{ meta }}}}\n  hosts: a,b\n  gather_facts: false\n  serial: 1\n\
+             \x20 vars: {{meta: {meta}}}\n  tasks:\n\
+             \x20   - debug: msg=on-{{{{ inventory_hostname }}}}\n\
+             \x20   - meta: {meta}\n\
+             \x20   - debug: msg=never\n"
+        )
+    };
+    let run = |meta: &str| {
+        Test::new()
+            .write("p.yml", &play(meta))
+            .args(["playbook", "-i", "a,b", "-c", "local", "p.yml"])
+            .succeeds()
+            .partial_output("the recap's timings vary")
+            .stdout()
+    };
+    let ended = run("end_play");
+    // The banner shows a templated play name rendered, as ansible-playbook's does.
+    assert!(ended.contains("PLAY [ends with end_play]"), "{ended}");
+    assert!(
+        ended.contains("\"msg\": \"on-a\"") && !ended.contains("on-b"),
+        "{ended}"
+    );
+    let batch = run("end_batch");
+    assert!(
+        batch.contains("\"msg\": \"on-a\"") && batch.contains("\"msg\": \"on-b\""),
+        "{batch}"
+    );
+    assert!(!ended.contains("never") && !batch.contains("never"));
+}
