@@ -6,7 +6,8 @@
 //! Honoured: `inventory`, `roles_path`, `library` (custom Python modules), `filter_plugins`,
 //! `test_plugins`, `lookup_plugins`, `collections_path` (installed collections' modules),
 //! `remote_user`, `private_key_file`, `forks`,
-//! `host_key_checking`, `timeout`, `gathering` (`[defaults]`); `become`, `become_user`,
+//! `host_key_checking`, `timeout`, `gathering`, `fact_caching` (`memory` or `jsonfile`, with
+//! `fact_caching_connection`, `_prefix`, `_timeout`) (`[defaults]`); `become`, `become_user`,
 //! `become_method` (`[privilege_escalation]`); `ssh_args` (`[ssh_connection]`, read like
 //! `ansible_ssh_args`); `vault_password_file`, `vault_identity_list`, `vault_id_match`
 //! (`[defaults]`). Settings
@@ -49,8 +50,24 @@ pub enum Gathering {
     Implicit,
     /// Only plays with `gather_facts: true`.
     Explicit,
-    /// Once per host per run (kinit's implicit gathering already never repeats itself).
+    /// Once per host per run (kinit's implicit gathering already never repeats itself), and
+    /// not for a host whose facts a `jsonfile` fact cache holds from an earlier run.
     Smart,
+}
+
+/// `fact_caching`, `fact_caching_connection`, `fact_caching_prefix`, `fact_caching_timeout`
+/// (ANSIBLE_CACHE_PLUGIN, `_CONNECTION`, `_PREFIX`, `_TIMEOUT`): where facts outlive a run.
+/// What the plugin named means is the executor's business (`exec::fact_cache`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FactCaching {
+    /// The cache plugin (`memory` when unset).
+    pub plugin: Option<String>,
+    /// The jsonfile plugin's folder.
+    pub connection: Option<PathBuf>,
+    /// Put before each host's file name.
+    pub prefix: Option<String>,
+    /// Seconds a cached host stays fresh (0: forever; 86400 when unset).
+    pub timeout: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -76,6 +93,7 @@ pub struct AnsibleSettings {
     pub host_key_checking: Option<bool>,
     pub timeout: Option<u64>,
     pub gathering: Gathering,
+    pub fact_caching: FactCaching,
     /// `force_handlers`: notified handlers run on hosts that failed too.
     pub force_handlers: bool,
     /// `error_on_missing_handler` (ansible-core's default: on): a notification no handler
@@ -221,6 +239,16 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
             ("defaults", "gathering") => {
                 s.gathering = gathering(value).ok_or_else(|| bad("implicit, explicit or smart"))?;
             }
+            ("defaults", "fact_caching") => s.fact_caching.plugin = Some(value.to_string()),
+            ("defaults", "fact_caching_connection") => {
+                s.fact_caching.connection = Some(rel(value));
+            }
+            ("defaults", "fact_caching_prefix") => {
+                s.fact_caching.prefix = Some(value.to_string());
+            }
+            ("defaults", "fact_caching_timeout") => {
+                s.fact_caching.timeout = Some(value.parse().map_err(|_| bad("seconds"))?);
+            }
             ("privilege_escalation", "become") => {
                 s.become_ = Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
             }
@@ -320,6 +348,21 @@ fn read_env(
     if let Some(v) = get("ANSIBLE_GATHERING") {
         s.gathering = gathering(&v)
             .ok_or_else(|| bad("ANSIBLE_GATHERING", v, "implicit, explicit or smart"))?;
+    }
+    if let Some(v) = get("ANSIBLE_CACHE_PLUGIN") {
+        s.fact_caching.plugin = Some(v);
+    }
+    if let Some(v) = get("ANSIBLE_CACHE_PLUGIN_CONNECTION") {
+        s.fact_caching.connection = Some(expand_home(&v));
+    }
+    if let Some(v) = get("ANSIBLE_CACHE_PLUGIN_PREFIX") {
+        s.fact_caching.prefix = Some(v);
+    }
+    if let Some(v) = get("ANSIBLE_CACHE_PLUGIN_TIMEOUT") {
+        s.fact_caching.timeout = Some(
+            v.parse()
+                .map_err(|_| bad("ANSIBLE_CACHE_PLUGIN_TIMEOUT", v, "seconds"))?,
+        );
     }
     if let Some(v) = get("ANSIBLE_BECOME") {
         s.become_ = Some(boolean(&v).ok_or_else(|| bad("ANSIBLE_BECOME", v, "a boolean"))?);
@@ -447,6 +490,50 @@ mod tests {
         assert_eq!(s.vault_password_file, Some(PathBuf::from("/etc/pw")));
         assert_eq!(s.vault_identity_list, ["ops@/x"]);
         assert!(!s.vault_id_match, "the environment beats the file");
+    }
+
+    #[test]
+    fn fact_cache_settings_come_from_the_file_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("ansible.cfg"),
+            "[defaults]\nfact_caching = jsonfile\nfact_caching_connection = facts\n\
+             fact_caching_prefix = p_\nfact_caching_timeout = 600\n",
+        )
+        .unwrap();
+        let s = load(&|_| None, dir.path(), None).unwrap();
+        assert_eq!(
+            s.fact_caching,
+            FactCaching {
+                plugin: Some("jsonfile".into()),
+                connection: Some(dir.path().join("facts")),
+                prefix: Some("p_".into()),
+                timeout: Some(600),
+            }
+        );
+        assert!(s.ignored.is_empty(), "{:?}", s.ignored);
+        let env = |k: &str| match k {
+            "ANSIBLE_CACHE_PLUGIN" => Some("memory".to_string()),
+            "ANSIBLE_CACHE_PLUGIN_CONNECTION" => Some("/var/cache/facts".to_string()),
+            "ANSIBLE_CACHE_PLUGIN_TIMEOUT" => Some("soon".to_string()),
+            _ => None,
+        };
+        let err = load(&env, dir.path(), None).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "`ANSIBLE_CACHE_PLUGIN_TIMEOUT` = `soon`: expected seconds"
+        );
+        let env = |k: &str| {
+            (k != "ANSIBLE_CACHE_PLUGIN_TIMEOUT")
+                .then(|| env(k))
+                .flatten()
+        };
+        let s = load(&env, dir.path(), None).unwrap();
+        assert_eq!(s.fact_caching.plugin.as_deref(), Some("memory"));
+        assert_eq!(
+            s.fact_caching.connection,
+            Some(PathBuf::from("/var/cache/facts"))
+        );
     }
 
     #[test]

@@ -252,8 +252,8 @@ pub struct PlaybookArgs {
     pub connect: ConnectArgs,
     #[command(flatten)]
     pub vault: VaultArgs,
-    /// Accepted for ansible-playbook compatibility: kinit keeps no fact cache, so there is
-    /// nothing to flush.
+    /// Start without cached facts: remove the inventory's hosts from the fact cache
+    /// (ansible.cfg's `fact_caching = jsonfile`) before the first play.
     #[arg(long)]
     pub flush_cache: bool,
     /// Run notified handlers on hosts that failed too (a play's `force_handlers` keyword,

@@ -213,6 +213,8 @@ impl PlaybookConfig {
             force_handlers: args.force_handlers || cfg.force_handlers,
             error_on_missing_handler: cfg.error_on_missing_handler.unwrap_or(true),
             allow_broken_conditionals: cfg.allow_broken_conditionals,
+            fact_caching: cfg.fact_caching.clone(),
+            flush_cache: args.flush_cache,
         };
         Ok(Self {
             playbooks: args.playbooks.clone(),

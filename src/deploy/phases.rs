@@ -60,6 +60,8 @@ async fn run_phases(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
         force_handlers: false,
         error_on_missing_handler: true,
         allow_broken_conditionals: false,
+        fact_caching: Default::default(),
+        flush_cache: false,
     };
     let files = ReportFiles {
         log_json: Some(job.run_dir.join(EVENTS)),

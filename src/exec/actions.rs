@@ -96,8 +96,13 @@ impl Executor {
                 }
                 Attempt::of(r)
             }
-            ExecAction::SetFact(facts) => {
+            ExecAction::SetFact { facts, cacheable } => {
                 let values = rendered!(facts);
+                // ansible-core's set_fact reads `cacheable` as a lenient boolean.
+                let cacheable = match cacheable {
+                    Some(c) => crate::modules::args::boolish(rendered!(c)).unwrap_or(false),
+                    None => false,
+                };
                 // `set_fact` alone templates its keys (ansible-core's set_fact action keeps
                 // this "for dynamic storage"); nowhere else is a key templated.
                 let names = facts.keys().map(|k| Value::String(k.clone())).collect();
@@ -118,7 +123,7 @@ impl Executor {
                     .zip(values.into_iter().map(|(_, v)| v))
                     .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v)))
                     .collect();
-                self.set_fact(facts, kw, host, ctx)
+                self.set_fact(facts, cacheable, kw, host, ctx)
             }
             ExecAction::AddHost(args) => self.add_host(&rendered!(args)),
             ExecAction::GroupBy(a) => self.group_by(&rendered!(a), host),
@@ -393,9 +398,13 @@ impl Executor {
         Attempt::of(r)
     }
 
+    /// `set_fact`: variables of the host at `set_fact`'s precedence; `cacheable` ones are
+    /// facts too (`ansible_facts.<name>`, the fact cache), as ansible-core's strategy sets
+    /// both.
     fn set_fact(
         &self,
         facts: Map<String, Value>,
+        cacheable: bool,
         kw: &Keywords,
         host: &str,
         ctx: &VarMap,
@@ -407,7 +416,15 @@ impl Executor {
                 .unwrap_or_else(|_| d.clone()),
             _ => host.to_string(),
         };
-        self.with_state(&target, |s| crate::vars::overlay(&mut s.set_facts, &facts));
+        self.with_state(&target, |s| {
+            crate::vars::overlay(&mut s.set_facts, &facts);
+            if cacheable {
+                s.add_named_facts(facts.clone());
+            }
+        });
+        if cacheable {
+            self.cache_facts(&target);
+        }
         ok(json!({ "ansible_facts": facts }))
     }
 
@@ -464,9 +481,8 @@ fn meta(action: Meta, host: &str) -> Attempt {
         Meta::EndHost => Flow::EndHost,
         Meta::EndBatch => Flow::EndBatch,
         Meta::ClearHostErrors => Flow::ClearHostErrors,
-        Meta::Noop | Meta::RefreshInventory | Meta::ResetConnection | Meta::ClearFacts => {
-            Flow::Continue
-        }
+        Meta::ClearFacts => Flow::ClearFacts,
+        Meta::Noop | Meta::RefreshInventory | Meta::ResetConnection => Flow::Continue,
     };
     Attempt {
         result: TaskResult::ok().with("msg", meta_message(action, host)),

@@ -27,6 +27,8 @@ pub(crate) enum Flow {
     EndBatch,
     FlushHandlers,
     ClearHostErrors,
+    /// `meta: clear_facts`: the play's hosts lose their facts, cached ones too.
+    ClearFacts,
     Include(Vec<IncludeReq>),
 }
 
@@ -300,6 +302,7 @@ impl Executor {
                 crate::vars::overlay(&mut s.facts, &facts);
                 s.facts_gathered |= gathered;
             });
+            self.cache_facts(&target);
         }
         self.with_state(host, |s| {
             if let Some(r) = &kw.register {

@@ -16,6 +16,7 @@ mod argspec;
 mod argspec_check;
 mod argspec_types;
 mod conn;
+pub mod fact_cache;
 mod host_task;
 mod hostvars;
 mod include;
@@ -90,6 +91,11 @@ pub struct RunOptions {
     /// gives no boolean counts by its truth, with a deprecation warning, instead of failing
     /// the task as ansible-core 2.19 does.
     pub allow_broken_conditionals: bool,
+    /// ansible.cfg's `fact_caching` and friends: where facts outlive the run.
+    pub fact_caching: crate::ansible_cfg::FactCaching,
+    /// `--flush-cache`: the inventory's hosts start without cached facts (their cache
+    /// entries are removed).
+    pub flush_cache: bool,
 }
 
 /// ansible-playbook's connection and become options, below keywords and host variables.
@@ -131,6 +137,8 @@ impl Default for RunOptions {
             force_handlers: false,
             error_on_missing_handler: true,
             allow_broken_conditionals: false,
+            fact_caching: Default::default(),
+            flush_cache: false,
         }
     }
 }
@@ -160,6 +168,8 @@ pub struct Executor {
     pub(crate) jobs: Mutex<HashMap<String, Job>>,
     /// Warnings already given (`warn_once`).
     warned: Mutex<std::collections::HashSet<String>>,
+    /// The `jsonfile` fact cache, when ansible.cfg asks for one.
+    fact_cache: Option<fact_cache::FactCache>,
 }
 
 /// One play's run over one batch of hosts.
@@ -282,7 +292,12 @@ impl Executor {
                 Err(e) => warnings.push(format!("filter and test plugins not loaded: {e}")),
             }
         }
+        let fact_cache = fact_cache::FactCache::open(&opts.fact_caching).unwrap_or_else(|w| {
+            warnings.push(w);
+            None
+        });
         let exec = Self {
+            fact_cache,
             templar,
             forks: Semaphore::new(opts.forks.max(1)),
             started: AtomicBool::new(opts.start_at_task.is_none()),
@@ -303,7 +318,62 @@ impl Executor {
         for w in warnings {
             exec.warn_once(w);
         }
+        exec.open_fact_cache();
         exec
+    }
+
+    /// With `--flush-cache`, remove the inventory's hosts from the fact cache
+    /// (ansible-playbook flushes those only); then read theirs, so `hostvars` has them from
+    /// the start. Any other host's (the implicit `localhost`, an `add_host` one) is read
+    /// when the run first meets it (`with_state`).
+    fn open_fact_cache(&self) {
+        let Some(cache) = &self.fact_cache else {
+            return;
+        };
+        let hosts: Vec<String> = self
+            .inventory
+            .read()
+            .unwrap()
+            .hosts
+            .keys()
+            .cloned()
+            .collect();
+        for h in hosts {
+            if self.opts.flush_cache
+                && let Err(w) = cache.delete(&h)
+            {
+                self.warn_once(w);
+            }
+            self.with_state(&h, |_| ());
+        }
+    }
+
+    /// A host's state as the run first meets it: its cached facts, if any.
+    fn new_host_state(&self, host: &str) -> HostState {
+        let mut s = HostState::default();
+        if let Some(cache) = &self.fact_cache {
+            match cache.load(host) {
+                Ok(cached) => s.add_named_facts(cached.unwrap_or_default()),
+                Err(w) => self.warn_once(w),
+            }
+        }
+        s
+    }
+
+    /// Write `host`'s facts to the fact cache, if there is one (after they changed).
+    pub(crate) fn cache_facts(&self, host: &str) {
+        let Some(cache) = &self.fact_cache else {
+            return;
+        };
+        let facts = self.with_state(host, |s| s.cached_form());
+        let result = if facts.is_empty() {
+            cache.delete(host)
+        } else {
+            cache.store(host, &facts)
+        };
+        if let Err(w) = result {
+            self.warn_once(w);
+        }
     }
 
     /// Report `message` as a warning unless it was reported already in this run.
@@ -360,7 +430,9 @@ impl Executor {
 
     pub(crate) fn with_state<R>(&self, host: &str, f: impl FnOnce(&mut HostState) -> R) -> R {
         let mut map = self.hosts.lock().unwrap();
-        f(map.entry(host.to_string()).or_default())
+        f(map
+            .entry(host.to_string())
+            .or_insert_with(|| self.new_host_state(host)))
     }
 
     /// Select the tasks of the next `run`s by `tags` (the initial selection is

@@ -250,11 +250,13 @@ impl Executor {
         };
         let mut inh = inherit::Inherit::from_play(pr.play);
         inh.tags = vec!["always".into()];
-        // Facts are gathered once per host per run; later plays reuse them.
+        // Facts are gathered once per host per run; later plays reuse them. With
+        // `gathering = smart`, facts the fact cache holds from an earlier run count too.
+        let smart = self.opts.connect.gathering == crate::ansible_cfg::Gathering::Smart;
         let hosts: Vec<String> = pr
             .batch
             .iter()
-            .filter(|h| !self.with_state(h, |s| s.facts_gathered))
+            .filter(|h| !self.with_state(h, |s| s.facts_gathered || (smart && s.cached_gathered)))
             .cloned()
             .collect();
         if hosts.is_empty() {

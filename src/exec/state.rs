@@ -16,6 +16,9 @@ pub struct HostState {
     pub plain_facts: std::collections::BTreeSet<String>,
     /// `setup` ran on this host during this run (implicit fact gathering is not repeated).
     pub facts_gathered: bool,
+    /// The fact cache holds facts gathered in an earlier run (`gathering = smart` does not
+    /// gather again).
+    pub cached_gathered: bool,
     /// `set_fact` and `register` results.
     pub set_facts: VarMap,
     pub include_vars: VarMap,
@@ -46,13 +49,55 @@ impl HostState {
         }
         m.insert("ansible_facts".into(), Value::Object(self.facts.clone()));
         for (k, v) in &self.facts {
-            let name = if self.plain_facts.contains(k) {
-                k.clone()
-            } else {
-                format!("ansible_{k}")
-            };
-            m.insert(name, v.clone());
+            m.insert(self.fact_var_name(k), v.clone());
         }
+    }
+
+    /// The variable a fact is known by: `ansible_<name>`, or its own name for a fact a module
+    /// returned without the prefix.
+    fn fact_var_name(&self, fact: &str) -> String {
+        if self.plain_facts.contains(fact) {
+            fact.to_string()
+        } else {
+            format!("ansible_{fact}")
+        }
+    }
+
+    /// The facts as a fact cache keeps them: each by its variable name, and whether they
+    /// were gathered.
+    pub fn cached_form(&self) -> VarMap {
+        let mut m: VarMap = self
+            .facts
+            .iter()
+            .map(|(k, v)| (self.fact_var_name(k), v.clone()))
+            .collect();
+        if self.facts_gathered || self.cached_gathered {
+            m.insert(super::fact_cache::GATHERED.into(), Value::Bool(true));
+        }
+        m
+    }
+
+    /// Add facts given by their variable names (a fact cache's entry, a `cacheable`
+    /// `set_fact`).
+    pub fn add_named_facts(&mut self, named: VarMap) {
+        for (k, v) in named {
+            if k == super::fact_cache::GATHERED {
+                self.cached_gathered = v.as_bool().unwrap_or(false);
+            } else if let Some(name) = k.strip_prefix("ansible_") {
+                self.facts.insert(name.to_string(), v);
+            } else {
+                self.plain_facts.insert(k.clone());
+                self.facts.insert(k, v);
+            }
+        }
+    }
+
+    /// `meta: clear_facts`: no facts, none gathered.
+    pub fn clear_facts(&mut self) {
+        self.facts.clear();
+        self.plain_facts.clear();
+        self.facts_gathered = false;
+        self.cached_gathered = false;
     }
 
     pub fn active(&self) -> bool {

@@ -371,6 +371,13 @@ impl Executor {
                         });
                     }
                 }
+                // As ansible-core's strategy: every host of the play (not of the batch).
+                Flow::ClearFacts => {
+                    for h in &pr.all_hosts {
+                        self.with_state(h, super::HostState::clear_facts);
+                        self.cache_facts(h);
+                    }
+                }
                 Flow::Include(reqs) => includes.push((host.clone(), reqs)),
             }
         }

@@ -24,8 +24,12 @@ pub enum ExecAction {
     Debug(DebugArgs),
     Assert(AssertArgs),
     Fail(FailArgs),
-    /// The facts to set (`cacheable` removed).
-    SetFact(Map<String, Value>),
+    /// The facts to set, and `cacheable` (a template): whether they are facts too, kept in
+    /// the fact cache.
+    SetFact {
+        facts: Map<String, Value>,
+        cacheable: Option<Value>,
+    },
     /// `name`/`hostname`/`host`, `groups`/`group`/`groupname`, and the new host's variables.
     AddHost(Map<String, Value>),
     GroupBy(GroupByArgs),
@@ -233,8 +237,8 @@ impl ExecAction {
             "fail" => Self::Fail(typed("fail", args)?),
             "set_fact" => {
                 let mut facts = map();
-                facts.remove("cacheable");
-                Self::SetFact(facts)
+                let cacheable = facts.remove("cacheable");
+                Self::SetFact { facts, cacheable }
             }
             "add_host" => Self::AddHost(map()),
             "group_by" => Self::GroupBy(typed("group_by", args)?),
@@ -259,7 +263,7 @@ impl ExecAction {
             Self::Debug(_) => "debug",
             Self::Assert(_) => "assert",
             Self::Fail(_) => "fail",
-            Self::SetFact(_) => "set_fact",
+            Self::SetFact { .. } => "set_fact",
             Self::AddHost(_) => "add_host",
             Self::GroupBy(_) => "group_by",
             Self::Meta(_) => "meta",

@@ -126,7 +126,7 @@ fn task_warnings(task: &Task, add: &mut dyn FnMut(Option<String>)) {
         add(warning(name, &task.loc));
     }
     if let Action::Exec(action) = &task.action
-        && let ExecAction::SetFact(facts) = action.as_ref()
+        && let ExecAction::SetFact { facts, .. } = action.as_ref()
     {
         for name in facts.keys() {
             add(warning(name, &task.loc));

@@ -505,3 +505,70 @@ fn task_lines_read_as_ansible_playbook_prints_them() {
     assert_eq!(a.1, k.1, "the recaps differ");
     assert_eq!(a.2, k.2, "--list-tasks differs");
 }
+
+/// A `jsonfile` fact cache (ansible.cfg's `fact_caching`) is shared with ansible-playbook
+/// 2.19: facts one tool gathered and cached (`set_fact: cacheable`) the other reads in a
+/// later run, where `gathering = smart` does not gather again; `--flush-cache` starts
+/// without them and `meta: clear_facts` removes the host's cache file.
+#[test]
+fn a_jsonfile_fact_cache_is_shared_with_ansible_playbook() {
+    let Some(ansible) = ansible_or_say_why() else {
+        return;
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/factcache");
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("play");
+    std::fs::create_dir_all(&work).unwrap();
+    for f in std::fs::read_dir(&src).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, work.join(f.file_name().unwrap())).unwrap();
+    }
+    let python = ansible.parent().unwrap().join("python");
+    let run = |tool: &str, args: &[&str]| -> String {
+        let mut c = if tool == "kinit" {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_kinit"));
+            c.arg("playbook");
+            c
+        } else {
+            let mut c = Command::new(&ansible);
+            c.arg("-e")
+                .arg(format!("ansible_python_interpreter={}", python.display()));
+            c
+        };
+        let out = c
+            .args(args)
+            .current_dir(&work)
+            .envs(quiet_ansible(tmp.path()))
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{tool} {args:?} failed:\n{text}");
+        text
+    };
+    let cache = work.join("cache/kc_s1_localhost");
+    let gathered = |out: &str| out.contains("TASK [Gathering Facts]");
+
+    let out = run("kinit", &["write.yml"]);
+    assert!(gathered(&out), "nothing was cached yet:\n{out}");
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    assert!(file["__payload__"].is_string(), "2.19's envelope: {file}");
+    let out = run("ansible", &["read.yml"]);
+    assert!(!gathered(&out), "ansible-playbook gathered again:\n{out}");
+
+    std::fs::remove_dir_all(work.join("cache")).unwrap();
+    run("ansible", &["write.yml"]);
+    let out = run("kinit", &["read.yml"]);
+    assert!(!gathered(&out), "kinit gathered again:\n{out}");
+
+    let out = run("kinit", &["--flush-cache", "flushed.yml"]);
+    assert!(gathered(&out), "--flush-cache left the facts:\n{out}");
+
+    run("kinit", &["write.yml"]);
+    run("kinit", &["clear.yml"]);
+    assert!(!cache.exists(), "meta: clear_facts left the cache file");
+}
