@@ -184,6 +184,7 @@ fn kind(v: &Value) -> &'static str {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::path::Path;
 
     fn settings(dir: &Path) -> FactCaching {
         FactCaching {
