@@ -482,7 +482,8 @@ fn meta(action: Meta, host: &str) -> Attempt {
         Meta::EndBatch => Flow::EndBatch,
         Meta::ClearHostErrors => Flow::ClearHostErrors,
         Meta::ClearFacts => Flow::ClearFacts,
-        Meta::Noop | Meta::RefreshInventory | Meta::ResetConnection => Flow::Continue,
+        Meta::RefreshInventory => Flow::RefreshInventory,
+        Meta::Noop | Meta::ResetConnection => Flow::Continue,
     };
     Attempt {
         result: TaskResult::ok().with("msg", meta_message(action, host)),

@@ -29,6 +29,8 @@ pub(crate) enum Flow {
     ClearHostErrors,
     /// `meta: clear_facts`: the play's hosts lose their facts, cached ones too.
     ClearFacts,
+    /// `meta: refresh_inventory`: the inventory read again (once, whichever hosts ran it).
+    RefreshInventory,
     Include(Vec<IncludeReq>),
 }
 

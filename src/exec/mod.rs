@@ -246,11 +246,7 @@ impl Executor {
     ) -> Self {
         // Inventory passwords never reach output, whatever a task does with them.
         for h in inventory.hosts.keys() {
-            for (k, v) in inventory.host_vars(h) {
-                if is_secret_name(&k) {
-                    events.redactor.add_value(&v);
-                }
-            }
+            hide_host_secrets(&events, &inventory, h);
         }
         for (k, v) in &opts.extra_vars {
             if is_secret_name(k) {
@@ -475,8 +471,22 @@ impl Executor {
         });
     }
 
+    /// Mask `host`'s secret-named variables of `inventory` (one read while running).
+    pub(crate) fn hide_host_secrets(&self, inventory: &Inventory, host: &str) {
+        hide_host_secrets(&self.events, inventory, host);
+    }
+
     pub(crate) fn next_task_id(&self) -> usize {
         self.task_ids.fetch_add(1, Ordering::SeqCst)
+    }
+}
+
+/// Mask `host`'s secret-named inventory variables in every output.
+fn hide_host_secrets(events: &EventSender, inventory: &Inventory, host: &str) {
+    for (k, v) in inventory.host_vars(host) {
+        if is_secret_name(&k) {
+            events.redactor.add_value(&v);
+        }
     }
 }
 

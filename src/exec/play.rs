@@ -25,10 +25,9 @@ impl Executor {
             plays: pb.plays.len(),
         });
         for play in &pb.plays {
-            if self.stopping() {
+            if self.stopping() || self.run_play(play).await {
                 break;
             }
-            self.run_play(play).await;
         }
         self.stopping()
     }
@@ -73,7 +72,10 @@ impl Executor {
         inv.select_limited(&pattern, self.opts.limit.as_deref())
     }
 
-    async fn run_play(&self, play: &Play) {
+    /// Run one play; whether the playbook stops after it: a fatal stop (`any_errors_fatal`,
+    /// a failed `run_once` task) or a batch whose every host failed ends the playbook, as
+    /// ansible-core's `PlaybookExecutor` breaks out of its plays (`break_play`).
+    async fn run_play(&self, play: &Play) -> bool {
         let prompted = self.with_prompted_vars(play);
         let play = prompted.as_ref().unwrap_or(play);
         let hosts = match self.play_hosts(play) {
@@ -125,8 +127,9 @@ impl Executor {
             self.emit(Event::PlayEnd {
                 name: play.name.clone(),
             });
-            return;
+            return false;
         }
+        let mut break_play = false;
         // `order` arranges the batches; `ansible_play_hosts_all` keeps the inventory's order
         // (Ansible's strategy caches `get_hosts(order=play.order)` for the batch only).
         for batch in batches(&order.arrange(&hosts), &serial) {
@@ -167,12 +170,34 @@ impl Executor {
                     futures_util::future::join_all(runs).await;
                 }
             }
+            // A fatal stop (`any_errors_fatal`, a failed `run_once` task) that no rescue took
+            // back fails the batch's other hosts as well: they run no later play, and the run
+            // exits 2 (ansible-core's linear strategy puts them in `_failed_hosts`; its recap
+            // does not count them as failed, nor does kinit's).
+            let fatal = pr.fatal.load(std::sync::atomic::Ordering::SeqCst);
+            if fatal {
+                for h in &batch {
+                    self.with_state(h, |s| {
+                        if !s.unreachable {
+                            s.failed = true;
+                        }
+                    });
+                }
+            }
+            let all_failed = batch
+                .iter()
+                .all(|h| self.with_state(h, |s| s.failed || s.unreachable));
+            if fatal || all_failed {
+                break_play = true;
+                break;
+            }
             let whole_play = pr.end_play.load(std::sync::atomic::Ordering::SeqCst);
             if whole_play || (pr.is_ended() && self.batch_aborted(&pr)) {
                 break;
             }
         }
         self.emit(Event::PlayEnd { name });
+        break_play
     }
 
     /// The play's `serial`, `strategy` and `order`, each rendered first when it is a

@@ -62,42 +62,48 @@ impl Executor {
         if let Some(p) = port {
             vars.insert("ansible_ssh_port".into(), json!(p));
         }
-        let mut inv = self.inventory.write().unwrap();
-        // Changed as ansible-core's `add_dynamic_host` judges it: a new host, new or different
-        // variables, or a group the host was not in.
-        let before = inv.hosts.get(name).map(|h| h.vars.clone());
-        let new_groups: Vec<String> = groups
-            .iter()
-            .filter(|g| !inv.groups.contains_key(*g))
-            .cloned()
-            .collect();
-        let new_host: Vec<String> = before
-            .is_none()
-            .then(|| name.to_string())
-            .into_iter()
-            .collect();
-        inv.add_host(name, None, vars.clone());
-        let mut changed = before.as_ref() != inv.hosts.get(name).map(|h| &h.vars);
-        for g in &groups {
-            changed |= !inv.groups.get(g).is_some_and(|x| x.hosts.contains(name));
-            inv.add_host(name, Some(g), VarMap::new());
-            let is_child = inv.groups.values().any(|x| x.children.contains(g));
-            if g != "all" && !is_child {
-                let all = inv.group_mut("all");
-                if !all.children.contains(g) {
-                    all.children.push(g.clone());
-                }
-            }
-        }
-        if let Err(e) = crate::inventory::load_new_names(&mut inv, &new_groups, &new_host) {
-            return Attempt::failed(e.to_string());
-        }
+        let changed =
+            match self
+                .inventory
+                .write()
+                .unwrap()
+                .add_dynamic_host(name, &groups, vars.clone())
+            {
+                Ok(c) => c,
+                Err(e) => return Attempt::failed(e.to_string()),
+            };
         let mut r = TaskResult::ok().with(
             "add_host",
             json!({"host_name": name, "groups": groups, "host_vars": vars}),
         );
         r.changed = changed;
         Attempt::of(r)
+    }
+
+    /// `meta: refresh_inventory`: the inventory's sources read again, the run's `add_host`
+    /// and `group_by` changes kept; later plays target what it now holds, and a host of this
+    /// play the sources no longer have runs none of its remaining tasks (ansible-core's
+    /// strategy recomputes the hosts left). Sources that cannot be read again leave the
+    /// inventory as it was, with a warning.
+    pub(crate) fn refresh_inventory(&self, pr: &super::PlayRun<'_>) {
+        let fresh = self.inventory.read().unwrap().refreshed();
+        match fresh {
+            Ok(fresh) => {
+                for w in &fresh.warnings {
+                    self.warn_once(w.clone());
+                }
+                for h in fresh.hosts.keys() {
+                    self.hide_host_secrets(&fresh, h);
+                }
+                for h in pr.batch.iter().filter(|h| !fresh.has_host(h)) {
+                    self.with_state(h, |s| s.ended = true);
+                }
+                *self.inventory.write().unwrap() = fresh;
+            }
+            Err(e) => self.warn_once(format!(
+                "meta: refresh_inventory: {e}; the inventory stays as it was"
+            )),
+        }
     }
 
     pub(crate) fn group_by(&self, args: &GroupByArgs, host: &str) -> Attempt {
@@ -116,32 +122,15 @@ impl Executor {
             Some(Value::String(s)) => vec![s.clone()],
             _ => vec!["all".into()],
         };
-        let mut inv = self.inventory.write().unwrap();
-        // Changed when the host joins the group (ansible-core's `add_dynamic_group`).
-        let changed = !inv.groups.get(&key).is_some_and(|g| g.hosts.contains(host));
-        let new_groups: Vec<String> = std::iter::once(&key)
-            .chain(&parents)
-            .filter(|g| !inv.groups.contains_key(*g))
-            .cloned()
-            .collect();
-        if !inv.hosts.contains_key(host) && crate::inventory::IMPLICIT_LOCAL.contains(&host) {
-            // The implicit localhost joins the group as it is: still reached locally.
-            let mut local = VarMap::new();
-            local.insert("ansible_connection".into(), json!("local"));
-            inv.add_host(host, None, local);
-        }
-        inv.add_host(host, Some(&key), VarMap::new());
-        for p in &parents {
-            if p != "all" {
-                let g = inv.group_mut(p);
-                if !g.children.contains(&key) {
-                    g.children.push(key.clone());
-                }
-            }
-        }
-        if let Err(e) = crate::inventory::load_new_names(&mut inv, &new_groups, &[]) {
-            return Attempt::failed(e.to_string());
-        }
+        let changed = match self
+            .inventory
+            .write()
+            .unwrap()
+            .add_dynamic_group(host, &key, &parents)
+        {
+            Ok(c) => c,
+            Err(e) => return Attempt::failed(e.to_string()),
+        };
         let mut r = TaskResult::ok().with("add_group", json!(key));
         r.set("parent_groups", json!(parents));
         r.changed = changed;

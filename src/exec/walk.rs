@@ -297,7 +297,10 @@ impl Executor {
             location: task.loc.to_string(),
             handler: inh.handler,
         });
-        let run_once = kw.run_once == Some(true);
+        // `add_host` and `pause` run once for the batch, as `run_once` (their ansible-core
+        // action plugins set `BYPASS_HOST_LOOP`, which the linear strategy honours).
+        let bypass = matches!(task.module_name(), Some("add_host" | "pause"));
+        let run_once = kw.run_once == Some(true) || bypass;
         let targets: &[String] = if run_once { &hosts[..1] } else { hosts };
         // `throttle`: this task's own bound on the hosts running it at once, under `forks`.
         let throttle = kw.throttle.filter(|&n| n > 0).map(|n| {
@@ -336,6 +339,7 @@ impl Executor {
             self.share_run_once(pr, hosts, task, &kw, first);
         }
         let mut flush = false;
+        let mut refresh = false;
         let mut includes = Vec::new();
         let mut newly_failed = false;
         for (host, out) in targets.iter().zip(outcomes) {
@@ -371,6 +375,7 @@ impl Executor {
                         });
                     }
                 }
+                Flow::RefreshInventory => refresh = true,
                 // As ansible-core's strategy: every host of the play (not of the batch).
                 Flow::ClearFacts => {
                     for h in &pr.all_hosts {
@@ -381,7 +386,9 @@ impl Executor {
                 Flow::Include(reqs) => includes.push((host.clone(), reqs)),
             }
         }
-        if newly_failed && kw.any_errors_fatal == Some(true) {
+        // A `run_once` task that fails is fatal to the play too (ansible-core's linear strategy
+        // treats `run_once` as `any_errors_fatal`; an ignored failure is no failure here).
+        if newly_failed && (kw.any_errors_fatal == Some(true) || run_once) {
             pr.end_fatal();
         }
         if let Some(pct) = pr.play.max_fail_percentage {
@@ -393,6 +400,9 @@ impl Executor {
             if failed as f64 * 100.0 / pr.batch.len().max(1) as f64 > pct {
                 pr.end();
             }
+        }
+        if refresh {
+            self.refresh_inventory(pr);
         }
         if flush {
             self.flush_handlers(pr, hosts).await;

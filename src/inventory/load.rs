@@ -38,6 +38,10 @@ pub fn load_for_playbooks(
     for dir in playbook_dirs {
         vars_dirs::load_playbook_vars_dirs(&mut inv, dir, &dirs)?;
     }
+    inv.sources = super::Sources {
+        sources: sources.to_vec(),
+        playbook_dirs: playbook_dirs.to_vec(),
+    };
     Ok(inv)
 }
 

@@ -10,6 +10,7 @@
 //! is what the model's places (group, host, file, folder) exist for.
 
 mod connection;
+mod dynamic;
 mod error;
 mod ini;
 mod jump;
@@ -21,6 +22,7 @@ mod vars_dirs;
 mod yaml;
 
 pub use connection::{ConnectionDefaults, HostBecome, ResolvedHost, resolve_target};
+pub use dynamic::{DynamicChange, Sources};
 pub use error::InventoryError;
 pub use ini::split_port as split_host_port;
 pub use load::{load, load_for_playbooks, load_source};
@@ -79,6 +81,10 @@ pub struct Inventory {
     /// The folders whose `group_vars/`/`host_vars/` were read (the inventory's, then the
     /// playbooks'), for groups and hosts that `group_by`/`add_host` create while running.
     pub var_dirs: Vec<(PathBuf, bool)>,
+    /// What it was read from (`meta: refresh_inventory` reads it again).
+    pub sources: Sources,
+    /// The run's `add_host`/`group_by` changes, made again after a refresh.
+    pub dynamic: Vec<DynamicChange>,
 }
 
 impl Default for Inventory {
@@ -98,6 +104,8 @@ impl Default for Inventory {
             groups,
             warnings: Vec::new(),
             var_dirs: Vec::new(),
+            sources: Sources::default(),
+            dynamic: Vec::new(),
         }
     }
 }
@@ -309,7 +317,17 @@ impl Inventory {
     /// `all` lists every host in inventory order.
     pub fn hosts_of_group(&self, group: &str) -> Vec<String> {
         if group == "all" {
-            return self.hosts.keys().cloned().collect();
+            // ansible-core's `all` lists its own hosts first (`add_host`'s, a YAML
+            // inventory's `all: hosts:`), then its groups' (`Group._get_hosts`).
+            let direct = self.groups.get("all").map(|g| &g.hosts);
+            let mut out: Vec<String> = direct.into_iter().flatten().cloned().collect();
+            out.extend(
+                self.hosts
+                    .keys()
+                    .filter(|h| !direct.is_some_and(|d| d.contains(h.as_str())))
+                    .cloned(),
+            );
+            return out;
         }
         if group == "ungrouped" {
             return self

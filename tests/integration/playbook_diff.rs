@@ -572,3 +572,58 @@ fn a_jsonfile_fact_cache_is_shared_with_ansible_playbook() {
     run("kinit", &["clear.yml"]);
     assert!(!cache.exists(), "meta: clear_facts left the cache file");
 }
+
+/// How plays go on as ansible-playbook's strategy and executor decide it
+/// (`tests/playbooks/playflow/`): `meta: refresh_inventory` (the inventory read again, `add_host`
+/// and `group_by` kept, a host no longer listed leaving the play), `add_host` running once per
+/// batch, a failed `run_once` task ending the playbook as `any_errors_fatal` does, and a batch
+/// whose every host failed ending it too. Same exit code, task and result lines, and recap.
+#[test]
+fn play_flow_matches_ansible_playbook() {
+    let Some(ansible) = ansible_or_say_why() else {
+        return;
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/playflow");
+    let python = ansible.parent().unwrap().join("python");
+    for (book, rc) in [("refresh.yml", 0), ("fatal.yml", 2), ("allfail.yml", 2)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut outputs = Vec::new();
+        for tool in ["ansible", "kinit"] {
+            let work = tmp.path().join(tool);
+            std::fs::create_dir_all(&work).unwrap();
+            for f in std::fs::read_dir(&src).unwrap() {
+                let f = f.unwrap().path();
+                std::fs::copy(&f, work.join(f.file_name().unwrap())).unwrap();
+            }
+            let mut c = if tool == "kinit" {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_kinit"));
+                c.arg("playbook");
+                c
+            } else {
+                let mut c = Command::new(&ansible);
+                c.arg("-e")
+                    .arg(format!("ansible_python_interpreter={}", python.display()));
+                c
+            };
+            let out = c
+                .args(["-i", "hosts.ini", book])
+                .current_dir(&work)
+                .envs(quiet_ansible(tmp.path()))
+                .env("NO_COLOR", "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert_eq!(
+                out.status.code(),
+                Some(rc),
+                "{tool} {book}:\n{text}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            outputs.push((reading_lines(&text, &work), recap_lines(&text)));
+        }
+        let (a, k) = (&outputs[0], &outputs[1]);
+        assert!(a.0.len() >= 3, "{book}: ansible's output: {a:?}");
+        assert_eq!(a.0, k.0, "{book}: the lines of the run differ");
+        assert_eq!(a.1, k.1, "{book}: the recaps differ");
+    }
+}
