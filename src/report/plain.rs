@@ -18,6 +18,8 @@ pub struct Plain {
     /// included the same file (and item) share one line, as ansible-core's strategy groups
     /// them (`IncludedFile`).
     pending: Vec<Included>,
+    /// Each task's `file:line`, by task id, for the `[ERROR]` block of a failure.
+    locations: HashMap<usize, String>,
 }
 
 struct Included {
@@ -35,6 +37,7 @@ impl Plain {
             last_task: None,
             last_progress: HashMap::new(),
             pending: Vec::new(),
+            locations: HashMap::new(),
         }
     }
 
@@ -88,6 +91,7 @@ impl Plain {
     /// The text for one event (possibly empty).
     pub fn render(&mut self, ev: &Event) -> String {
         let mut out = String::new();
+        self.remember_location(ev);
         match ev {
             // As ansible-playbook at `-vv`: the playbook's banner, then how many plays it has.
             Event::PlaybookStart { path, plays } if self.verbose > 1 => {
@@ -146,6 +150,8 @@ impl Plain {
                     _ => {
                         let line =
                             self.line(host, *status, Some(item), result, None, module.as_deref());
+                        let at = self.locations.get(task_id).map(String::as_str);
+                        out.push_str(&error_block(*status, result, module.as_deref(), at));
                         let _ = writeln!(out, "{line}");
                     }
                 }
@@ -159,6 +165,7 @@ impl Plain {
                 task_id,
                 task,
                 module,
+                location,
                 ..
             } => {
                 // A loop's items were shown one by one; only its failure, or its skip (every
@@ -199,6 +206,12 @@ impl Plain {
                                 delegated_to.as_deref(),
                                 module.as_deref(),
                             );
+                            // A loop's failure was told item by item.
+                            if !looped {
+                                let at = self.locations.get(task_id).or(Some(location));
+                                let at = at.map(String::as_str).filter(|a| !a.is_empty());
+                                out.push_str(&error_block(*status, result, module.as_deref(), at));
+                            }
                             let _ = writeln!(out, "{line}");
                         }
                     }
@@ -234,6 +247,13 @@ impl Plain {
             _ => {}
         }
         out
+    }
+
+    /// Keep a task's location for the `[ERROR]` block of its failures.
+    fn remember_location(&mut self, ev: &Event) {
+        if let Event::TaskStart { id, location, .. } = ev {
+            self.locations.insert(*id, location.clone());
+        }
     }
 
     /// Under the `free` strategy hosts are at different tasks at once: a result of a task other
@@ -358,6 +378,86 @@ impl Plain {
         }
         s
     }
+}
+
+/// Actions that run on the controller and no module: their failures are the action's
+/// (ansible-core's action plugins that return a result of their own).
+const CONTROLLER_ACTIONS: &[&str] = &[
+    "debug",
+    "assert",
+    "fail",
+    "set_fact",
+    "set_stats",
+    "add_host",
+    "group_by",
+    "include_vars",
+    "include_tasks",
+    "include_role",
+    "pause",
+    "wait_for_connection",
+    "async_status",
+    "validate_argument_spec",
+    "meta",
+];
+
+/// The lines ansible-core 2.19 prints before a failed task's (or item's) result: what failed
+/// (`[ERROR]: Task failed: Module failed: <msg>`; `Action failed` when an action or
+/// `failed_when` failed it), where (`Origin: file:line:column`), and the task's source with
+/// the two lines before it (`_error_utils.SourceContext.from_origin`).
+fn error_block(
+    status: Status,
+    result: &TaskResult,
+    module: Option<&str>,
+    at: Option<&str>,
+) -> String {
+    if !matches!(status, Status::Failed | Status::Ignored) {
+        return String::new();
+    }
+    let by_action = module.is_some_and(|m| CONTROLLER_ACTIONS.contains(&m))
+        || result.fields.get("failed_when_result") == Some(&Value::Bool(true));
+    let kind = if by_action { "Action" } else { "Module" };
+    let msg = result.msg_str().unwrap_or_default().trim_end();
+    let mut out = if msg.starts_with("Task failed") {
+        format!("[ERROR]: {msg}\n")
+    } else if msg.is_empty() {
+        format!("[ERROR]: Task failed: {kind} failed.\n")
+    } else {
+        format!("[ERROR]: Task failed: {kind} failed: {msg}\n")
+    };
+    let Some((file, line)) = at.and_then(|a| a.rsplit_once(':')) else {
+        return out;
+    };
+    let Ok(line) = line.parse::<usize>() else {
+        return out;
+    };
+    let path = std::path::absolute(file).unwrap_or_else(|_| file.into());
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(target) = line.checked_sub(1).and_then(|i| lines.get(i)) else {
+        let _ = writeln!(out, "Origin: {}:{line}", path.display());
+        return out;
+    };
+    // A task's origin is its mapping's first key: after the list's `- `.
+    let indent = target.len() - target.trim_start().len();
+    let rest = &target[indent..];
+    let column = match rest.strip_prefix('-') {
+        Some(after) => indent + 1 + (after.len() - after.trim_start().len()) + 1,
+        None => indent + 1,
+    };
+    let _ = writeln!(out, "Origin: {}:{line}:{column}\n", path.display());
+    let width = line.to_string().len();
+    for n in line.saturating_sub(2).max(1)..=line {
+        let src = lines[n - 1].replace('\t', " ");
+        let sep = if src.is_empty() { "" } else { " " };
+        let _ = writeln!(out, "{n:>width$}{sep}{src}");
+    }
+    let _ = writeln!(
+        out,
+        "{} {}^ column {column}\n",
+        " ".repeat(width),
+        " ".repeat(column - 1)
+    );
+    out
 }
 
 /// Lines of a failed command's output shown without `-v`.
@@ -576,6 +676,37 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn a_failure_says_what_failed_and_shows_the_tasks_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let book = dir.path().join("site.yml");
+        let text: String = (1..=8).map(|i| format!("# line {i}\n")).collect::<String>()
+            + "\n  tasks:\n    - name: run it\n      command: /bin/false\n";
+        std::fs::write(&book, text).unwrap();
+        let at = format!("{}:11", book.display());
+        let failed = TaskResult::failed("non-zero return code");
+        let block = error_block(Status::Failed, &failed, Some("command"), Some(&at));
+        let expected = format!(
+            "[ERROR]: Task failed: Module failed: non-zero return code\n\
+             Origin: {}:11:7\n\n\
+             \x209\n\
+             10   tasks:\n\
+             11     - name: run it\n\
+             \x20        ^ column 7\n\n",
+            book.display()
+        );
+        assert_eq!(block, expected);
+        // `failed_when` (or an action) fails it: the action's failure, its message or none.
+        let mut forced = TaskResult::failed("");
+        forced.set("failed_when_result", serde_json::json!(true));
+        let block = error_block(Status::Ignored, &forced, Some("command"), None);
+        assert_eq!(block, "[ERROR]: Task failed: Action failed.\n");
+        let block = error_block(Status::Failed, &failed, Some("assert"), None);
+        assert!(block.starts_with("[ERROR]: Task failed: Action failed: non-zero"));
+        let unreachable = error_block(Status::Unreachable, &failed, None, Some(&at));
+        assert_eq!(unreachable, "", "an unreachable host is no task failure");
+    }
 
     #[test]
     fn a_diff_is_unified_with_hunk_headers_as_difflib_writes_it() {
