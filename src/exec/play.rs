@@ -184,9 +184,10 @@ impl Executor {
                     });
                 }
             }
-            let all_failed = batch
-                .iter()
-                .all(|h| self.with_state(h, |s| s.failed || s.unreachable));
+            let all_failed = !batch.is_empty()
+                && batch
+                    .iter()
+                    .all(|h| self.with_state(h, |s| s.failed || s.unreachable));
             if fatal || all_failed {
                 break_play = true;
                 break;

@@ -363,6 +363,12 @@ impl Executor {
                     }
                 }
                 Flow::EndBatch => pr.end(),
+                // ansible-core's strategy raises this out of the run (`_execute_meta`).
+                Flow::FlushHandlers if inh.handler => {
+                    self.end_run_with_error(
+                        "flush_handlers cannot be used as a handler".to_string(),
+                    );
+                }
                 Flow::FlushHandlers => flush = true,
                 // Unreachable hosts are tried again too, as ansible-core's strategy drops
                 // them from `_unreachable_hosts` with the failed ones.

@@ -413,7 +413,8 @@ fn error_block(
     if !matches!(status, Status::Failed | Status::Ignored) {
         return String::new();
     }
-    let by_action = module.is_some_and(|m| CONTROLLER_ACTIONS.contains(&m))
+    // No module: an include that could not be loaded, a play-level error.
+    let by_action = module.is_none_or(|m| CONTROLLER_ACTIONS.contains(&m))
         || result.fields.get("failed_when_result") == Some(&Value::Bool(true));
     let kind = if by_action { "Action" } else { "Module" };
     let msg = result.msg_str().unwrap_or_default().trim_end();
@@ -432,6 +433,15 @@ fn error_block(
     };
     let path = std::path::absolute(file).unwrap_or_else(|_| file.into());
     let text = std::fs::read_to_string(&path).unwrap_or_default();
+    // A vaulted file's text is not shown (`SourceContext.from_origin`).
+    if text.starts_with("$ANSIBLE_VAULT") {
+        let _ = writeln!(
+            out,
+            "Origin: {}:{line}\n\n(source not shown: content encrypted)\n",
+            path.display()
+        );
+        return out;
+    }
     let lines: Vec<&str> = text.lines().collect();
     let Some(target) = line.checked_sub(1).and_then(|i| lines.get(i)) else {
         let _ = writeln!(out, "Origin: {}:{line}", path.display());

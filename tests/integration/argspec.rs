@@ -204,6 +204,15 @@ TASK [bad token]
 included: guarded for localhost
 
 TASK [guarded : Validating arguments against arg spec 'main']
+[ERROR]: Task failed: Action failed: Validation of arguments failed:
+value of token must be one of: ********, got: ********
+Origin: [DIR]/roles/guarded/meta/argument_specs.yml:3:5
+
+1 argument_specs:
+2   main:
+3     options:
+      ^ column 5
+
 fatal: [localhost]: FAILED! => Validation of arguments failed:
 value of token must be one of: ********, got: ********
 

@@ -1470,3 +1470,26 @@ fn end_play_ends_the_later_serial_batches_too() {
     );
     assert!(!ended.contains("never") && !batch.contains("never"));
 }
+
+/// `meta: flush_handlers` as a handler ends the run with ansible-core's error (exit 1): no
+/// task after the handlers ran (flushed here in the middle of the tasks) runs.
+#[test]
+fn flush_handlers_as_a_handler_ends_the_run() {
+    let play = "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+                \x20   - command: echo\n      notify: flusher\n\
+                \x20   - meta: flush_handlers\n\
+                \x20   - debug: msg=after-the-handlers\n\
+                \x20 handlers:\n    - name: flusher\n      meta: flush_handlers\n";
+    let t = Test::new()
+        .write("h.yml", play)
+        .args(["playbook", "-i", "localhost,", "-c", "local", "h.yml"])
+        .fails_with(1)
+        .partial_output("the recap's timings vary");
+    assert!(
+        t.stderr()
+            .contains("[ERROR]: flush_handlers cannot be used as a handler"),
+        "{}",
+        t.stderr()
+    );
+    assert!(!t.stdout().contains("after-the-handlers"), "{}", t.stdout());
+}

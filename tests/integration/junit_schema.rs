@@ -1,8 +1,9 @@
 //! `kinit playbook --junit` writes JUnit valid against the schema CI servers read
 //! (`tests/fixtures/ci/junit.xsd`, checked with `xmllint --schema`), with the counts of each
 //! suite matching its cases: passed, skipped and failed tasks on the local machine, and an
-//! unreachable host (nothing listens on port 1) in a second play, counted as an error (its
-//! task never ran), not a failure.
+//! unreachable host (nothing listens on port 1) in a first play beside a reachable one,
+//! counted as an error (its task never ran), not a failure. (A play whose every host fails
+//! or is unreachable ends the playbook, as in ansible-playbook, so the failing play is last.)
 
 use std::path::Path;
 use std::process::Command;
@@ -25,7 +26,13 @@ pub fn xmllint_schema(file: &Path) {
     );
 }
 
-const PLAY: &str = r#"- name: local <play> & co
+const PLAY: &str = r#"- name: far away
+  hosts: web
+  gather_facts: false
+  tasks:
+    - name: unreachable
+      command: echo hi
+- name: local <play> & co
   hosts: localhost
   gather_facts: false
   tasks:
@@ -39,12 +46,6 @@ const PLAY: &str = r#"- name: local <play> & co
       ignore_errors: true
     - name: fails
       command: sh -c 'echo "bad <xml> & \"quotes\"" >&2; exit 3'
-- name: far away
-  hosts: web
-  gather_facts: false
-  tasks:
-    - name: unreachable
-      command: echo hi
 "#;
 
 #[test]
@@ -52,7 +53,8 @@ fn playbook_junit_is_valid_against_the_schema() {
     let t = Test::new()
         .write(
             "hosts.ini",
-            "localhost ansible_connection=local\n[web]\nghost ansible_host=127.0.0.1 ansible_port=1 ansible_user=nobody\n",
+            "localhost ansible_connection=local\n[web]\nghost ansible_host=127.0.0.1 ansible_port=1 ansible_user=nobody\n\
+             near ansible_connection=local\n",
         )
         .write("site.yml", PLAY);
     let junit = t.path().join("junit.xml");
@@ -79,7 +81,7 @@ fn playbook_junit_is_valid_against_the_schema() {
     );
     let far = suite("far away");
     assert!(
-        far.contains("tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\""),
+        far.contains("tests=\"2\" failures=\"0\" errors=\"1\" skipped=\"0\""),
         "{far}"
     );
     let ghost = xml

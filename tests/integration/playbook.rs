@@ -288,6 +288,9 @@ fn bad_module_arguments_warn_at_load_and_fail_where_reached() {
         .fails_with(2)
         .stdout_is(
             "\nPLAY [localhost]\n\nTASK [copy]\nskipping: [localhost]\n\nTASK [file]\n\
+             [ERROR]: Task failed: Module failed: missing required arguments: path\n\
+             Origin: [DIR]/site.yml:7:7\n\n\
+             5         dst: /nowhere\n6       when: false\n7     - file:\n        ^ column 7\n\n\
              fatal: [localhost]: FAILED! => missing required arguments: path\n...",
         )
         .partial_output("the warnings are compared whole in the syntax check above");

@@ -518,24 +518,9 @@ fn a_jsonfile_fact_cache_is_shared_with_ansible_playbook() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/factcache");
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path().join("play");
-    std::fs::create_dir_all(&work).unwrap();
-    for f in std::fs::read_dir(&src).unwrap() {
-        let f = f.unwrap().path();
-        std::fs::copy(&f, work.join(f.file_name().unwrap())).unwrap();
-    }
-    let python = ansible.parent().unwrap().join("python");
+    copy_files(&src, &work);
     let run = |tool: &str, args: &[&str]| -> String {
-        let mut c = if tool == "kinit" {
-            let mut c = Command::new(env!("CARGO_BIN_EXE_kinit"));
-            c.arg("playbook");
-            c
-        } else {
-            let mut c = Command::new(&ansible);
-            c.arg("-e")
-                .arg(format!("ansible_python_interpreter={}", python.display()));
-            c
-        };
-        let out = c
+        let out = tool_command(tool, &ansible)
             .args(args)
             .current_dir(&work)
             .envs(quiet_ansible(tmp.path()))
@@ -584,28 +569,13 @@ fn play_flow_matches_ansible_playbook() {
         return;
     };
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/playflow");
-    let python = ansible.parent().unwrap().join("python");
     for (book, rc) in [("refresh.yml", 0), ("fatal.yml", 2), ("allfail.yml", 2)] {
         let tmp = tempfile::tempdir().unwrap();
         let mut outputs = Vec::new();
         for tool in ["ansible", "kinit"] {
             let work = tmp.path().join(tool);
-            std::fs::create_dir_all(&work).unwrap();
-            for f in std::fs::read_dir(&src).unwrap() {
-                let f = f.unwrap().path();
-                std::fs::copy(&f, work.join(f.file_name().unwrap())).unwrap();
-            }
-            let mut c = if tool == "kinit" {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_kinit"));
-                c.arg("playbook");
-                c
-            } else {
-                let mut c = Command::new(&ansible);
-                c.arg("-e")
-                    .arg(format!("ansible_python_interpreter={}", python.display()));
-                c
-            };
-            let out = c
+            copy_files(&src, &work);
+            let out = tool_command(tool, &ansible)
                 .args(["-i", "hosts.ini", book])
                 .current_dir(&work)
                 .envs(quiet_ansible(tmp.path()))
@@ -625,5 +595,31 @@ fn play_flow_matches_ansible_playbook() {
         assert!(a.0.len() >= 3, "{book}: ansible's output: {a:?}");
         assert_eq!(a.0, k.0, "{book}: the lines of the run differ");
         assert_eq!(a.1, k.1, "{book}: the recaps differ");
+    }
+}
+
+/// The files of `src` (not its folders) copied into `dest`, created.
+fn copy_files(src: &Path, dest: &Path) {
+    std::fs::create_dir_all(dest).unwrap();
+    for f in std::fs::read_dir(src).unwrap() {
+        let f = f.unwrap().path();
+        if f.is_file() {
+            std::fs::copy(&f, dest.join(f.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// `kinit playbook`, or ansible-playbook running its modules with the venv's own Python.
+fn tool_command(tool: &str, ansible: &Path) -> Command {
+    if tool == "kinit" {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_kinit"));
+        c.arg("playbook");
+        c
+    } else {
+        let mut c = Command::new(ansible);
+        let python = ansible.parent().unwrap().join("python");
+        c.arg("-e")
+            .arg(format!("ansible_python_interpreter={}", python.display()));
+        c
     }
 }
