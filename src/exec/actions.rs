@@ -372,7 +372,11 @@ impl Executor {
         // action sets `_ansible_verbose_always`).
         let quiet =
             render(&args.quiet).is_some_and(|q| crate::modules::args::boolish(q).unwrap_or(false));
-        for cond in &args.that {
+        let listed = match args.that.as_slice() {
+            [one] => self.templar.conditions_of(one, ctx),
+            _ => None,
+        };
+        for cond in listed.as_ref().unwrap_or(&args.that) {
             match self.condition("that", cond.trim(), ctx) {
                 Ok(true) => {}
                 Ok(false) => {

@@ -85,6 +85,18 @@ pub(crate) fn split_action_value(n: &Node<'_>) -> Result<(String, Value), LoadEr
                 .ok_or_else(|| invalid(n, "`action` mapping needs `module`"))?;
             let mut rest = map.clone();
             rest.remove("module");
+            // An `args` mapping inside the mapping is merged into it, as ansible-core's
+            // `ModuleArgsParser._normalize_parameters` does.
+            match rest.remove("args") {
+                Some(Value::Object(inner)) => rest.extend(inner),
+                Some(Value::Null) | None => {}
+                Some(other) => {
+                    return Err(invalid(
+                        n,
+                        format!("`action`'s `args` must be a mapping, not `{other}`"),
+                    ));
+                }
+            }
             Ok((m.to_string(), Value::Object(rest)))
         }
         _ => Err(invalid(n, "`action` must be a string or a mapping")),

@@ -300,6 +300,34 @@ impl Templar {
         }
     }
 
+    /// `assert`'s `that` written as one template of a variable holding a list of conditions
+    /// (`that: "{{ checks }}"`): the list's items, not templated, each a conditional of its
+    /// own, as ansible-core's assert resolves `that` to its container only
+    /// (`finalize_task_arg`). Only a playbook or inventory variable's own list counts (its
+    /// items are trusted as its text is); anything else is `None` and `that` is one
+    /// conditional.
+    pub fn conditions_of(&self, that: &str, vars: &VarMap) -> Option<Vec<String>> {
+        let name = scope::single_expression(that.trim())?.trim();
+        let is_name = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !is_name || scope::is_data(vars, name) {
+            return None;
+        }
+        let Some(Value::Array(items)) = vars.get(name) else {
+            return None;
+        };
+        Some(
+            items
+                .iter()
+                .map(|i| match i {
+                    Value::String(s) => s.clone(),
+                    Value::Bool(true) => "True".into(),
+                    Value::Bool(false) => "False".into(),
+                    other => other.to_string(),
+                })
+                .collect(),
+        )
+    }
+
     /// Render a template file's text whose `{% include %}`, `{% import %}`, `{% from %}` and
     /// `{% extends %}` find their templates in `search` (the `template` module's search path,
     /// in order). Text without such a tag renders as `render_str` does; only one with them
