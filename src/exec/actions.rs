@@ -105,7 +105,8 @@ impl Executor {
                 };
                 // `set_fact` alone templates its keys (ansible-core's set_fact action keeps
                 // this "for dynamic storage"); nowhere else is a key templated.
-                let names = facts.keys().map(|k| Value::String(k.clone())).collect();
+                // The names of the values left (an omitted value takes its name with it).
+                let names = values.keys().map(|k| Value::String(k.clone())).collect();
                 let names = match rendered!(&Value::Array(names)) {
                     Value::Array(names) => names,
                     other => vec![other],

@@ -816,15 +816,24 @@ impl Executor {
         let template = merged
             .remove(crate::playbook::VARIABLE_PARAMS)
             .unwrap_or_default();
-        let serde_json::Value::Object(base) = self
+        let base = match self
             .templar
             .render_value(&template, ctx)
             .map_err(|e| e.to_string())?
-        else {
-            return Err(format!(
-                "the arguments of `{name}` must be a mapping; `{}` gave something else",
-                template.as_str().unwrap_or_default()
-            ));
+        {
+            serde_json::Value::Object(base) => base,
+            // ansible-core's words (`Task args must resolve to a 'dict'`).
+            other => {
+                let full = match name.contains('.') {
+                    true => name.to_string(),
+                    false => format!("ansible.builtin.{name}"),
+                };
+                return Err(format!(
+                    "Finalization of task args for '{full}' failed: Task args \
+                     must resolve to a 'dict' not '{}'.",
+                    crate::template::python_type_name(&other)
+                ));
+            }
         };
         let mut out = base;
         out.extend(merged);

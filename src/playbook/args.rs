@@ -151,6 +151,10 @@ pub(crate) fn build_args(
             } else if s.contains('=') {
                 // ansible-core's `parse_kv`: the words `split_args` cuts (a quote inside a
                 // `{{ }}` block does not end the word), each cut at its first unescaped `=`.
+                // Words that are templates are arguments the task's variables give (a mapping
+                // when it runs, as ansible-core templates the words left over; anything else
+                // fails that task); any other word is refused here.
+                let mut templated = Vec::new();
                 for tok in split_args(s) {
                     let tok = decode_escapes(&tok);
                     let eq = tok
@@ -159,6 +163,10 @@ pub(crate) fn build_args(
                         .find(|&(i, c)| c == '=' && !tok[..i].ends_with('\\'))
                         .map(|(i, _)| i);
                     let Some(eq) = eq else {
+                        if is_all_template(tok.trim()) {
+                            templated.push(tok.trim().to_string());
+                            continue;
+                        }
                         return Err(invalid(
                             at,
                             format!("expected `key=value` arguments, got `{}`", tok.trim()),
@@ -168,6 +176,9 @@ pub(crate) fn build_args(
                         tok[..eq].trim().to_string(),
                         Value::String(unquote(tok[eq + 1..].trim())),
                     );
+                }
+                if !templated.is_empty() {
+                    out.insert(VARIABLE_PARAMS.into(), Value::String(templated.join(" ")));
                 }
             } else {
                 out.insert("_raw_params".into(), Value::String(s.clone()));

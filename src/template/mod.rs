@@ -44,6 +44,7 @@ use std::sync::Arc;
 use minijinja::{ErrorKind, UndefinedBehavior};
 use serde_json::Value;
 
+pub use filters::data::type_name as python_type_name;
 pub use filters::serial::dumps as json_dumps;
 pub use lookup::NAMES as LOOKUPS;
 pub use lookup::{WITH_SUBDIR_VAR, is_lookup_failure, lookup_failed};

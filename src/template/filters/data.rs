@@ -21,7 +21,8 @@ fn invalid(msg: String) -> Error {
     Error::new(ErrorKind::InvalidOperation, msg)
 }
 
-fn type_name(j: &Json) -> &'static str {
+/// Python's name for the type of a JSON value (`str`, `dict`, `NoneType`...).
+pub fn type_name(j: &Json) -> &'static str {
     match j {
         Json::Null => "NoneType",
         Json::Bool(_) => "bool",
