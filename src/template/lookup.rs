@@ -85,6 +85,15 @@ fn run_guarded(
     terms: &[Value],
     kwargs: &Kwargs,
 ) -> Result<Option<Vec<Value>>, Error> {
+    // An option whose value is undefined is an error before the lookup runs (ansible-core
+    // templates the options first), saying which variable was undefined; `default` may be
+    // undefined on purpose (`lookup('env', 'X', default=undef())`).
+    for key in kwargs.args() {
+        let v: Value = kwargs.get(key)?;
+        if v.is_undefined() && key != "default" {
+            return Err(Error::from(minijinja::ErrorKind::UndefinedError));
+        }
+    }
     let errors = kwargs.get::<Option<String>>("errors")?;
     let result = run(state, strip_fqcn(name), terms, kwargs);
     match (result, errors.as_deref()) {
