@@ -155,6 +155,9 @@ pub struct Executor {
     /// An error that ends the whole run (ansible-core raises it out of its strategy: a
     /// notification no handler answers): no task starts after it, and the run exits 1.
     run_error: Mutex<Option<String>>,
+    /// The error that ended the run is one of the playbook's (exit 4, as ansible-playbook's
+    /// parser errors), not of a task.
+    run_error_in_playbook: AtomicBool,
     forks: Semaphore,
     task_ids: AtomicUsize,
     /// `--start-at-task` was reached (or not given).
@@ -305,6 +308,7 @@ impl Executor {
             opts,
             cancel,
             run_error: Mutex::default(),
+            run_error_in_playbook: AtomicBool::new(false),
             task_ids: AtomicUsize::new(0),
             playbook_dir,
             tags,
@@ -412,6 +416,18 @@ impl Executor {
             });
             *e = Some(message);
         }
+    }
+
+    /// End the whole run with an error of the playbook (a play keyword that cannot be
+    /// templated): as `end_run_with_error`, but the run exits 4.
+    pub(crate) fn end_run_with_playbook_error(&self, message: String) {
+        self.run_error_in_playbook.store(true, Ordering::SeqCst);
+        self.end_run_with_error(message);
+    }
+
+    /// Whether the error that ended the run is the playbook's (exit 4).
+    pub fn run_error_in_playbook(&self) -> bool {
+        self.run_error_in_playbook.load(Ordering::SeqCst)
     }
 
     /// The error that ended the run, if one did (`end_run_with_error`).

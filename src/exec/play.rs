@@ -96,12 +96,22 @@ impl Executor {
             .filter(|h| self.with_state(h, |s| !s.failed && !s.unreachable))
             .collect();
         // A templated name is shown rendered with the play's vars and `-e`, as
-        // ansible-playbook's banner shows it (one that cannot be rendered as written).
+        // ansible-playbook's banner shows it; one that cannot be rendered ends the run
+        // before the play starts, in ansible-core's words (exit 4).
         let name = match play.name.contains("{{") {
-            true => self
+            true => match self
                 .templar
                 .render_str(&play.name, &self.play_level_vars(play))
-                .unwrap_or_else(|_| play.name.clone()),
+            {
+                Ok(n) => n,
+                Err(e) => {
+                    self.end_run_with_playbook_error(format!(
+                        "{}: Error processing keyword 'name': {e}",
+                        play.loc
+                    ));
+                    return true;
+                }
+            },
             false => play.name.clone(),
         };
         self.emit(Event::PlayStart {

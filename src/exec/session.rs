@@ -90,6 +90,7 @@ impl Session {
         self.exec.end_run().await;
         let host_failed = self.exec.any_host_ends_failed();
         let run_error = self.exec.run_error();
+        let in_playbook = self.exec.run_error_in_playbook();
         self.interrupt.abort();
         // The reporter ends when the last event sender (the executor's) is gone.
         drop(self.exec);
@@ -98,6 +99,8 @@ impl Session {
         })??;
         Ok(if self.cancel.is_cancelled() {
             Outcome::Interrupted
+        } else if run_error.is_some() && in_playbook {
+            Outcome::ParseError
         } else if run_error.is_some() {
             Outcome::Error
         } else if host_failed || (stopped_by_failure && !stats.any_unreachable()) {

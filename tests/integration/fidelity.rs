@@ -1493,3 +1493,26 @@ fn flush_handlers_as_a_handler_ends_the_run() {
     );
     assert!(!t.stdout().contains("after-the-handlers"), "{}", t.stdout());
 }
+
+/// A play name that cannot be templated ends the run before that play starts, in
+/// ansible-core's words, with its exit code for a playbook error (4); the plays before it ran.
+#[test]
+fn a_play_name_that_cannot_be_templated_ends_the_run() {
+    let book = "- name: first\n  hosts: localhost\n  gather_facts: false\n  tasks:\n\
+                \x20   - debug: msg=first-play-ran\n\
+                - name: \"play {{ nope }}\"\n  hosts: localhost\n  gather_facts: false\n  tasks:\n\
+                \x20   - debug: msg=second-play-ran\n";
+    let t = Test::new()
+        .write("p.yml", book)
+        .args(["playbook", "-i", "localhost,", "-c", "local", "p.yml"])
+        .fails_with(4)
+        .partial_output("the recap's timings vary");
+    assert!(
+        t.stderr()
+            .contains("[ERROR]: p.yml:6: Error processing keyword 'name': 'nope' is undefined"),
+        "{}",
+        t.stderr()
+    );
+    assert!(t.stdout().contains("first-play-ran"), "{}", t.stdout());
+    assert!(!t.stdout().contains("second-play-ran"), "{}", t.stdout());
+}
