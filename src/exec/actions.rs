@@ -392,7 +392,7 @@ impl Executor {
                     return Attempt::of(r);
                 }
                 Err(mut failure) => {
-                    failure.at = Some(format!("that: {cond}"));
+                    failure.at = Some(format!("that: {}", crate::template::shown_condition(cond)));
                     return Attempt::of(self.error_result(task, failure));
                 }
             }

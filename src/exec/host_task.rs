@@ -468,7 +468,7 @@ impl Executor {
                 .embedded_templates_rendered(c, ctx)
                 .map_err(|reason| Failure {
                     reason,
-                    at: Some(format!("when: {c}")),
+                    at: Some(format!("when: {}", crate::template::shown_condition(c))),
                 })?;
             match self.eval_condition(&rendered, ctx) {
                 Ok(true) => {}
@@ -480,7 +480,7 @@ impl Executor {
                 Err(e) => {
                     return Err(Failure {
                         reason: conditional_error(&e),
-                        at: Some(format!("when: {c}")),
+                        at: Some(format!("when: {}", crate::template::shown_condition(c))),
                     });
                 }
             }
@@ -492,7 +492,7 @@ impl Executor {
     /// ansible-core does: its constant strings' templates rendered first (see
     /// [`Self::embedded_templates_rendered`]). An error names the condition as `key: cond`.
     pub(crate) fn condition(&self, key: &str, cond: &str, ctx: &VarMap) -> Result<bool, Failure> {
-        let at = || Some(format!("{key}: {cond}"));
+        let at = || Some(format!("{key}: {}", crate::template::shown_condition(cond)));
         let rendered = self
             .embedded_templates_rendered(cond, ctx)
             .map_err(|reason| Failure { reason, at: at() })?;

@@ -289,10 +289,8 @@ fn typed<T: serde::de::DeserializeOwned>(
 
 /// `that: x` or `that: [x, y]`; a non-string item is taken as its YAML text.
 fn one_or_many_exprs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    let text = |v: Value| match v {
-        Value::String(s) => s,
-        other => other.to_string(),
-    };
+    // A value that is no string fails where the task runs, as in ansible-core.
+    let text = |v: Value| crate::template::non_string_condition(&v);
     Ok(match Value::deserialize(d)? {
         Value::Array(a) => a.into_iter().map(text).collect(),
         other => vec![text(other)],

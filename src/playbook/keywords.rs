@@ -188,9 +188,9 @@ pub(crate) fn conditions(n: &Node<'_>) -> Result<Vec<String>, LoadError> {
                 // `Templar::eval_condition`).
                 _ => s.trim().to_string(),
             }),
-            Value::Bool(b) => Ok(if *b { "True".into() } else { "False".into() }),
-            Value::Number(x) => Ok(x.to_string()),
-            _ => Err(invalid(n, "a condition must be a string or boolean")),
+            // Anything else fails where the task runs (`Conditional expressions must be
+            // strings.`), as in ansible-core.
+            other => Ok(crate::template::non_string_condition(other)),
         }
     };
     match n.value {

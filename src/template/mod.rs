@@ -60,6 +60,28 @@ pub fn py_str(v: &Value) -> String {
     pyrepr::to_str(&minijinja::Value::from_serialize(v)).unwrap_or_default()
 }
 
+/// What a conditional that is no string (`when: 5`, an unquoted `- a: b` mapping in
+/// `that`) is kept as: this marker, then the value as JSON. Evaluating it fails as
+/// ansible-core 2.19 fails it, when the task runs: `Conditional expressions must be strings.`
+pub const NON_STRING_CONDITION: &str = "\u{1}non-string conditional: ";
+
+/// A conditional as the output names it (a non-string one without its marker's control
+/// character).
+pub fn shown_condition(cond: &str) -> &str {
+    cond.strip_prefix('\u{1}').unwrap_or(cond)
+}
+
+/// The conditional `value` (a YAML value that is no string) as kept for evaluation: a boolean
+/// is its Python spelling, anything else is [`NON_STRING_CONDITION`] text.
+pub fn non_string_condition(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Bool(true) => "True".into(),
+        serde_json::Value::Bool(false) => "False".into(),
+        serde_json::Value::String(s) => s.clone(),
+        other => format!("{NON_STRING_CONDITION}{other}"),
+    }
+}
+
 /// Whether `s` is exactly one `{{ expr }}` (surrounding blanks aside).
 pub fn is_single_expression(s: &str) -> bool {
     scope::single_expression(s.trim()).is_some()
@@ -258,6 +280,11 @@ impl Templar {
         vars: &VarMap,
         allow_broken: bool,
     ) -> Result<(bool, Option<String>), TemplateError> {
+        if cond.starts_with(NON_STRING_CONDITION) {
+            return Err(TemplateError::Conditional {
+                detail: "Conditional expressions must be strings.".into(),
+            });
+        }
         let scope = self.scope_for(&[], &[cond], vars);
         let trimmed = cond.trim();
         let value = match scope::single_expression(trimmed) {
