@@ -20,6 +20,8 @@ pub struct Plain {
     pending: Vec<Included>,
     /// Each task's `file:line`, by task id, for the `[ERROR]` block of a failure.
     locations: HashMap<usize, String>,
+    /// The playbook files those blocks quote, read once.
+    sources: HashMap<std::path::PathBuf, String>,
 }
 
 struct Included {
@@ -38,6 +40,7 @@ impl Plain {
             last_progress: HashMap::new(),
             pending: Vec::new(),
             locations: HashMap::new(),
+            sources: HashMap::new(),
         }
     }
 
@@ -150,8 +153,11 @@ impl Plain {
                     _ => {
                         let line =
                             self.line(host, *status, Some(item), result, None, module.as_deref());
-                        let at = self.locations.get(task_id).map(String::as_str);
-                        out.push_str(&error_block(*status, result, module.as_deref(), at));
+                        let at = self.locations.get(task_id).cloned();
+                        let sources = &mut self.sources;
+                        let block =
+                            error_block(*status, result, module.as_deref(), at.as_deref(), sources);
+                        out.push_str(&block);
                         let _ = writeln!(out, "{line}");
                     }
                 }
@@ -208,9 +214,11 @@ impl Plain {
                             );
                             // A loop's failure was told item by item.
                             if !looped {
-                                let at = self.locations.get(task_id).or(Some(location));
-                                let at = at.map(String::as_str).filter(|a| !a.is_empty());
-                                out.push_str(&error_block(*status, result, module.as_deref(), at));
+                                let at = self.locations.get(task_id).unwrap_or(location).clone();
+                                let at = Some(at.as_str()).filter(|a| !a.is_empty());
+                                let m = module.as_deref();
+                                let block = error_block(*status, result, m, at, &mut self.sources);
+                                out.push_str(&block);
                             }
                             let _ = writeln!(out, "{line}");
                         }
@@ -409,6 +417,7 @@ fn error_block(
     result: &TaskResult,
     module: Option<&str>,
     at: Option<&str>,
+    sources: &mut HashMap<std::path::PathBuf, String>,
 ) -> String {
     if !matches!(status, Status::Failed | Status::Ignored) {
         return String::new();
@@ -432,7 +441,9 @@ fn error_block(
         return out;
     };
     let path = std::path::absolute(file).unwrap_or_else(|_| file.into());
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let text = sources
+        .entry(path.clone())
+        .or_insert_with(|| std::fs::read_to_string(&path).unwrap_or_default());
     // A vaulted file's text is not shown (`SourceContext.from_origin`).
     if text.starts_with("$ANSIBLE_VAULT") {
         let _ = writeln!(
@@ -696,7 +707,14 @@ mod tests {
         std::fs::write(&book, text).unwrap();
         let at = format!("{}:11", book.display());
         let failed = TaskResult::failed("non-zero return code");
-        let block = error_block(Status::Failed, &failed, Some("command"), Some(&at));
+        let mut seen = HashMap::new();
+        let block = error_block(
+            Status::Failed,
+            &failed,
+            Some("command"),
+            Some(&at),
+            &mut seen,
+        );
         let expected = format!(
             "[ERROR]: Task failed: Module failed: non-zero return code\n\
              Origin: {}:11:7\n\n\
@@ -710,11 +728,11 @@ mod tests {
         // `failed_when` (or an action) fails it: the action's failure, its message or none.
         let mut forced = TaskResult::failed("");
         forced.set("failed_when_result", serde_json::json!(true));
-        let block = error_block(Status::Ignored, &forced, Some("command"), None);
+        let block = error_block(Status::Ignored, &forced, Some("command"), None, &mut seen);
         assert_eq!(block, "[ERROR]: Task failed: Action failed.\n");
-        let block = error_block(Status::Failed, &failed, Some("assert"), None);
+        let block = error_block(Status::Failed, &failed, Some("assert"), None, &mut seen);
         assert!(block.starts_with("[ERROR]: Task failed: Action failed: non-zero"));
-        let unreachable = error_block(Status::Unreachable, &failed, None, Some(&at));
+        let unreachable = error_block(Status::Unreachable, &failed, None, Some(&at), &mut seen);
         assert_eq!(unreachable, "", "an unreachable host is no task failure");
     }
 
