@@ -506,7 +506,4 @@ fn hide_host_secrets(events: &EventSender, inventory: &Inventory, host: &str) {
     }
 }
 
-fn is_secret_name(k: &str) -> bool {
-    let k = k.to_lowercase();
-    k.contains("password") || k.ends_with("_pass") || k.contains("secret") || k.contains("token")
-}
+use crate::report::redact::is_secret_name;

@@ -468,7 +468,7 @@ fn error_block(
     let _ = writeln!(out, "Origin: {}:{line}:{column}\n", path.display());
     let width = line.to_string().len();
     for n in line.saturating_sub(2).max(1)..=line {
-        let src = lines[n - 1].replace('\t', " ");
+        let src = masked_source_line(&lines[n - 1].replace('\t', " "));
         let sep = if src.is_empty() { "" } else { " " };
         let _ = writeln!(out, "{n:>width$}{sep}{src}");
     }
@@ -479,6 +479,25 @@ fn error_block(
         " ".repeat(column - 1)
     );
     out
+}
+
+/// A quoted source line with the value of a secret-named key masked (`db_password: x`,
+/// `api_token=x`): the excerpt may show a play's `vars` above its first task, and no secret
+/// reaches output.
+fn masked_source_line(line: &str) -> String {
+    let body = line.trim_start().trim_start_matches("- ");
+    let key_end = body.find([':', '=']).unwrap_or(0);
+    let key = body[..key_end].trim().trim_matches(['"', '\'']);
+    let valid_key = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    let value = body[key_end..].get(1..).unwrap_or_default().trim();
+    if !valid_key || value.is_empty() || !super::redact::is_secret_name(key) {
+        return line.to_string();
+    }
+    let head = &line[..line.len() - body.len() + key_end + 1];
+    format!("{head} {}", super::redact::MASK)
 }
 
 /// Lines of a failed command's output shown without `-v`.
@@ -734,6 +753,24 @@ mod tests {
         assert!(block.starts_with("[ERROR]: Task failed: Action failed: non-zero"));
         let unreachable = error_block(Status::Unreachable, &failed, None, Some(&at), &mut seen);
         assert_eq!(unreachable, "", "an unreachable host is no task failure");
+    }
+
+    #[test]
+    fn quoted_source_hides_the_values_of_secret_named_keys() {
+        assert_eq!(
+            masked_source_line("    db_password: hunter2"),
+            "    db_password: ********"
+        );
+        assert_eq!(
+            masked_source_line("    - api_token=abc123"),
+            "    - api_token= ********"
+        );
+        assert_eq!(masked_source_line("  vault_secret:"), "  vault_secret:");
+        assert_eq!(
+            masked_source_line("    - name: set the password"),
+            "    - name: set the password"
+        );
+        assert_eq!(masked_source_line("  tasks:"), "  tasks:");
     }
 
     #[test]

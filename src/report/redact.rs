@@ -18,6 +18,13 @@ const MIN_LEN: usize = 4;
 
 pub const MASK: &str = "********";
 
+/// Whether a variable's name says it holds a secret (`db_password`, `api_token`,
+/// `ansible_become_pass`...): such values are masked wherever they are known.
+pub fn is_secret_name(k: &str) -> bool {
+    let k = k.to_lowercase();
+    k.contains("password") || k.ends_with("_pass") || k.contains("secret") || k.contains("token")
+}
+
 /// Keys of module arguments and results whose values are a module's vocabulary, never a
 /// user's secret (see `Redactor::add_task_data`).
 const VOCABULARY: &[&str] = &[

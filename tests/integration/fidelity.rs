@@ -1516,3 +1516,21 @@ fn a_play_name_that_cannot_be_templated_ends_the_run() {
     assert!(t.stdout().contains("first-play-ran"), "{}", t.stdout());
     assert!(!t.stdout().contains("second-play-ran"), "{}", t.stdout());
 }
+
+/// The `[ERROR]` block quotes the failed task's source with the two lines before it; a
+/// secret-named variable there (a play's `vars` just above its first task) is masked.
+#[test]
+fn a_failures_source_excerpt_masks_secret_named_values() {
+    let book = "- hosts: localhost\n  gather_facts: false\n  vars:\n\
+                \x20   db_password: Planted-Secret-4711\n  tasks:\n\
+                \x20   - command: /bin/false\n";
+    let t = Test::new()
+        .write("p.yml", book)
+        .args(["playbook", "-i", "localhost,", "-c", "local", "p.yml"])
+        .fails_with(2)
+        .partial_output("the recap's timings vary");
+    let out = t.stdout();
+    assert!(out.contains("Origin: "), "{out}");
+    assert!(out.contains("4     db_password: ********"), "{out}");
+    assert!(!out.contains("Planted-Secret-4711"), "{out}");
+}
