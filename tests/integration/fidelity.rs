@@ -1214,17 +1214,15 @@ fn handlers_may_not_be_nested_blocks_or_roles() {
 /// same warning and ran `plain` alone).
 #[test]
 fn a_handler_name_that_does_not_render_is_warned_about() {
-    let t = Test::new()
-        .write(
-            "h.yml",
-            "- hosts: localhost\n  gather_facts: false\n  handlers:\n\
+    let t = local_playbook(
+        "h.yml",
+        "- hosts: localhost\n  gather_facts: false\n  handlers:\n\
              \x20   - name: \"restart {{ undefined_service }}\"\n      debug: msg=templated\n\
              \x20   - name: plain\n      debug: msg=plain-ran\n  tasks:\n\
              \x20   - command: echo\n      notify: plain\n",
-        )
-        .args(["playbook", "-i", "localhost,", "-c", "local", "h.yml"])
-        .succeeds()
-        .partial_output("the recap's timings vary");
+    )
+    .succeeds()
+    .partial_output("the recap's timings vary");
     let (out, err) = (t.stdout(), t.stderr());
     let all = format!("{out}{err}");
     assert!(
@@ -1278,19 +1276,17 @@ fn an_include_that_cannot_load_is_fatal_under_any_errors_fatal() {
 /// play stays stopped (ansible-playbook 2.19 ran `handler1` once and not `after`).
 #[test]
 fn force_handlers_run_after_an_any_errors_fatal_stop() {
-    let t = Test::new()
-        .write(
-            "f.yml",
-            "- hosts: localhost\n  gather_facts: false\n  any_errors_fatal: true\n\
+    let t = local_playbook(
+        "f.yml",
+        "- hosts: localhost\n  gather_facts: false\n  any_errors_fatal: true\n\
              \x20 force_handlers: true\n  tasks:\n\
              \x20   - command: echo\n      notify: handler1\n\
              \x20   - fail:\n\
              \x20   - debug: msg=after\n\
              \x20 handlers:\n    - name: handler1\n      debug:\n        msg: handler1 ran\n",
-        )
-        .args(["playbook", "-i", "localhost,", "-c", "local", "f.yml"])
-        .fails_with(2)
-        .partial_output("the recap's timings vary");
+    )
+    .fails_with(2)
+    .partial_output("the recap's timings vary");
     let out = t.stdout();
     assert_eq!(out.matches("\"msg\": \"handler1 ran\"").count(), 1, "{out}");
     assert!(!out.contains("after"), "{out}");
@@ -1336,9 +1332,7 @@ fn a_notification_no_handler_answers_ends_the_run() {
                 \x20 handlers:\n    - name: a handler\n      debug: msg=x\n";
     let message = "The requested handler 'no such handler' was not found in either the main \
                    handlers list nor in the listening handlers list";
-    let t = Test::new()
-        .write("h.yml", play)
-        .args(["playbook", "-i", "localhost,", "-c", "local", "h.yml"])
+    let t = local_playbook("h.yml", play)
         .fails_with(1)
         .partial_output("the recap's timings vary");
     assert!(
@@ -1365,18 +1359,14 @@ fn a_notification_no_handler_answers_ends_the_run() {
         );
     };
     warned(
-        Test::new()
-            .write("h.yml", play)
-            .args(["playbook", "-i", "localhost,", "-c", "local", "h.yml"])
+        local_playbook("h.yml", play)
             .env("ANSIBLE_ERROR_ON_MISSING_HANDLER", "false")
             .succeeds()
             .partial_output("the recap's timings vary"),
     );
     warned(
-        Test::new()
-            .write("h.yml", play)
+        local_playbook("h.yml", play)
             .write("ansible.cfg", "[defaults]\nerror_on_missing_handler = no\n")
-            .args(["playbook", "-i", "localhost,", "-c", "local", "h.yml"])
             .succeeds()
             .partial_output("the recap's timings vary"),
     );
@@ -1391,9 +1381,7 @@ fn allow_broken_conditionals_takes_a_value_by_its_truth() {
     let play = "- hosts: localhost\n  gather_facts: false\n  vars: {text: hello, empty: ''}\n\
                 \x20 tasks:\n    - debug: msg=ran-on-text\n      when: text\n\
                 \x20   - debug: msg=ran-on-empty\n      when: empty\n";
-    let strict = Test::new()
-        .write("c.yml", play)
-        .args(["playbook", "-i", "localhost,", "-c", "local", "c.yml"])
+    let strict = local_playbook("c.yml", play)
         .fails_with(2)
         .partial_output("the recap's timings vary");
     assert!(
@@ -1414,21 +1402,17 @@ fn allow_broken_conditionals_takes_a_value_by_its_truth() {
         );
     };
     relaxed(
-        Test::new()
-            .write("c.yml", play)
-            .args(["playbook", "-i", "localhost,", "-c", "local", "c.yml"])
+        local_playbook("c.yml", play)
             .env("ANSIBLE_ALLOW_BROKEN_CONDITIONALS", "true")
             .succeeds()
             .partial_output("the recap's timings vary"),
     );
     relaxed(
-        Test::new()
-            .write("c.yml", play)
+        local_playbook("c.yml", play)
             .write(
                 "ansible.cfg",
                 "[defaults]\nallow_broken_conditionals = yes\n",
             )
-            .args(["playbook", "-i", "localhost,", "-c", "local", "c.yml"])
             .succeeds()
             .partial_output("the recap's timings vary"),
     );
@@ -1480,9 +1464,7 @@ fn flush_handlers_as_a_handler_ends_the_run() {
                 \x20   - meta: flush_handlers\n\
                 \x20   - debug: msg=after-the-handlers\n\
                 \x20 handlers:\n    - name: flusher\n      meta: flush_handlers\n";
-    let t = Test::new()
-        .write("h.yml", play)
-        .args(["playbook", "-i", "localhost,", "-c", "local", "h.yml"])
+    let t = local_playbook("h.yml", play)
         .fails_with(1)
         .partial_output("the recap's timings vary");
     assert!(
@@ -1502,9 +1484,7 @@ fn a_play_name_that_cannot_be_templated_ends_the_run() {
                 \x20   - debug: msg=first-play-ran\n\
                 - name: \"play {{ nope }}\"\n  hosts: localhost\n  gather_facts: false\n  tasks:\n\
                 \x20   - debug: msg=second-play-ran\n";
-    let t = Test::new()
-        .write("p.yml", book)
-        .args(["playbook", "-i", "localhost,", "-c", "local", "p.yml"])
+    let t = local_playbook("p.yml", book)
         .fails_with(4)
         .partial_output("the recap's timings vary");
     assert!(
@@ -1524,13 +1504,18 @@ fn a_failures_source_excerpt_masks_secret_named_values() {
     let book = "- hosts: localhost\n  gather_facts: false\n  vars:\n\
                 \x20   db_password: Planted-Secret-4711\n  tasks:\n\
                 \x20   - command: /bin/false\n";
-    let t = Test::new()
-        .write("p.yml", book)
-        .args(["playbook", "-i", "localhost,", "-c", "local", "p.yml"])
+    let t = local_playbook("p.yml", book)
         .fails_with(2)
         .partial_output("the recap's timings vary");
     let out = t.stdout();
     assert!(out.contains("Origin: "), "{out}");
     assert!(out.contains("4     db_password: ********"), "{out}");
     assert!(!out.contains("Planted-Secret-4711"), "{out}");
+}
+
+/// `kinit playbook -i localhost, -c local NAME` over the playbook `book` written as NAME.
+fn local_playbook(name: &str, book: &str) -> Test {
+    Test::new()
+        .write(name, book)
+        .args(["playbook", "-i", "localhost,", "-c", "local", name])
 }
