@@ -16,7 +16,8 @@ use crate::playbook::actions::{
     AssertArgs, AsyncStatusArgs, DebugArgs, ExecAction, Meta, PauseArgs,
 };
 use crate::playbook::{Keywords, Task};
-use crate::report::TaskResult;
+use crate::report::{Event, TaskResult};
+use crate::template::TemplateError;
 use crate::vars::VarMap;
 
 /// An ok result with the keys of `extra`.
@@ -85,8 +86,8 @@ impl Executor {
             {
                 ok(json!({"msg": "not judged by a render: it checks a host's answer"}))
             }
-            ExecAction::Debug(a) if a.var.is_some() => self.debug(a, ctx),
-            ExecAction::Debug(a) => self.debug(&rendered!(a), ctx),
+            ExecAction::Debug(a) if a.var.is_some() => self.debug(a, ctx, task),
+            ExecAction::Debug(a) => self.debug(&rendered!(a), ctx, task),
             ExecAction::Assert(a) => self.assert(a, ctx, task),
             ExecAction::Fail(a) => {
                 let a = rendered!(a);
@@ -328,7 +329,7 @@ impl Executor {
         }
     }
 
-    fn debug(&self, args: &DebugArgs, ctx: &VarMap) -> Attempt {
+    fn debug(&self, args: &DebugArgs, ctx: &VarMap, task: &Task) -> Attempt {
         let verbosity = match &args.verbosity {
             Some(Value::Number(n)) => n.as_u64().unwrap_or(0),
             Some(Value::String(s)) => s.trim().parse().unwrap_or(0),
@@ -345,12 +346,29 @@ impl Executor {
                 .and_then(|e| e.strip_suffix("}}"))
                 .filter(|e| !e.contains("{{"))
                 .unwrap_or(var);
-            let v = match self.templar.eval(expr, ctx) {
-                Ok(Value::Null) if !ctx.contains_key(var) => json!("VARIABLE IS NOT DEFINED!"),
-                Ok(v) => v,
-                Err(crate::template::TemplateError::Undefined { .. }) => {
-                    json!("VARIABLE IS NOT DEFINED!")
+            // An undefined value shows as 2.19's marker, told in a warning (its debug action
+            // replaces `UndefinedMarker`s); an undefined value that evaluates to nothing
+            // (`d.missing`) is printed to learn why.
+            let undefined = |e: TemplateError| {
+                let marked = crate::template::Marked::failed(&e);
+                if let Some(message) = marked.warning() {
+                    self.emit(Event::SourceWarning {
+                        message,
+                        location: task.loc.to_string(),
+                        key: "var".into(),
+                    });
                 }
+                json!(marked.text)
+            };
+            let v = match self.templar.eval(expr, ctx) {
+                Ok(Value::Null) if !ctx.contains_key(var) => {
+                    match self.templar.render_str(&format!("{{{{ {expr} }}}}"), ctx) {
+                        Err(e @ TemplateError::Undefined { .. }) => undefined(e),
+                        _ => Value::Null,
+                    }
+                }
+                Ok(v) => v,
+                Err(e @ TemplateError::Undefined { .. }) => undefined(e),
                 // Any other failure (a filter's or a lookup's) fails the task, as
                 // ansible-core 2.19's debug does.
                 Err(e) => return Attempt::failed(e.to_string()),

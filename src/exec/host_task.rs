@@ -98,11 +98,13 @@ tokio::task_local! {
 }
 
 /// One task on one host: what every step of running it needs (its play run, the task, its
-/// effective keywords, what enclosing blocks hand down, the host, the task's id in the run).
+/// effective keywords, what enclosing blocks hand down, the host, the task's id in the run,
+/// its title as the banner showed it).
 #[derive(Clone, Copy)]
 pub(crate) struct OnHost<'a> {
     pub pr: &'a PlayRun<'a>,
     pub task: &'a Task,
+    pub title: &'a str,
     pub kw: &'a Keywords,
     pub inh: &'a Inherit,
     pub host: &'a str,
@@ -122,7 +124,7 @@ impl Executor {
         let started = Instant::now();
         self.emit(Event::HostTask {
             host: host.to_string(),
-            task: inh.title(task),
+            task: t.title.to_string(),
         });
         let mut flow = Flow::Continue;
         let mut delegate_shown = None;
@@ -224,7 +226,7 @@ impl Executor {
     pub(crate) fn keyword_failed(&self, t: OnHost<'_>, msg: &str) -> HostOutcome {
         self.emit(Event::HostTask {
             host: t.host.to_string(),
-            task: t.inh.title(t.task),
+            task: t.title.to_string(),
         });
         let result = self.error_result(t.task, msg.to_string());
         self.finish(t, Instant::now(), Attempt::of(result))
@@ -372,7 +374,7 @@ impl Executor {
         self.emit(Event::TaskResult {
             host: host.to_string(),
             task_id,
-            task: t.inh.title(task),
+            task: t.title.to_string(),
             location: task.loc.to_string(),
             status,
             module: task.module_name().map(str::to_string),

@@ -35,6 +35,11 @@ impl Inherit {
         task.title(self.roles.last().map(|r| r.full_name()).as_deref())
     }
 
+    /// `title` with `name` (the task's name as rendered) for the task's own name.
+    pub fn title_named(&self, task: &Task, name: &str) -> String {
+        task.title_named(self.roles.last().map(|r| r.full_name()).as_deref(), name)
+    }
+
     pub fn from_play(play: &Play) -> Self {
         let mut i = Self {
             // Only an `import_playbook`'s `when` puts conditions on a play.

@@ -344,7 +344,7 @@ impl Executor {
             self.emit(Event::ItemResult {
                 host: host.to_string(),
                 task_id,
-                task: t.inh.title(task),
+                task: t.title.to_string(),
                 item: if no_log { "None".into() } else { label },
                 status,
                 module: task.module_name().map(str::to_string),

@@ -281,7 +281,7 @@ impl Executor {
         let progress = TaskProgress {
             events: &self.events,
             host,
-            task: inh.title(task),
+            task: t.title.to_string(),
         };
         let detach = super::host_task::DETACH.try_with(Arc::clone).ok();
         let mctx = ModuleCtx {

@@ -103,7 +103,7 @@ impl Executor {
             }
             self.emit(Event::Retry {
                 host: host.to_string(),
-                task: t.inh.title(task),
+                task: t.title.to_string(),
                 attempt,
                 retries,
             });

@@ -283,6 +283,38 @@ impl Executor {
         (kw, error)
     }
 
+    /// The task's title for its banner and results: its name templated with the variables of
+    /// the first host, 2.19's markers where a part cannot be, and their warning told first
+    /// (ansible-core's strategies post-validate `name` before `v2_playbook_on_task_start`:
+    /// `Task._post_validate_name`). A name without a template costs nothing.
+    fn banner_title(
+        &self,
+        pr: &PlayRun<'_>,
+        hosts: &[String],
+        inh: &Inherit,
+        task: &Task,
+        kw: &Keywords,
+    ) -> String {
+        let (Some(name), Some(first)) = (&task.name, hosts.first()) else {
+            return inh.title(task);
+        };
+        if !crate::template::is_template(name) {
+            return inh.title(task);
+        }
+        let Ok(ctx) = self.task_vars(pr, first, inh, &kw.vars) else {
+            return inh.title(task);
+        };
+        let marked = self.templar.render_marked(name, &ctx);
+        if let Some(message) = marked.warning() {
+            self.emit(Event::SourceWarning {
+                message,
+                location: task.loc.to_string(),
+                key: "name".into(),
+            });
+        }
+        inh.title_named(task, &marked.text)
+    }
+
     /// Run one non-block task on every active host (once with `run_once`).
     async fn run_leaf(&self, pr: &PlayRun<'_>, hosts: &[String], task: &Task, inh: &Inherit) {
         if !self.selected(task, inh) {
@@ -291,9 +323,10 @@ impl Executor {
         let kw = effective(&task.kw, &inh.kw);
         let (kw, keyword_error) = self.render_templated_keywords(pr, hosts, inh, kw);
         let id = self.next_task_id();
+        let title = self.banner_title(pr, hosts, inh, task, &kw);
         self.emit(Event::TaskStart {
             id,
-            name: inh.title(task),
+            name: title.clone(),
             location: task.loc.to_string(),
             handler: inh.handler,
         });
@@ -312,6 +345,7 @@ impl Executor {
         });
         let outcomes: Vec<HostOutcome> = join_all(targets.iter().map(|h| {
             let kw = &kw;
+            let title = &title;
             let keyword_error = &keyword_error;
             let throttle = &throttle;
             async move {
@@ -323,6 +357,7 @@ impl Executor {
                 let on = OnHost {
                     pr,
                     task,
+                    title,
                     kw,
                     inh,
                     host: h,

@@ -470,9 +470,21 @@ impl Task {
     /// `role`. An `include_role` is titled by its own name, or `include_role : <role>` when
     /// unnamed, never with the enclosing role (`IncludeRole.get_name`).
     pub fn title(&self, role: Option<&str>) -> String {
+        match &self.name {
+            Some(n) => self.title_named(role, n),
+            None => self.title_of(role, None),
+        }
+    }
+
+    /// `title` with `name` for the task's own name (its name as rendered for output).
+    pub fn title_named(&self, role: Option<&str>, name: &str) -> String {
+        self.title_of(role, Some(name))
+    }
+
+    fn title_of(&self, role: Option<&str>, name: Option<&str>) -> String {
         if let Action::IncludeRole { args, .. } = &self.action {
-            return match &self.name {
-                Some(n) => n.clone(),
+            return match name {
+                Some(n) => n.to_string(),
                 None => {
                     let included = args
                         .get("name")
@@ -483,9 +495,10 @@ impl Task {
                 }
             };
         }
+        let name = name.map_or_else(|| self.display_name(), str::to_string);
         match role {
-            Some(r) => format!("{r} : {}", self.display_name()),
-            None => self.display_name(),
+            Some(r) => format!("{r} : {name}"),
+            None => name,
         }
     }
 

@@ -137,6 +137,13 @@ pub enum Event {
     Warning {
         message: String,
     },
+    /// A warning about one value of a task (2.19's template markers in its banner name or a
+    /// `debug` value): shown with where `key`'s value is in the task at `location`.
+    SourceWarning {
+        message: String,
+        location: String,
+        key: String,
+    },
     /// A deprecation a module reported (its `deprecations`), in ansible-core's words.
     Deprecation {
         message: String,

@@ -217,7 +217,10 @@ async fn run(
                 // (utils/display.py), so a task's lines on stdout stay together.
                 if matches!(
                     ev,
-                    Event::Warning { .. } | Event::Deprecation { .. } | Event::Error { .. }
+                    Event::Warning { .. }
+                        | Event::SourceWarning { .. }
+                        | Event::Deprecation { .. }
+                        | Event::Error { .. }
                 ) {
                     let mut err = std::io::stderr().lock();
                     let _ = err.write_all(text.as_bytes());

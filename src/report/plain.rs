@@ -234,6 +234,11 @@ impl Plain {
             Event::Warning { message } => {
                 let _ = writeln!(out, "[WARNING]: {message}");
             }
+            Event::SourceWarning {
+                message,
+                location,
+                key,
+            } => out.push_str(&source_warning(message, location, key, &mut self.sources)),
             Event::Deprecation { message } => {
                 let _ = writeln!(out, "[DEPRECATION WARNING]: {message}");
             }
@@ -434,26 +439,17 @@ fn error_block(
     } else {
         format!("[ERROR]: Task failed: {kind} failed: {msg}\n")
     };
-    let Some((file, line)) = at.and_then(|a| a.rsplit_once(':')) else {
+    let Some((path, line, lines)) = task_source(at, sources) else {
         return out;
     };
-    let Ok(line) = line.parse::<usize>() else {
-        return out;
-    };
-    let path = std::path::absolute(file).unwrap_or_else(|_| file.into());
-    let text = sources
-        .entry(path.clone())
-        .or_insert_with(|| std::fs::read_to_string(&path).unwrap_or_default());
-    // A vaulted file's text is not shown (`SourceContext.from_origin`).
-    if text.starts_with("$ANSIBLE_VAULT") {
+    let Some(lines) = lines else {
         let _ = writeln!(
             out,
             "Origin: {}:{line}\n\n(source not shown: content encrypted)\n",
             path.display()
         );
         return out;
-    }
-    let lines: Vec<&str> = text.lines().collect();
+    };
     let Some(target) = line.checked_sub(1).and_then(|i| lines.get(i)) else {
         let _ = writeln!(out, "Origin: {}:{line}", path.display());
         return out;
@@ -465,9 +461,32 @@ fn error_block(
         Some(after) => indent + 1 + (after.len() - after.trim_start().len()) + 1,
         None => indent + 1,
     };
-    let _ = writeln!(out, "Origin: {}:{line}:{column}\n", path.display());
+    out.push_str(&excerpt(&path, &lines, line, column));
+    out
+}
+
+/// A task's file (absolute), line, and the file's lines (`None` for a vaulted file, whose
+/// text is not shown: `SourceContext.from_origin`), from its `file:line` location.
+fn task_source<'a>(
+    at: Option<&str>,
+    sources: &'a mut HashMap<std::path::PathBuf, String>,
+) -> Option<(std::path::PathBuf, usize, Option<Vec<&'a str>>)> {
+    let (file, line) = at?.rsplit_once(':')?;
+    let line = line.parse::<usize>().ok()?;
+    let path = std::path::absolute(file).unwrap_or_else(|_| file.into());
+    let text = sources
+        .entry(path.clone())
+        .or_insert_with(|| std::fs::read_to_string(&path).unwrap_or_default());
+    let lines = (!text.starts_with("$ANSIBLE_VAULT")).then(|| text.lines().collect());
+    Some((path, line, lines))
+}
+
+/// `Origin: file:line:column`, then the line with the two before it, numbered, and a `^`
+/// under the column, as ansible-core 2.19 quotes a source position.
+fn excerpt(path: &std::path::Path, lines: &[&str], line: usize, column: usize) -> String {
+    let mut out = format!("Origin: {}:{line}:{column}\n\n", path.display());
     let width = line.to_string().len();
-    for n in line.saturating_sub(2).max(1)..=line {
+    for n in line.saturating_sub(2).max(1)..=line.min(lines.len()) {
         let src = masked_source_line(&lines[n - 1].replace('\t', " "));
         let sep = if src.is_empty() { "" } else { " " };
         let _ = writeln!(out, "{n:>width$}{sep}{src}");
@@ -479,6 +498,60 @@ fn error_block(
         " ".repeat(column - 1)
     );
     out
+}
+
+/// A warning about a value of a task (2.19's template markers): the message, then where the
+/// value of the task's `key` is (`name: "{{ x }}"`, `debug: var=x`).
+fn source_warning(
+    message: &str,
+    location: &str,
+    key: &str,
+    sources: &mut HashMap<std::path::PathBuf, String>,
+) -> String {
+    let mut out = format!("[WARNING]: {message}\n");
+    let Some((path, line, Some(lines))) = task_source(Some(location), sources) else {
+        return out;
+    };
+    if let Some((line, column)) = value_position(&lines, line, key) {
+        out.push_str(&excerpt(&path, &lines, line, column));
+    }
+    out
+}
+
+/// Where the value of `key` is in the task that starts at `line` (1-based line and column):
+/// a `key:` of the task or of its arguments, else the argument string holding `key=`.
+fn value_position(lines: &[&str], line: usize, key: &str) -> Option<(usize, usize)> {
+    let first = lines.get(line.checked_sub(1)?)?;
+    let task_indent = first.len() - first.trim_start().len();
+    let span = lines[line - 1..].iter().enumerate().take_while(|(i, l)| {
+        *i == 0 || l.trim().is_empty() || l.len() - l.trim_start().len() > task_indent
+    });
+    fn body(l: &str) -> (usize, &str) {
+        let t = l.trim_start();
+        let t = t.strip_prefix("- ").map_or(t, str::trim_start);
+        (l.len() - t.len(), t)
+    }
+    let value_at = |l: &str, after: usize| {
+        let v = &l[after..];
+        after + (v.len() - v.trim_start().len()) + 1
+    };
+    let span: Vec<(usize, &&str)> = span.collect();
+    let colon = format!("{key}:");
+    let keyed = span.iter().find_map(|(i, l)| {
+        let (at, t) = body(l);
+        t.starts_with(&colon)
+            .then(|| (line + i, value_at(l, at + colon.len())))
+    });
+    keyed.or_else(|| {
+        let eq = format!("{key}=");
+        span.iter().find_map(|(i, l)| {
+            let (at, t) = body(l);
+            let colon = t.find(": ")?;
+            t[colon..]
+                .contains(&eq)
+                .then(|| (line + i, value_at(l, at + colon + 1)))
+        })
+    })
 }
 
 /// A quoted source line with the value of a secret-named key masked (`db_password: x`,
@@ -771,6 +844,26 @@ mod tests {
             "    - name: set the password"
         );
         assert_eq!(masked_source_line("  tasks:"), "  tasks:");
+    }
+
+    #[test]
+    fn a_warned_values_origin_is_where_its_key_holds_it_in_the_task() {
+        let lines = [
+            "- hosts: all",
+            "  tasks:",
+            "    - debug: var=nope",
+            "    - debug: msg=x",
+            "      name: \"B {{ u }}\"",
+            "    - name: C",
+            "      debug:",
+            "        var: d.b",
+            "    - name: other",
+        ];
+        assert_eq!(value_position(&lines, 3, "var"), Some((3, 14)));
+        assert_eq!(value_position(&lines, 4, "name"), Some((5, 13)));
+        assert_eq!(value_position(&lines, 6, "var"), Some((8, 14)));
+        // Not beyond the task: the next task's `name` is not this one's.
+        assert_eq!(value_position(&lines, 3, "name"), None);
     }
 
     #[test]

@@ -336,7 +336,7 @@ impl Object for HostVars {
 }
 
 /// Whether a string needs templating at all.
-pub(crate) fn is_template(s: &str) -> bool {
+pub fn is_template(s: &str) -> bool {
     s.contains("{{") || s.contains("{%") || s.contains("{#")
 }
 

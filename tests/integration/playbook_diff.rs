@@ -586,6 +586,66 @@ fn play_flow_matches_ansible_playbook() {
     }
 }
 
+/// Text that is shown rather than used, as ansible-core 2.19 renders it
+/// (`tests/playbooks/markers/`): task names templated for their banners with the first host's
+/// variables (play vars, host vars, facts set earlier; in a role too), a part that cannot be
+/// rendered shown as `<< error N - msg >>` (with `template potentially truncated` after an
+/// error that stops the template), `debug: var=` of an undefined value printed as a marker, and
+/// each told in a warning quoting where the value is. Same banners, result lines, markers and
+/// warnings (stderr, whole).
+#[test]
+fn template_markers_match_ansible_playbook() {
+    let Some(ansible) = ansible_or_say_why() else {
+        return;
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/markers");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut outputs = Vec::new();
+    for tool in ["ansible", "kinit"] {
+        let work = tmp.path().join(tool);
+        copy_files(&src, &work);
+        copy_files(
+            &src.join("roles/shown/tasks"),
+            &work.join("roles/shown/tasks"),
+        );
+        let out = tool_command(tool, &ansible)
+            .args(["-i", "hosts.ini", "names.yml"])
+            .current_dir(&work)
+            .envs(quiet_ansible(tmp.path()))
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let errors =
+            String::from_utf8_lossy(&out.stderr).replace(&work.display().to_string(), "DIR");
+        assert_eq!(out.status.code(), Some(0), "{tool}:\n{text}\n{errors}");
+        // kinit's own TASK TIMING table after the recap names the tasks again.
+        let markers: Vec<String> = text
+            .lines()
+            .take_while(|l| !l.starts_with("TASK TIMING"))
+            .filter(|l| l.contains("<< error"))
+            .map(|l| l.trim_end_matches(['*', ' ']).to_string())
+            .collect();
+        outputs.push((hosts_in_order(reading_lines(&text, &work)), markers, errors));
+    }
+    let (a, k) = (&outputs[0], &outputs[1]);
+    assert!(
+        a.0.contains(&"TASK [Install release 1.31 for alpha (hello)]".to_string()),
+        "ansible's banners: {:?}",
+        a.0
+    );
+    assert_eq!(a.1.len(), 8, "ansible's markers: {:?}", a.1);
+    assert_eq!(
+        a.2.matches("Encountered ").count(),
+        8,
+        "ansible's warnings:\n{}",
+        a.2
+    );
+    assert_eq!(a.0, k.0, "the banners and result lines differ");
+    assert_eq!(a.1, k.1, "the markers differ");
+    assert_eq!(a.2, k.2, "the warnings differ");
+}
+
 /// The files of `src` (not its folders) copied into `dest`, created.
 fn copy_files(src: &Path, dest: &Path) {
     std::fs::create_dir_all(dest).unwrap();
