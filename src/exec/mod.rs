@@ -173,6 +173,9 @@ pub struct Executor {
     warned: Mutex<std::collections::HashSet<String>>,
     /// The `jsonfile` fact cache, when ansible.cfg asks for one.
     fact_cache: Option<fact_cache::FactCache>,
+    /// The run's options as every task sees them (`ansible_version`, `ansible_forks`, ...):
+    /// made once.
+    pub(crate) options_vars: VarMap,
 }
 
 /// One play's run over one batch of hosts.
@@ -295,7 +298,9 @@ impl Executor {
             warnings.push(w);
             None
         });
+        let options_vars = vars::options_vars(&opts, &inventory.read().unwrap().sources.sources);
         let exec = Self {
+            options_vars,
             fact_cache,
             templar,
             forks: Semaphore::new(opts.forks.max(1)),

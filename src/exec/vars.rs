@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::inherit::Inherit;
-use super::{Executor, PlayRun};
+use super::{Executor, PlayRun, RunOptions};
 use crate::template::TemplateError;
 use crate::vars::{VarMap, combine, overlay};
 
@@ -122,6 +122,9 @@ impl Executor {
         for (k, v) in magic {
             m.insert(k.to_string(), v);
         }
+        for (k, v) in &self.options_vars {
+            m.insert(k.clone(), v.clone());
+        }
         if let Some(python) = playbook_python() {
             m.insert("ansible_playbook_python".into(), json!(python));
         }
@@ -231,6 +234,60 @@ impl Executor {
             .display()
             .to_string()
     }
+}
+
+/// The run's options as variables, as ansible-core's `load_options_vars` makes them:
+/// `ansible_version` (the ansible-core release whose behaviour kinit follows and is tested
+/// against, `ci/requirements.txt`), `ansible_forks`, `ansible_inventory_sources` (a file or
+/// folder as an absolute path, a host list as written) and `ansible_limit` when `--limit` is
+/// given. (`ansible_check_mode` and the others that may change during a run are set with the
+/// magic variables.)
+pub(crate) fn options_vars(opts: &RunOptions, sources: &[String]) -> VarMap {
+    let mut m = VarMap::new();
+    let part = |i: usize| {
+        ANSIBLE_CORE
+            .split('.')
+            .nth(i)
+            .and_then(|p| p.parse::<u32>().ok())
+    };
+    m.insert(
+        "ansible_version".into(),
+        json!({"string": ANSIBLE_CORE, "full": ANSIBLE_CORE,
+               "major": part(0), "minor": part(1), "revision": part(2)}),
+    );
+    m.insert("ansible_forks".into(), json!(opts.forks));
+    let sources: Vec<String> = sources
+        .iter()
+        .map(|s| match s.contains(',') {
+            true => s.clone(),
+            false => normalized_absolute(s),
+        })
+        .collect();
+    m.insert("ansible_inventory_sources".into(), json!(sources));
+    if let Some(limit) = &opts.limit {
+        m.insert("ansible_limit".into(), json!(limit));
+    }
+    m
+}
+
+/// The ansible-core release kinit follows (`ansible_version`).
+pub const ANSIBLE_CORE: &str = "2.19.4";
+
+/// `path` absolute, with `.` and `..` resolved by name (no symbolic link followed), as
+/// ansible-core's `unfrackpath(follow=False)` makes an inventory source.
+fn normalized_absolute(path: &str) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.into());
+    let mut out = std::path::PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out.display().to_string()
 }
 
 /// `ansible_playbook_python`: the controller's Python, the one kinit runs Python plugins
