@@ -229,6 +229,12 @@ fn ipaddr_filters_do_address_math() {
         ("{{ net | ipaddr(5) }}", json!("10.0.0.5/24")),
         ("{{ net | ipaddr('-1') }}", json!("10.0.0.255/24")),
         ("{{ net | ipaddr('first_usable') }}", json!("10.0.0.1")),
+        // A network as the query: the value when it lies within (ansible.utils' cidr_lookup),
+        // else None; kubespray checks its pod and service ranges this way.
+        ("{{ net | ipaddr('10.0.0.0/8') }}", json!("10.0.0.0/24")),
+        ("{{ '10.0.0.0/8' | ipaddr(net) }}", Value::Null),
+        ("{{ ['10.0.0.9', '10.1.0.1'] | ipaddr(net) }}", json!(["10.0.0.9"])),
+        ("{{ cidr | ipaddr(net) | string == 'None' }}", json!(true)),
         ("{{ net | ipaddr('last_usable') }}", json!("10.0.0.254")),
         (
             "{{ net | ansible.utils.nthhost(253) }}",

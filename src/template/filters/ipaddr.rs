@@ -214,7 +214,7 @@ fn apply(value: &Value, q: &str, version: Option<u8>) -> Result<Value, Error> {
         let mut out = Vec::new();
         for item in value.try_iter()? {
             let r = apply(&item, q, version)?;
-            if r.kind() != ValueKind::Bool || r.is_true() {
+            if !matches!(r.kind(), ValueKind::Bool | ValueKind::None) || r.is_true() {
                 out.push(r);
             }
         }
@@ -233,8 +233,15 @@ fn apply(value: &Value, q: &str, version: Option<u8>) -> Result<Value, Error> {
         // A valid address comes back as given.
         return Ok(Value::from(text));
     }
+    // A query that is no query name but an address or network asks whether the value lies
+    // within it (ansible.utils' `_cidr_lookup_query`: the value itself, else `None`).
+    if let Some(within) = parse(q).filter(|_| q.parse::<i128>().is_err()) {
+        let inside = within.net.trunc().contains(&i.net.trunc());
+        return Ok(if inside { Value::from(text) } else { Value::from(()) });
+    }
     query(i, q)
 }
+
 
 fn query_text(q: Option<Value>) -> Result<String, Error> {
     match q {
