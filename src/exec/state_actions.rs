@@ -112,14 +112,16 @@ impl Executor {
             Some(other) => other.to_string(),
             None => return Attempt::failed("`group_by` needs `key`"),
         };
-        let key = key.replace([' ', '-'], "_");
+        // Blanks become dashes, nothing else changes (ansible-core's group_by action; its
+        // inventory keeps other characters unless `force_valid_group_names` says otherwise).
+        let key = key.replace(' ', "-");
         let parents: Vec<String> = match &args.parents {
             Some(Value::Array(a)) => a
                 .iter()
                 .filter_map(Value::as_str)
-                .map(str::to_string)
+                .map(|p| p.replace(' ', "-"))
                 .collect(),
-            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::String(s)) => vec![s.replace(' ', "-")],
             _ => vec!["all".into()],
         };
         let changed = match self

@@ -83,7 +83,15 @@ impl Inventory {
         key: &str,
         parents: &[String],
     ) -> Result<bool, InventoryError> {
-        let changed = !self.groups.get(key).is_some_and(|g| g.hosts.contains(host));
+        // As ansible-core's `add_dynamic_group`: changed when the host was not yet in the
+        // group (its subgroups' hosts count as in it) or a parent group, or a parent's link
+        // to the group, is new.
+        // `all` is a new parent of a group that so far hung off other groups only.
+        let joined = !self.hosts_of_group(key).iter().any(|h| h == host);
+        let new_parent = parents
+            .iter()
+            .any(|p| !self.groups.contains_key(key) || !self.parents_of(key).contains(&p.as_str()));
+        let changed = joined || new_parent;
         let new_groups: Vec<String> = std::iter::once(key)
             .chain(parents.iter().map(String::as_str))
             .filter(|g| !self.groups.contains_key(*g))
@@ -97,7 +105,9 @@ impl Inventory {
         }
         self.add_host(host, Some(key), VarMap::new());
         for p in parents {
-            if p != "all" {
+            // A group nobody lists hangs off `all` already; one with other parents is linked
+            // to `all` as well, as ansible-core links it.
+            if p != "all" || !self.parents_of(key).contains(&"all") {
                 let g = self.group_mut(p);
                 if !g.children.contains(&key.to_string()) {
                     g.children.push(key.to_string());

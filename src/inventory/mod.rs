@@ -234,7 +234,7 @@ impl Inventory {
     }
 
     /// Direct parents of a group; groups nobody lists as a child hang off `all`.
-    fn parents_of(&self, group: &str) -> Vec<&str> {
+    pub(crate) fn parents_of(&self, group: &str) -> Vec<&str> {
         if group == "all" {
             return Vec::new();
         }

@@ -233,7 +233,10 @@ fn ipaddr_filters_do_address_math() {
         // else None; kubespray checks its pod and service ranges this way.
         ("{{ net | ipaddr('10.0.0.0/8') }}", json!("10.0.0.0/24")),
         ("{{ '10.0.0.0/8' | ipaddr(net) }}", Value::Null),
-        ("{{ ['10.0.0.9', '10.1.0.1'] | ipaddr(net) }}", json!(["10.0.0.9"])),
+        (
+            "{{ ['10.0.0.9', '10.1.0.1'] | ipaddr(net) }}",
+            json!(["10.0.0.9"]),
+        ),
         ("{{ cidr | ipaddr(net) | string == 'None' }}", json!(true)),
         ("{{ net | ipaddr('last_usable') }}", json!("10.0.0.254")),
         (

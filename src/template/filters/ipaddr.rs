@@ -237,11 +237,14 @@ fn apply(value: &Value, q: &str, version: Option<u8>) -> Result<Value, Error> {
     // within it (ansible.utils' `_cidr_lookup_query`: the value itself, else `None`).
     if let Some(within) = parse(q).filter(|_| q.parse::<i128>().is_err()) {
         let inside = within.net.trunc().contains(&i.net.trunc());
-        return Ok(if inside { Value::from(text) } else { Value::from(()) });
+        return Ok(if inside {
+            Value::from(text)
+        } else {
+            Value::from(())
+        });
     }
     query(i, q)
 }
-
 
 fn query_text(q: Option<Value>) -> Result<String, Error> {
     match q {
