@@ -102,6 +102,10 @@ pub struct AnsibleSettings {
     /// `allow_broken_conditionals`: a conditional that gives no boolean counts by its truth
     /// (with a deprecation warning) instead of failing, as before ansible-core 2.19.
     pub allow_broken_conditionals: bool,
+    /// `display_ok_hosts`, `display_skipped_hosts` (both on unless turned off): whether
+    /// results that changed nothing, and skipped ones, are shown.
+    pub display_ok_hosts: Option<bool>,
+    pub display_skipped_hosts: Option<bool>,
     /// `hash_behaviour = merge`: mappings of the same variable from different places merge
     /// key by key (`replace`, the default, keeps the higher-precedence one whole).
     pub hash_merge: bool,
@@ -230,6 +234,12 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
             ("defaults", "allow_broken_conditionals") => {
                 s.allow_broken_conditionals = boolean(value).ok_or_else(|| bad("a boolean"))?;
             }
+            ("defaults", "display_ok_hosts") => {
+                s.display_ok_hosts = Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
+            }
+            ("defaults", "display_skipped_hosts") => {
+                s.display_skipped_hosts = Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
+            }
             ("defaults", "error_on_missing_handler") => {
                 s.error_on_missing_handler = Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
             }
@@ -335,6 +345,14 @@ fn read_env(
     if let Some(v) = get("ANSIBLE_ALLOW_BROKEN_CONDITIONALS") {
         s.allow_broken_conditionals =
             boolean(&v).ok_or_else(|| bad("ANSIBLE_ALLOW_BROKEN_CONDITIONALS", v, "a boolean"))?;
+    }
+    if let Some(v) = get("ANSIBLE_DISPLAY_OK_HOSTS") {
+        s.display_ok_hosts =
+            Some(boolean(&v).ok_or_else(|| bad("ANSIBLE_DISPLAY_OK_HOSTS", v, "a boolean"))?);
+    }
+    if let Some(v) = get("ANSIBLE_DISPLAY_SKIPPED_HOSTS") {
+        s.display_skipped_hosts =
+            Some(boolean(&v).ok_or_else(|| bad("ANSIBLE_DISPLAY_SKIPPED_HOSTS", v, "a boolean"))?);
     }
     if let Some(v) = get("ANSIBLE_ERROR_ON_MISSING_HANDLER") {
         s.error_on_missing_handler = Some(

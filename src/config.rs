@@ -233,6 +233,10 @@ impl PlaybookConfig {
             reports: ReportFiles {
                 log_json: args.exec.log_json.clone(),
                 junit: args.exec.junit.clone(),
+                display: crate::report::Display {
+                    ok: cfg.display_ok_hosts.unwrap_or(true),
+                    skipped: cfg.display_skipped_hosts.unwrap_or(true),
+                },
             },
         })
     }

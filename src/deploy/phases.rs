@@ -66,6 +66,7 @@ async fn run_phases(cfg: &RunConfig, job: Job) -> Result<Outcome, Error> {
     let files = ReportFiles {
         log_json: Some(job.run_dir.join(EVENTS)),
         junit: Some(job.run_dir.join(JUNIT)),
+        display: Default::default(),
     };
     let session = Session::start(job.loader, job.inventory, opts, files, redactor)?;
     let mut failed = false;

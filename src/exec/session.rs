@@ -28,11 +28,12 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
         .map_err(|source| Error::Runtime { source })
 }
 
-/// Where the reporter writes, besides the terminal.
+/// Where the reporter writes, besides the terminal, and which results the terminal shows.
 #[derive(Debug, Clone, Default)]
 pub struct ReportFiles {
     pub log_json: Option<PathBuf>,
     pub junit: Option<PathBuf>,
+    pub display: report::Display,
 }
 
 pub struct Session {
@@ -56,6 +57,7 @@ impl Session {
         let ropts = report::ReportOptions {
             verbose: opts.verbose,
             diff: opts.diff,
+            display: files.display,
             log_json: files.log_json,
             junit: files.junit,
             progress: std::io::stdout().is_terminal()

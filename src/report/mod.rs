@@ -26,12 +26,33 @@ pub use redact::Redactor;
 pub struct ReportOptions {
     pub verbose: u8,
     pub diff: bool,
+    /// Which results are shown (ansible.cfg's `display_ok_hosts`/`display_skipped_hosts`).
+    pub display: Display,
     pub log_json: Option<PathBuf>,
     pub junit: Option<PathBuf>,
     /// Live progress bars (stdout is a terminal).
     pub progress: bool,
     /// Report every duration as zero, so output is reproducible (tests, snapshots).
     pub frozen_time: bool,
+}
+
+/// Which results the output shows, as ansible-core's default callback options choose them:
+/// without `ok`, a result that changed nothing is not shown; without `skipped`, a skipped one
+/// is not; either way a task's banner waits for its first shown result, so a task nobody
+/// sees a line of has none. The recap counts every result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Display {
+    pub ok: bool,
+    pub skipped: bool,
+}
+
+impl Default for Display {
+    fn default() -> Self {
+        Self {
+            ok: true,
+            skipped: true,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -130,7 +151,7 @@ async fn run(
     mut progress: Option<progress::Progress>,
 ) -> Result<RunStats, ReportError> {
     let mut stats = RunStats::default();
-    let mut plain = plain::Plain::new(opts.verbose, opts.diff);
+    let mut plain = plain::Plain::new(opts.verbose, opts.diff).showing(opts.display);
     let mut junit = junit::Junit::default();
     // The first error writing the JSON log (a full disk, `/dev/full`): the log stops there and
     // the run ends with that error after its recap, instead of a cut log and exit 0.

@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::TaskResult;
 use super::event::{Event, Status, minutes_seconds};
+use super::{Display, TaskResult};
 
 pub struct Plain {
     pub verbose: u8,
@@ -22,6 +22,10 @@ pub struct Plain {
     locations: HashMap<usize, String>,
     /// The playbook files those blocks quote, read once.
     sources: HashMap<std::path::PathBuf, String>,
+    /// Which results are shown.
+    display: Display,
+    /// Banners held until their task's first shown result (when some results are not shown).
+    banners: HashMap<usize, String>,
 }
 
 struct Included {
@@ -41,6 +45,23 @@ impl Plain {
             pending: Vec::new(),
             locations: HashMap::new(),
             sources: HashMap::new(),
+            display: Display::default(),
+            banners: HashMap::new(),
+        }
+    }
+
+    /// Show only the results `display` lets through.
+    pub fn showing(mut self, display: Display) -> Self {
+        self.display = display;
+        self
+    }
+
+    /// Whether a result with `status` gets a line (an `included:` line always does).
+    fn shown(&self, status: Status, result: &TaskResult) -> bool {
+        match status {
+            Status::Skipped => self.display.skipped,
+            Status::Ok => self.display.ok || result.included.is_some(),
+            _ => true,
         }
     }
 
@@ -110,9 +131,15 @@ impl Plain {
             Event::TaskStart {
                 id, name, handler, ..
             } if self.last_task != Some(*id) => {
-                self.last_task = Some(*id);
                 let kind = if *handler { "RUNNING HANDLER" } else { "TASK" };
-                let _ = writeln!(out, "\n{kind} [{name}]");
+                let banner = format!("\n{kind} [{name}]");
+                if self.display == Display::default() {
+                    self.last_task = Some(*id);
+                    let _ = writeln!(out, "{banner}");
+                } else {
+                    // Printed with the task's first shown result, if any.
+                    self.banners.insert(*id, banner);
+                }
             }
             Event::Progress {
                 host,
@@ -145,6 +172,9 @@ impl Plain {
                 result,
                 module,
             } => {
+                if !self.shown(*status, result) {
+                    return out;
+                }
                 self.header_for(&mut out, *task_id, task);
                 match &result.included {
                     Some(file) if *status == Status::Ok => {
@@ -188,11 +218,12 @@ impl Plain {
                         return out;
                     }
                 }
-                let summary = !looped
+                let summary = (!looped
                     || matches!(
                         status,
                         Status::Failed | Status::Unreachable | Status::Skipped
-                    );
+                    ))
+                    && self.shown(*status, result);
                 if summary {
                     self.header_for(&mut out, *task_id, task);
                 }
@@ -275,7 +306,14 @@ impl Plain {
     fn header_for(&mut self, out: &mut String, task_id: usize, task: &str) {
         if self.last_task != Some(task_id) {
             self.last_task = Some(task_id);
-            let _ = writeln!(out, "\nTASK [{task}]");
+            match self.banners.remove(&task_id) {
+                Some(banner) => {
+                    let _ = writeln!(out, "{banner}");
+                }
+                None => {
+                    let _ = writeln!(out, "\nTASK [{task}]");
+                }
+            }
         }
     }
 

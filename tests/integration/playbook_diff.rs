@@ -646,6 +646,82 @@ fn template_markers_match_ansible_playbook() {
     assert_eq!(a.2, k.2, "the warnings differ");
 }
 
+/// ansible.cfg's `display_ok_hosts` and `display_skipped_hosts` (and their `ANSIBLE_*`
+/// variables) hide results as ansible-core's default callback does
+/// (`tests/playbooks/display/`): a result that changed nothing, or a skipped one, gets no
+/// line, and a task none of whose results is shown gets no banner (kubespray's ansible.cfg
+/// turns skipped hosts off). Same banners and result lines as ansible-playbook in each
+/// setting.
+#[test]
+fn display_settings_hide_results_as_ansible_playbook_does() {
+    let Some(ansible) = ansible_or_say_why() else {
+        return;
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/display");
+    // What each setting is, and a banner it hides.
+    let settings: [(&str, &[(&str, &str)], Option<&str>, &str); 4] = [
+        (
+            "skipped off",
+            &[("ANSIBLE_DISPLAY_SKIPPED_HOSTS", "false")],
+            None,
+            "skipped everywhere",
+        ),
+        (
+            "ok off",
+            &[("ANSIBLE_DISPLAY_OK_HOSTS", "false")],
+            None,
+            "changes nothing",
+        ),
+        (
+            "both off",
+            &[
+                ("ANSIBLE_DISPLAY_OK_HOSTS", "0"),
+                ("ANSIBLE_DISPLAY_SKIPPED_HOSTS", "no"),
+            ],
+            None,
+            "included and skipped",
+        ),
+        (
+            "ansible.cfg",
+            &[],
+            Some("[defaults]\ndisplay_skipped_hosts = no\n"),
+            "no item runs",
+        ),
+    ];
+    for (what, envs, cfg, hidden) in settings {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut outputs = Vec::new();
+        for tool in ["ansible", "kinit"] {
+            let work = tmp.path().join(tool);
+            copy_files(&src, &work);
+            if let Some(cfg) = cfg {
+                std::fs::write(work.join("ansible.cfg"), cfg).unwrap();
+            }
+            let out = tool_command(tool, &ansible)
+                .args(["-i", "hosts.ini", "site.yml"])
+                .current_dir(&work)
+                .envs(quiet_ansible(tmp.path()))
+                .envs(envs.iter().copied())
+                .env("NO_COLOR", "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert_eq!(out.status.code(), Some(0), "{tool} {what}:\n{text}");
+            outputs.push(hosts_in_order(reading_lines(&text, &work)));
+        }
+        let (a, k) = (&outputs[0], &outputs[1]);
+        assert!(
+            !a.iter().any(|l| l.contains(hidden)) && k.iter().any(|l| l.starts_with("TASK [")),
+            "{what}: ansible showed `{hidden}`: {a:?}"
+        );
+        assert!(
+            a.iter().any(|l| l.starts_with("fatal:")),
+            "{what}: ansible's lines: {a:?}"
+        );
+        assert_eq!(a, k, "{what}: the lines differ");
+    }
+}
+
 /// The files of `src` (not its folders) copied into `dest`, created.
 fn copy_files(src: &Path, dest: &Path) {
     std::fs::create_dir_all(dest).unwrap();
