@@ -658,8 +658,10 @@ fn display_settings_hide_results_as_ansible_playbook_does() {
         return;
     };
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/display");
-    // What each setting is, and a banner it hides.
-    let settings: [(&str, &[(&str, &str)], Option<&str>, &str); 4] = [
+    // What each setting is (its name, `ANSIBLE_*` variables, ansible.cfg), and a banner it
+    // hides.
+    type Setting<'a> = (&'a str, &'a [(&'a str, &'a str)], Option<&'a str>, &'a str);
+    let settings: [Setting<'_>; 4] = [
         (
             "skipped off",
             &[("ANSIBLE_DISPLAY_SKIPPED_HOSTS", "false")],
