@@ -351,6 +351,13 @@ pub fn register(env: &mut Environment<'static>) {
         "network_in_network" => ipaddr::network_in_network,
         "ipsubnet" => ipaddr::ipsubnet,
     });
+    // community.general's, by their collection name (`dict` alone is Jinja's own).
+    env.add_filter("community.general.random_mac", chance::random_mac);
+    env.add_filter("random_mac", chance::random_mac);
+    env.add_filter("community.general.dict", |v: minijinja::Value| {
+        let none: [(&str, minijinja::Value); 0] = [];
+        core::dict(Some(v), minijinja::value::Kwargs::from_iter(none))
+    });
     // The filters lived in ansible.netcommon before ansible.utils.
     for (name, f) in [
         ("ansible.netcommon.ipaddr", ipaddr::ipaddr as fn(_, _) -> _),
