@@ -270,6 +270,31 @@ pub fn contains(seq: Value, item: Value) -> Result<bool, Error> {
     Ok(items(&seq)?.contains(&item))
 }
 
+/// `all` and `any`: Python's builtins as tests (ansible-core's `plugins/test/core.py`):
+/// whether every item (any item) of an iterable is true; kubespray selects packages with
+/// `selectattr('value', 'ansible.builtin.all')`.
+pub fn all(v: Value) -> Result<bool, Error> {
+    Ok(iterable_items(&v)?.iter().all(Value::is_true))
+}
+
+pub fn any(v: Value) -> Result<bool, Error> {
+    Ok(iterable_items(&v)?.iter().any(Value::is_true))
+}
+
+/// The items of `v`, or Python's error for a value that is not iterable.
+fn iterable_items(v: &Value) -> Result<Vec<Value>, Error> {
+    match v.kind() {
+        ValueKind::Seq | ValueKind::Map | ValueKind::String | ValueKind::Iterable => items(v),
+        _ => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "'{}' object is not iterable",
+                super::filters::core::type_debug(v.clone())
+            ),
+        )),
+    }
+}
+
 pub fn truthy(v: Value) -> bool {
     v.is_true()
 }

@@ -691,3 +691,20 @@ fn csvfile_escaped_delimiter_is_decoded() {
         json!("y")
     );
 }
+
+#[test]
+fn all_and_any_are_pythons_builtins_as_tests() {
+    let v = json!({"pkgs": {"a": [true, 1], "b": [true, false], "c": [], "d": "xy"}});
+    let picked = "{{ pkgs | dict2items | selectattr('value', 'ansible.builtin.all') \
+                  | map(attribute='key') | list }}";
+    assert_eq!(render(v.clone(), picked).unwrap(), json!(["a", "c", "d"]));
+    let picked =
+        "{{ pkgs | dict2items | selectattr('value', 'any') | map(attribute='key') | list }}";
+    assert_eq!(render(v.clone(), picked).unwrap(), json!(["a", "b", "d"]));
+    assert_eq!(
+        render(v.clone(), "{{ [0, ''] is any }}").unwrap(),
+        json!(false)
+    );
+    let err = render(v, "{{ 5 is all }}").unwrap_err().to_string();
+    assert!(err.contains("'int' object is not iterable"), "{err}");
+}

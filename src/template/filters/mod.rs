@@ -391,6 +391,8 @@ pub fn register(env: &mut Environment<'static>) {
         "issuperset" => p::superset,
         "contains" => p::contains,
         "truthy" => p::truthy,
+        "all" => p::all,
+        "any" => p::any,
         "falsy" => p::falsy,
         "exists" => p::path_exists,
         "file" => p::path_file,
