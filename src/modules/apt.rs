@@ -21,10 +21,11 @@ pub struct Params {
     /// `present` (default), `absent` or `latest`.
     #[serde(default)]
     state: PkgState,
-    /// Run `apt-get update` first.
+    /// Run `apt-get update` first (unless the cache is younger than `cache_valid_time`).
     #[serde(default, alias = "update-cache", deserialize_with = "boolish")]
     update_cache: bool,
-    /// Accepted for compatibility: kinit refreshes the cache whenever `update_cache` is set.
+    /// Seconds the cache stays fresh: an older one is updated, with or without
+    /// `update_cache`, as ansible-core's apt does.
     #[serde(default, deserialize_with = "opt_u64ish")]
     cache_valid_time: Option<u64>,
     /// A `.deb` file on the host to install when that version is not installed.
@@ -39,7 +40,24 @@ pub struct Params {
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
-    let _ = p.cache_valid_time;
+    let cache = match p.update_cache || p.cache_valid_time.is_some_and(|t| t > 0) {
+        true => Some(refresh_cache(ctx, p.cache_valid_time.unwrap_or(0)).await?),
+        false => None,
+    };
+    let cache = match cache {
+        Some(Err(failed)) => return Ok(failed),
+        Some(Ok(c)) => Some(c),
+        None => None,
+    };
+    // Only a cache to update: changed when it was (ansible-core's apt exits there).
+    if let Some(c) = cache.filter(|_| p.name.is_empty() && p.deb.is_none()) {
+        return Ok(ModuleResult {
+            changed: c.updated,
+            ..ModuleResult::ok()
+        }
+        .with("cache_updated", c.updated)
+        .with("cache_update_time", c.time));
+    }
     if let Some(deb) = &p.deb {
         return install_deb(ctx, deb).await;
     }
@@ -52,16 +70,77 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     if p.state == PkgState::Absent {
         extra.clear();
     }
-    pkg::ensure(
-        ctx,
-        Manager::Apt,
-        &p.name,
-        p.state,
-        p.update_cache,
-        p.purge,
-        &extra,
-    )
-    .await
+    let r = pkg::ensure(ctx, Manager::Apt, &p.name, p.state, false, p.purge, &extra).await?;
+    // Installs say whether the cache was updated and when it last was (removals do not).
+    Ok(match p.state {
+        PkgState::Absent => r,
+        _ => {
+            let c = cache.unwrap_or_default();
+            r.with("cache_updated", c.updated)
+                .with("cache_update_time", c.time)
+        }
+    })
+}
+
+/// The apt cache's state after `refresh_cache`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Cache {
+    updated: bool,
+    /// When it was last updated (seconds since the epoch; 0 when never).
+    time: u64,
+}
+
+/// How old the cache is, as ansible-core's apt reads it: the mtime of apt's update-success
+/// stamp, else of its lists folder, else 0; then the host's clock.
+const CACHE_AGE: &str = "t=$(stat -c %Y /var/lib/apt/periodic/update-success-stamp 2>/dev/null \
+    || stat -c %Y /var/lib/apt/lists 2>/dev/null || echo 0); echo \"kinit-cache $t $(date +%s)\"";
+
+/// `apt-get update` when the cache is older than `valid` seconds (check mode only says it
+/// would); whether it was updated is whether its time moved (always, in check mode).
+async fn refresh_cache(
+    ctx: &ModuleCtx<'_>,
+    valid: u64,
+) -> Result<Result<Cache, ModuleResult>, ModuleError> {
+    let age = |text: String| {
+        let line = text.lines().find_map(|l| l.strip_prefix("kinit-cache "))?;
+        let (t, now) = line.split_once(' ')?;
+        Some((
+            t.trim().parse::<u64>().ok()?,
+            now.trim().parse::<u64>().ok()?,
+        ))
+    };
+    let out = ctx.run(CACHE_AGE).await?;
+    let (time, now) = age(out.stdout_str()).unwrap_or((0, u64::MAX));
+    if time.saturating_add(valid) >= now {
+        return Ok(Ok(Cache {
+            updated: false,
+            time,
+        }));
+    }
+    if ctx.check_mode {
+        return Ok(Ok(Cache {
+            updated: true,
+            time,
+        }));
+    }
+    let out = ctx
+        .run(format!(
+            "{} && {CACHE_AGE}",
+            Manager::Apt.update_cache_command()
+        ))
+        .await?;
+    if !out.success() {
+        return Ok(Err(ModuleResult::failed(format!(
+            "Failed to update apt cache: {}",
+            out.stderr_str().trim()
+        ))
+        .with_output(&out)));
+    }
+    let after = age(out.stdout_str()).map_or(time, |(t, _)| t);
+    Ok(Ok(Cache {
+        updated: after != time,
+        time: after,
+    }))
 }
 
 /// Install a `.deb` on the host unless that package at that version is installed.
