@@ -183,6 +183,17 @@ fn check_literals(expr: &Expr<'_>) -> Result<(), Error> {
 
 fn patch(instructions: &mut Instructions<'_>) {
     for idx in 0..instructions.len() as u32 {
+        // `{{ x if cond }}` printed with `cond` false prints nothing, as Jinja2's plain
+        // undefined value does (the missing `else` is the only undefined constant minijinja
+        // compiles): kinit's formatter refuses undefined values, so it gets `None`.
+        let emitted = matches!(instructions.get(idx + 1), Some(Instruction::Emit));
+        if let Some(Instruction::LoadConst(v)) = instructions.get_mut(idx)
+            && v.is_undefined()
+            && emitted
+        {
+            *v = Value::from(());
+            continue;
+        }
         let Some(instr) = instructions.get_mut(idx) else {
             break;
         };

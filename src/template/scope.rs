@@ -167,7 +167,7 @@ impl LazyVars {
             stack.push((me, name.to_string()));
         }
         let ctx = Value::from_dyn_object(self.clone());
-        let result = json_to_value(&self.env, raw, &ctx);
+        let result = variable_to_value(&self.env, raw, &ctx);
         {
             let me = std::thread::current().id();
             let mut stack = self.resolving.lock().unwrap();
@@ -383,23 +383,67 @@ pub(crate) fn json_to_value(
     raw: &Json,
     ctx: &Value,
 ) -> Result<Value, Error> {
+    to_value(env, raw, ctx, false)
+}
+
+/// `json_to_value` for a variable's value, whose lists and mappings may hold Jinja's plain
+/// undefined value: `{{ x if cond }}` (an inline `if` without `else`) whose condition is
+/// false is that value there, as in ansible-core 2.19's lazy containers: the container holds
+/// it, `select` drops it (it is false), `length` counts it, and only a result that still
+/// holds it is an error. kubespray builds its address lists so
+/// (`["{{ ipv4 if ipv4_stack }}", "{{ ipv6 if ipv6_stack }}"] | select`).
+fn variable_to_value(env: &Environment<'static>, raw: &Json, ctx: &Value) -> Result<Value, Error> {
+    to_value(env, raw, ctx, true)
+}
+
+fn to_value(
+    env: &Environment<'static>,
+    raw: &Json,
+    ctx: &Value,
+    lazy_items: bool,
+) -> Result<Value, Error> {
+    let item = |v: &Json| match v {
+        Json::String(s) if lazy_items => {
+            match single_expression(s).and_then(inline_if_without_else) {
+                Some((test, value)) => match super::render::eval(env, test, ctx)?.is_true() {
+                    true => super::render::eval(env, value, ctx),
+                    false => Ok(Value::UNDEFINED),
+                },
+                None => to_value(env, v, ctx, lazy_items),
+            }
+        }
+        _ => to_value(env, v, ctx, lazy_items),
+    };
     Ok(match raw {
         Json::String(s) if is_template(s) => render_native(env, s, ctx)?,
-        Json::Array(items) => Value::from(
-            items
-                .iter()
-                .map(|v| json_to_value(env, v, ctx))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
+        Json::Array(items) => Value::from(items.iter().map(item).collect::<Result<Vec<_>, _>>()?),
         Json::Object(map) => {
             let mut out = indexmap::IndexMap::with_capacity(map.len());
             for (k, v) in map {
-                out.insert(Value::from(k.as_str()), json_to_value(env, v, ctx)?);
+                out.insert(Value::from(k.as_str()), item(v)?);
             }
             Value::from_iter(out)
         }
         other => Value::from_serialize(other),
     })
+}
+
+/// The condition and the value of `value if condition` with no `else`, as source text.
+fn inline_if_without_else(expr: &str) -> Option<(&str, &str)> {
+    if !expr.contains(" if ") {
+        return None;
+    }
+    let ast = minijinja::machinery::parse_expr(expr).ok()?;
+    let minijinja::machinery::ast::Expr::IfExpr(i) = &ast else {
+        return None;
+    };
+    if i.false_expr.is_some() {
+        return None;
+    }
+    let text = |span: minijinja::machinery::Span| {
+        expr.get(span.start_offset as usize..span.end_offset as usize)
+    };
+    Some((text(i.test_expr.span())?, text(i.true_expr.span())?))
 }
 
 /// Render `s`; a lone `{{ expr }}` yields the expression's value with its type, and so does
