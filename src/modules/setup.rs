@@ -45,7 +45,9 @@ async fn gather_facts(ctx: &ModuleCtx<'_>, p: GatherParams) -> Result<ModuleResu
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    /// Accepted for compatibility: the one command kinit runs gathers every subset.
+    /// Which facts to return (`all`, `min`, `network`, `hardware`, a collector name, `!`
+    /// to leave one out), as ansible-core's `get_collector_names` chooses them. The one
+    /// command kinit runs gathers everything; the choice filters what is returned.
     #[serde(default, deserialize_with = "list")]
     gather_subset: Vec<String>,
     /// Only return facts whose name matches one of these globs (`ansible_distribution*`).
@@ -81,6 +83,7 @@ done
 awk '/^(MemTotal|MemFree|SwapTotal|SwapFree):/ { sub(":", "", $1); print "mem_" $1 "=" $2 }' /proc/meminfo 2>/dev/null
 echo '[os-release]'; cat /etc/os-release 2>/dev/null
 echo '[route]'; cat /proc/net/route 2>/dev/null
+echo '[route6]'; cat /proc/net/ipv6_route 2>/dev/null
 echo '[ipv4]'; ip -o -4 addr show 2>/dev/null
 echo '[ipv6]'; ip -o -6 addr show 2>/dev/null
 echo '[mac]'; for i in /sys/class/net/*; do echo "${i##*/} $(cat $i/address 2>/dev/null) $(cat $i/operstate 2>/dev/null)"; done
@@ -123,7 +126,15 @@ fn python_candidates(vars: &crate::vars::VarMap) -> String {
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
-    let _ = (&p.gather_subset, p.gather_timeout);
+    let _ = p.gather_timeout;
+    let subset = match p.gather_subset.is_empty() {
+        true => vec!["all".to_string()],
+        false => p.gather_subset.clone(),
+    };
+    let collectors = collectors(&subset).map_err(|detail| ModuleError::BadArgs {
+        module: "setup",
+        detail,
+    })?;
     let script = format!(
         "KINIT_PY={}\n{SCRIPT}{PYTHON}{}",
         crate::transport::quote::sh(&python_candidates(ctx.vars)),
@@ -145,6 +156,14 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let mut facts = parse(&String::from_utf8_lossy(main));
     let (local, warnings) = local_facts::parse(local);
     facts.insert("ansible_local".into(), Value::Object(local));
+    let interfaces: Vec<String> = facts
+        .get("ansible_interfaces")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(fact_name).collect())
+        .unwrap_or_default();
+    facts.retain(|k, _| collectors.contains(collector_of(k, &interfaces)));
+    facts.insert("gather_subset".into(), json!(subset));
+    facts.insert("module_setup".into(), json!(true));
     if !p.filter.is_empty() {
         let mut b = globset::GlobSetBuilder::new();
         for f in &p.filter {
@@ -185,12 +204,101 @@ pub fn host_facts(data: &Map<String, Value>) -> Option<Map<String, Value>> {
     )
 }
 
+/// The fact collectors of each subset ansible-core names (`min` is its minimal set).
+const MIN: &[&str] = &[
+    "apparmor",
+    "caps",
+    "cmdline",
+    "date_time",
+    "distribution",
+    "dns",
+    "env",
+    "fips",
+    "local",
+    "lsb",
+    "pkg_mgr",
+    "platform",
+    "python",
+    "selinux",
+    "service_mgr",
+    "ssh_pub_keys",
+    "user",
+];
+const GROUPS: &[&str] = &["hardware", "network", "virtual", "facter", "ohai"];
+
+/// The collectors `gather_subset` chooses, as ansible-core's `get_collector_names`: `min`
+/// always, then what is added, less what is left out (unless also added by name); `!all`
+/// leaves all but `min`. An unknown subset to add is an error; one to leave out is not.
+fn collectors(subset: &[String]) -> Result<std::collections::HashSet<&'static str>, String> {
+    use std::collections::HashSet;
+    let valid: HashSet<&'static str> = MIN.iter().chain(GROUPS).copied().collect();
+    let min: HashSet<&'static str> = MIN.iter().copied().collect();
+    let known = |name: &str| valid.iter().copied().find(|v| *v == name);
+    let (mut added, mut left_out, mut named) = (min.clone(), HashSet::new(), HashSet::new());
+    for s in subset.iter().map(|s| s.trim()) {
+        match s {
+            "min" => added.extend(&min),
+            "all" => added.extend(&valid),
+            "!min" => left_out.extend(&min),
+            "!all" => left_out.extend(valid.difference(&min)),
+            _ => match s.strip_prefix('!') {
+                Some(out) => left_out.extend(known(out)),
+                None => {
+                    let Some(name) = known(s) else {
+                        let mut allowed: Vec<&str> = valid.iter().copied().collect();
+                        allowed.sort_unstable();
+                        return Err(format!(
+                            "Bad subset '{s}' given to Ansible. gather_subset options allowed: \
+                             all, {}",
+                            allowed.join(", ")
+                        ));
+                    };
+                    added.insert(name);
+                    named.insert(name);
+                }
+            },
+        }
+    }
+    Ok(added
+        .into_iter()
+        .filter(|c| !left_out.contains(c) || named.contains(c))
+        .collect())
+}
+
+/// The collector a fact (`ansible_<name>`) comes from, among those `collectors` knows.
+fn collector_of(fact: &str, interfaces: &[String]) -> &'static str {
+    let name = fact.strip_prefix("ansible_").unwrap_or(fact);
+    match name {
+        "interfaces" | "default_ipv4" | "default_ipv6" | "all_ipv4_addresses"
+        | "all_ipv6_addresses" => "network",
+        n if interfaces.iter().any(|i| i == n) => "network",
+        "memtotal_mb" | "memfree_mb" | "swaptotal_mb" | "swapfree_mb" => "hardware",
+        n if n.starts_with("processor") => "hardware",
+        n if n.starts_with("distribution") || n == "os_family" => "distribution",
+        "user_id" | "user_uid" | "user_gid" | "user_dir" => "user",
+        "date_time" => "date_time",
+        "env" => "env",
+        "pkg_mgr" => "pkg_mgr",
+        "service_mgr" => "service_mgr",
+        "python" => "python",
+        "selinux_python_present" => "selinux",
+        "local" => "local",
+        _ => "platform",
+    }
+}
+
+/// An interface's fact name (`ansible_eth0`, `ansible_br_int` for `br-int`).
+fn fact_name(iface: &str) -> String {
+    iface.replace(['-', '.', ':'], "_")
+}
+
 /// Turn the script's output into `ansible_*` facts (pure, unit tested).
 pub fn parse(text: &str) -> Map<String, Value> {
     let mut section = "";
     let mut kv = BTreeMap::<String, String>::new();
     let mut os = BTreeMap::<String, String>::new();
     let (mut route, mut v4, mut v6, mut mac) = (vec![], vec![], vec![], vec![]);
+    let mut route6 = vec![];
     let mut python: Option<Value> = None;
     let mut env = Map::new();
     for line in text.lines() {
@@ -210,6 +318,7 @@ pub fn parse(text: &str) -> Map<String, Value> {
                 }
             }
             "route" => route.push(line),
+            "route6" => route6.push(line),
             "ipv4" => v4.push(line),
             "ipv6" => v6.push(line),
             "python" => python = serde_json::from_str(line).ok(),
@@ -337,13 +446,31 @@ pub fn parse(text: &str) -> Map<String, Value> {
     }
     let mut all6 = Vec::new();
     for l in &v6 {
+        // `4: eth0    inet6 fd00::2/64 scope global ...`
         let w: Vec<&str> = l.split_whitespace().collect();
-        if let Some(addr) = w.get(3).and_then(|c| c.split('/').next())
-            && !addr.starts_with("::1")
-        {
+        let (Some(dev), Some((addr, prefix))) =
+            (w.get(1), w.get(3).and_then(|c| c.split_once('/')))
+        else {
+            continue;
+        };
+        if addr != "::1" {
             all6.push(json!(addr));
         }
+        let scope = w
+            .iter()
+            .position(|x| *x == "scope")
+            .and_then(|i| w.get(i + 1));
+        let iface = ifaces
+            .entry(dev.to_string())
+            .or_insert_with(|| json!({"device": dev}));
+        if !iface.get("ipv6").is_some_and(Value::is_array) {
+            iface["ipv6"] = json!([]);
+        }
+        if let Some(list) = iface["ipv6"].as_array_mut() {
+            list.push(json!({"address": addr, "prefix": prefix, "scope": scope.unwrap_or(&"")}));
+        }
     }
+    let default6 = default_ipv6(&route6, &ifaces);
     let mut default4 = json!({});
     for l in route.iter().skip(1) {
         let w: Vec<&str> = l.split_whitespace().collect();
@@ -369,12 +496,48 @@ pub fn parse(text: &str) -> Map<String, Value> {
         json!(ifaces.keys().cloned().collect::<Vec<_>>()),
     );
     for (name, v) in ifaces {
-        put(&name.replace(['-', '.', ':'], "_"), v);
+        put(&fact_name(&name), v);
     }
     put("all_ipv4_addresses", json!(all4));
     put("all_ipv6_addresses", json!(all6));
     put("default_ipv4", default4);
+    put("default_ipv6", default6);
     f
+}
+
+/// `default_ipv6`: the IPv6 default route with the lowest metric (`/proc/net/ipv6_route`:
+/// destination `::/0` through a gateway), with its interface's first global address, as
+/// ansible-core's network facts give it; `{}` without one.
+fn default_ipv6(routes: &[&str], ifaces: &Map<String, Value>) -> Value {
+    let best = routes
+        .iter()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let zero = "0".repeat(32);
+            (w.len() >= 10 && w[0] == zero && w[1] == "00" && w[4] != zero).then(|| {
+                let metric = u32::from_str_radix(w[5], 16).unwrap_or(u32::MAX);
+                (metric, w[4], w[9])
+            })
+        })
+        .min_by_key(|(metric, _, _)| *metric);
+    let Some((_, hop, dev)) = best else {
+        return json!({});
+    };
+    let Ok(bits) = u128::from_str_radix(hop, 16) else {
+        return json!({});
+    };
+    let iface = ifaces.get(dev);
+    let global = iface
+        .and_then(|i| i.get("ipv6"))
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().find(|x| x["scope"] == "global"));
+    let mut d = global.cloned().unwrap_or_else(|| json!({}));
+    d["gateway"] = json!(std::net::Ipv6Addr::from(bits).to_string());
+    d["interface"] = json!(dev);
+    if let Some(m) = iface.and_then(|i| i.get("macaddress")) {
+        d["macaddress"] = m.clone();
+    }
+    d
 }
 
 /// Ansible's `distribution` and `os_family` for an os-release `ID`/`ID_LIKE`.
@@ -429,6 +592,59 @@ fn family(like: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn chosen(subset: &[&str]) -> Vec<&'static str> {
+        let subset: Vec<String> = subset.iter().map(|s| s.to_string()).collect();
+        let mut c: Vec<&str> = collectors(&subset).unwrap().into_iter().collect();
+        c.sort_unstable();
+        c
+    }
+
+    /// ansible-core's `get_collector_names` on the subsets kubespray and roles ask for.
+    #[test]
+    fn gather_subset_chooses_collectors_as_ansible_core() {
+        assert!(chosen(&["all"]).contains(&"network"));
+        let min = chosen(&["!all"]);
+        assert!(
+            min.contains(&"distribution") && !min.contains(&"network"),
+            "{min:?}"
+        );
+        assert_eq!(chosen(&["!all", "!min", "network"]), ["network"]);
+        assert_eq!(chosen(&["!all", "!min", "distribution"]), ["distribution"]);
+        let no_hw = chosen(&["all", "!hardware"]);
+        assert!(!no_hw.contains(&"hardware") && no_hw.contains(&"network"));
+        let err = collectors(&["netwrk".to_string()]).unwrap_err();
+        assert!(
+            err.starts_with("Bad subset 'netwrk' given to Ansible."),
+            "{err}"
+        );
+        // Leaving out an unknown subset is no error.
+        assert!(collectors(&["!nothing".to_string()]).is_ok());
+    }
+
+    #[test]
+    fn the_ipv6_default_route_with_the_lowest_metric_is_default_ipv6() {
+        let zero = "0".repeat(32);
+        let routes = [
+            format!("fd000000000000000000000000000000 40 {zero} 00 {zero} 00000100 1 0 1 eth0"),
+            format!("{zero} 00 {zero} 00 fd000000000000000000000000000009 00000800 3 0 3 eth1"),
+            format!("{zero} 00 {zero} 00 fd000000000000000000000000000001 00000400 3 0 3 eth0"),
+        ];
+        let routes: Vec<&str> = routes.iter().map(String::as_str).collect();
+        let mut ifaces = Map::new();
+        ifaces.insert(
+            "eth0".into(),
+            json!({"macaddress": "02:00:00:00:00:01", "ipv6": [
+                {"address": "fe80::1", "prefix": "64", "scope": "link"},
+                {"address": "fd00::2", "prefix": "64", "scope": "global"}]}),
+        );
+        let d = default_ipv6(&routes, &ifaces);
+        assert_eq!(d["gateway"], "fd00::1");
+        assert_eq!(d["interface"], "eth0");
+        assert_eq!(d["address"], "fd00::2");
+        assert_eq!(d["macaddress"], "02:00:00:00:00:01");
+        assert_eq!(default_ipv6(&routes[..1], &ifaces), json!({}));
+    }
 
     #[test]
     fn parses_a_rocky_host() {
