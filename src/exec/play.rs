@@ -69,6 +69,11 @@ impl Executor {
             play.hosts.clone()
         };
         let inv = self.inventory.read().unwrap();
+        for word in inv.unmatched_words(&pattern) {
+            self.warn_once(format!(
+                "Could not match supplied host pattern, ignoring: {word}"
+            ));
+        }
         inv.select_limited(&pattern, self.opts.limit.as_deref())
     }
 
@@ -120,9 +125,7 @@ impl Executor {
             planned: hosts.len() * count_tasks(&play.tasks, &play.pre_tasks, &play.post_tasks),
         });
         if hosts.is_empty() {
-            self.emit(Event::Warning {
-                message: format!("no hosts matched `{}`, skipping play", play.hosts),
-            });
+            self.emit(Event::NoHostsMatched);
         }
         let (serial, strategy, order) = match self.play_words(play) {
             Ok(words) => words,

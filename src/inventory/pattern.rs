@@ -111,13 +111,14 @@ impl Inventory {
             _ => (pattern, None),
         };
         let hosts = self.enumerate(expr)?;
-        let Some((start, end)) = subscript else {
+        // Nothing to subscript is nothing (ansible-core's `_apply_subscript`).
+        let Some((start, end)) = subscript.filter(|_| !hosts.is_empty()) else {
             return Ok(hosts);
         };
         let len = hosts.len() as i64;
         let out_of_range = || InventoryError::Pattern {
             pattern: pattern.to_string(),
-            reason: format!("subscript out of range: `{expr}` has {len} host(s)"),
+            reason: format!("No hosts matched the subscripted pattern '{pattern}'"),
         };
         match end {
             None => {
@@ -133,6 +134,31 @@ impl Inventory {
                 Ok(hosts[start as usize..=end as usize].to_vec())
             }
         }
+    }
+
+    /// The words of `pattern` that name no group and no host (`all` always matches), each
+    /// once: ansible-core warns `Could not match supplied host pattern, ignoring: <word>`.
+    pub fn unmatched_words(&self, pattern: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for part in split_patterns(pattern) {
+            let word = part.trim_start_matches(['!', '&']);
+            let word = match SUBSCRIPT.captures(word) {
+                Some(c) if !word.starts_with('~') => c.get(1).map_or(word, |m| m.as_str()),
+                _ => word,
+            };
+            let Ok(matcher) = Matcher::new(word) else {
+                continue;
+            };
+            let matched = word == "all"
+                || self.hosts.contains_key(word)
+                || IMPLICIT_LOCAL.contains(&word)
+                || self.groups.keys().any(|g| matcher.is_match(g))
+                || self.hosts.keys().any(|h| matcher.is_match(h));
+            if !matched && !out.iter().any(|w| w == word) {
+                out.push(word.to_string());
+            }
+        }
+        out
     }
 
     /// Groups and hosts matching one pattern word (no operators, no subscript).

@@ -206,3 +206,20 @@ fn errors_name_file_line_and_value() {
 
     assert!(load(&["/nonexistent/inventory".to_string()]).is_err());
 }
+
+#[test]
+fn words_that_match_nothing_are_named_and_a_subscript_of_nothing_is_nothing() {
+    let mut inv = Inventory::default();
+    inv.add_host("web1", Some("web"), VarMap::new());
+    inv.group_mut("empty");
+    assert_eq!(
+        inv.unmatched_words("web:nosuch:!other[0]:empty:all:web*"),
+        ["nosuch", "other"]
+    );
+    assert_eq!(inv.select("nosuch[0]").unwrap(), Vec::<String>::new());
+    let err = inv.select("web[3]").unwrap_err().to_string();
+    assert!(
+        err.contains("No hosts matched the subscripted pattern 'web[3]'"),
+        "{err}"
+    );
+}

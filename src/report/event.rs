@@ -148,6 +148,9 @@ pub enum Event {
     Deprecation {
         message: String,
     },
+    /// A play matched no host: it is skipped (ansible-playbook's `skipping: no hosts
+    /// matched`).
+    NoHostsMatched,
     PlayEnd {
         name: String,
     },

@@ -270,6 +270,7 @@ impl Plain {
                 location,
                 key,
             } => out.push_str(&source_warning(message, location, key, &mut self.sources)),
+            Event::NoHostsMatched => out.push_str("skipping: no hosts matched\n"),
             Event::Deprecation { message } => {
                 let _ = writeln!(out, "[DEPRECATION WARNING]: {message}");
             }

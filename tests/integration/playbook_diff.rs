@@ -555,7 +555,13 @@ fn play_flow_matches_ansible_playbook() {
         return;
     };
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/playbooks/playflow");
-    for (book, rc) in [("refresh.yml", 0), ("fatal.yml", 2), ("allfail.yml", 2)] {
+    let books = [
+        ("refresh.yml", 0),
+        ("fatal.yml", 2),
+        ("allfail.yml", 2),
+        ("nohosts.yml", 0),
+    ];
+    for (book, rc) in books {
         let tmp = tempfile::tempdir().unwrap();
         let mut outputs = Vec::new();
         for tool in ["ansible", "kinit"] {
@@ -577,12 +583,18 @@ fn play_flow_matches_ansible_playbook() {
             );
             // Hosts finish a task in any order under ansible-playbook's forks.
             let lines = hosts_in_order(reading_lines(&text, &work));
-            outputs.push((lines, recap_lines(&text)));
+            let unmatched: Vec<String> = String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .filter(|l| l.contains("Could not match supplied host pattern"))
+                .map(str::to_string)
+                .collect();
+            outputs.push((lines, recap_lines(&text), unmatched));
         }
         let (a, k) = (&outputs[0], &outputs[1]);
         assert!(a.0.len() >= 3, "{book}: ansible's output: {a:?}");
         assert_eq!(a.0, k.0, "{book}: the lines of the run differ");
         assert_eq!(a.1, k.1, "{book}: the recaps differ");
+        assert_eq!(a.2, k.2, "{book}: the host pattern warnings differ");
     }
 }
 
