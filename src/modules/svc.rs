@@ -45,6 +45,9 @@ pub struct Seen {
     pub active: bool,
     pub enabled: bool,
     pub masked: bool,
+    /// Without systemd running, what `systemctl is-enabled` says of the unit when systemctl
+    /// is installed (it reads unit files offline, and `mask`/`unmask` write them).
+    pub unit_file: Option<String>,
 }
 
 fn probe_script(name: &str) -> String {
@@ -56,6 +59,7 @@ fn probe_script(name: &str) -> String {
            [ -x /etc/init.d/{n} ] && echo kinit-exists\n\
            [ -x /etc/init.d/{n} ] && service {n} status >/dev/null 2>&1 && echo kinit-active\n\
            ls /etc/rc2.d/S??{n} /etc/rc3.d/S??{n} 2>/dev/null | grep -q . && echo kinit-enabled\n\
+           command -v systemctl >/dev/null 2>&1 && echo \"kinit-unitfile=$(systemctl is-enabled {n} 2>/dev/null)\"\n\
          fi\nexit 0\n"
     )
 }
@@ -85,14 +89,22 @@ pub fn parse(out: &str) -> Seen {
                 "enabled" | "enabled-runtime" | "static" | "alias" | "indirect" | "generated"
             ),
             masked: load == "masked" || file.starts_with("masked"),
+            unit_file: None,
         }
     } else {
+        let unit_file = out
+            .lines()
+            .find_map(|l| l.strip_prefix("kinit-unitfile="))
+            .map(|f| f.trim().to_string());
         Seen {
             init: Init::SysV,
             exists: has("kinit-exists"),
             active: has("kinit-active"),
             enabled: has("kinit-enabled"),
-            masked: false,
+            masked: unit_file
+                .as_deref()
+                .is_some_and(|f| f.starts_with("masked")),
+            unit_file,
         }
     }
 }
@@ -103,11 +115,14 @@ pub fn decide(want: &Want, seen: &Seen) -> (Vec<String>, Vec<String>) {
     let mut cmds = Vec::new();
     let mut notes = Vec::new();
     let systemd = seen.init == Init::Systemd;
-    if systemd && want.masked == Some(!seen.masked) {
+    // systemctl masks and unmasks unit files whether systemd runs or not, as ansible-core's
+    // systemd module has it do (kubespray masks `swap.target`).
+    let systemctl = systemd || seen.unit_file.is_some();
+    if systemctl && want.masked == Some(!seen.masked) {
         let verb = if seen.masked { "unmask" } else { "mask" };
         cmds.push(format!("systemctl {verb} {n}"));
-    } else if !systemd && want.masked.is_some() {
-        notes.push("`masked` ignored: the host does not run systemd".into());
+    } else if !systemctl && want.masked.is_some() {
+        notes.push("`masked` ignored: the host has no systemctl".into());
     }
     if let Some(e) = want.enabled.filter(|e| *e != seen.enabled) {
         cmds.push(match (systemd, e) {
@@ -159,8 +174,11 @@ pub async fn ensure(ctx: &ModuleCtx<'_>, want: &Want) -> Result<ModuleResult, Mo
         }
     }
     let touches_unit = want.state.is_some() || want.enabled.is_some() || want.masked.is_some();
+    // Masking alone needs no unit (systemctl masks any name), only systemctl.
+    let masks_only = want.state.is_none() && want.enabled.is_none() && want.masked.is_some();
     if touches_unit
         && !seen.exists
+        && !(masks_only && seen.unit_file.is_some())
         && !(want.state == Some(SvcState::Stopped) && want.enabled != Some(true))
     {
         let msg = match seen.init {
@@ -259,5 +277,21 @@ mod tests {
         );
         assert!(cmds.is_empty());
         assert_eq!(notes.len(), 1);
+    }
+
+    /// Without systemd running, systemctl still reads and writes unit files: masking is
+    /// decided by `systemctl is-enabled`, as ansible-core's systemd module decides it.
+    #[test]
+    fn masking_without_systemd_running_goes_through_systemctl() {
+        let seen = parse("kinit-init=sysv\nkinit-unitfile=static\n");
+        assert_eq!(seen.unit_file.as_deref(), Some("static"));
+        let mask = Want {
+            masked: Some(true),
+            ..want(None, None)
+        };
+        assert_eq!(decide(&mask, &seen).0, vec!["systemctl mask nginx"]);
+        let seen = parse("kinit-init=sysv\nkinit-unitfile=masked\n");
+        assert!(seen.masked);
+        assert!(decide(&mask, &seen).0.is_empty());
     }
 }
