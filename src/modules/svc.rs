@@ -176,11 +176,9 @@ pub async fn ensure(ctx: &ModuleCtx<'_>, want: &Want) -> Result<ModuleResult, Mo
     let touches_unit = want.state.is_some() || want.enabled.is_some() || want.masked.is_some();
     // Masking alone needs no unit (systemctl masks any name), only systemctl.
     let masks_only = want.state.is_none() && want.enabled.is_none() && want.masked.is_some();
-    if touches_unit
-        && !seen.exists
-        && !(masks_only && seen.unit_file.is_some())
-        && !(want.state == Some(SvcState::Stopped) && want.enabled != Some(true))
-    {
+    let maskable = masks_only && seen.unit_file.is_some();
+    let stopping = want.state == Some(SvcState::Stopped) && want.enabled != Some(true);
+    if touches_unit && !seen.exists && !maskable && !stopping {
         let msg = match seen.init {
             Init::Systemd => format!("could not find the requested service `{}`", want.name),
             Init::SysV => format!(
