@@ -289,7 +289,12 @@ impl Executor {
                 (Some(d), Some(true)) => d.clone(),
                 _ => host.to_string(),
             };
-            let gathered = matches!(module, Some("setup" | "gather_facts"));
+            // Only a gathering that returned the whole set (no `gather_subset` or `filter`
+            // narrowing it) spares later plays their own.
+            let gathered = matches!(module, Some("setup" | "gather_facts"))
+                && ["distribution", "interfaces", "memtotal_mb"]
+                    .iter()
+                    .all(|k| facts.contains_key(*k));
             let plain: Vec<String> = result
                 .fields
                 .get("ansible_facts")
