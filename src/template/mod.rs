@@ -25,6 +25,7 @@ mod predicates;
 pub mod pyfilters;
 mod pyformat;
 mod pyops;
+mod pyrandom;
 pub mod pyrepr;
 mod pyyaml;
 mod render;

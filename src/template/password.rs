@@ -15,8 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::pyrandom::{PyRandom, system_below};
 use minijinja::Error;
-use sha2::{Digest, Sha512};
 
 /// ansible-core's default `chars`: letters, digits and `.,:-_`.
 const DEFAULT_CHARS: &[&str] = &["ascii_letters", "digits", ".,:-_"];
@@ -274,150 +274,22 @@ fn write_file(
 /// `length` characters picked from `chars`: from the system's randomness, or with `seed` as
 /// Python's `random.Random(seed)` picks them.
 fn random_password(length: usize, chars: &[char], seed: Option<&Seed>) -> Result<String, Error> {
+    let n = chars.len() as u64;
     match seed {
         Some(s) => {
-            let mut mt = match s {
-                Seed::Text(t) => Mt19937::from_python_str_seed(t),
-                Seed::Int(n) => Mt19937::from_python_int_seed(*n),
+            let mut r = match s {
+                Seed::Text(t) => PyRandom::from_str_seed(t),
+                Seed::Int(n) => PyRandom::from_int_seed(*n),
             };
-            Ok((0..length).map(|_| chars[mt.below(chars.len())]).collect())
+            Ok((0..length).map(|_| chars[r.below(n) as usize]).collect())
         }
         None => {
             let mut out = String::with_capacity(length);
             for _ in 0..length {
-                out.push(chars[system_below(chars.len())?]);
+                let i = system_below(n).map_err(|e| invalid(format!("no randomness: {e}")))?;
+                out.push(chars[i as usize]);
             }
             Ok(out)
-        }
-    }
-}
-
-/// A uniform index below `n` from the system's randomness (rejection sampling, no bias).
-fn system_below(n: usize) -> Result<usize, Error> {
-    let n = n as u64;
-    let zone = u64::MAX - u64::MAX % n;
-    loop {
-        let mut b = [0u8; 8];
-        getrandom::fill(&mut b).map_err(|e| invalid(format!("no randomness: {e}")))?;
-        let r = u64::from_le_bytes(b);
-        if r < zone {
-            return Ok((r % n) as usize);
-        }
-    }
-}
-
-/// CPython's Mersenne Twister (`Modules/_randommodule.c`), enough for `choice`.
-struct Mt19937 {
-    mt: [u32; 624],
-    index: usize,
-}
-
-impl Mt19937 {
-    fn init_genrand(s: u32) -> Self {
-        let mut mt = [0u32; 624];
-        mt[0] = s;
-        for i in 1..624 {
-            mt[i] = 1_812_433_253u32
-                .wrapping_mul(mt[i - 1] ^ (mt[i - 1] >> 30))
-                .wrapping_add(i as u32);
-        }
-        Mt19937 { mt, index: 624 }
-    }
-
-    fn init_by_array(key: &[u32]) -> Self {
-        let mut g = Self::init_genrand(19_650_218);
-        let mt = &mut g.mt;
-        let (mut i, mut j) = (1usize, 0usize);
-        for _ in 0..624.max(key.len()) {
-            mt[i] = (mt[i] ^ (mt[i - 1] ^ (mt[i - 1] >> 30)).wrapping_mul(1_664_525))
-                .wrapping_add(key[j])
-                .wrapping_add(j as u32);
-            i += 1;
-            j += 1;
-            if i >= 624 {
-                mt[0] = mt[623];
-                i = 1;
-            }
-            if j >= key.len() {
-                j = 0;
-            }
-        }
-        for _ in 0..623 {
-            mt[i] = (mt[i] ^ (mt[i - 1] ^ (mt[i - 1] >> 30)).wrapping_mul(1_566_083_941))
-                .wrapping_sub(i as u32);
-            i += 1;
-            if i >= 624 {
-                mt[0] = mt[623];
-                i = 1;
-            }
-        }
-        mt[0] = 0x8000_0000;
-        g
-    }
-
-    /// `random.Random(text)`: the integer of the text's UTF-8 bytes followed by their SHA-512
-    /// (big-endian), cut into 32-bit words from the least significant end.
-    fn from_python_str_seed(seed: &str) -> Self {
-        let mut bytes = seed.as_bytes().to_vec();
-        bytes.extend_from_slice(&Sha512::digest(seed.as_bytes()));
-        // The big-endian number's least significant word is at the end.
-        let significant = match bytes.iter().position(|b| *b != 0) {
-            Some(p) => &bytes[p..],
-            None => &[][..],
-        };
-        let mut key: Vec<u32> = significant
-            .rchunks(4)
-            .map(|c| c.iter().fold(0u32, |acc, b| (acc << 8) | u32::from(*b)))
-            .collect();
-        if key.is_empty() {
-            key.push(0);
-        }
-        Self::init_by_array(&key)
-    }
-
-    /// `random.Random(n)` for a whole number: its absolute value in 32-bit words, least
-    /// significant first.
-    fn from_python_int_seed(n: i128) -> Self {
-        let mut v = n.unsigned_abs();
-        let mut key = Vec::new();
-        while v > 0 {
-            key.push(v as u32);
-            v >>= 32;
-        }
-        if key.is_empty() {
-            key.push(0);
-        }
-        Self::init_by_array(&key)
-    }
-
-    fn next_u32(&mut self) -> u32 {
-        if self.index >= 624 {
-            for k in 0..624 {
-                let y = (self.mt[k] & 0x8000_0000) | (self.mt[(k + 1) % 624] & 0x7fff_ffff);
-                let mut v = self.mt[(k + 397) % 624] ^ (y >> 1);
-                if y & 1 != 0 {
-                    v ^= 0x9908_b0df;
-                }
-                self.mt[k] = v;
-            }
-            self.index = 0;
-        }
-        let mut y = self.mt[self.index];
-        self.index += 1;
-        y ^= y >> 11;
-        y ^= (y << 7) & 0x9d2c_5680;
-        y ^= (y << 15) & 0xefc6_0000;
-        y ^ (y >> 18)
-    }
-
-    /// `_randbelow(n)`: `getrandbits(n.bit_length())` until below `n` (`n` under 2^32).
-    fn below(&mut self, n: usize) -> usize {
-        let k = usize::BITS - n.leading_zeros();
-        loop {
-            let r = (self.next_u32() >> (32 - k)) as usize;
-            if r < n {
-                return r;
-            }
         }
     }
 }

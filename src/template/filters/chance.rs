@@ -10,172 +10,39 @@
 use minijinja::value::{Kwargs, ValueKind};
 use minijinja::{Error, ErrorKind, Value};
 
+use crate::template::pyrandom::{PyRandom, system_below};
+
 /// A source of random numbers: the OS's, or Python's seeded generator.
 enum Draw {
     Os,
-    Seeded(Box<Mt>),
+    Seeded(Box<PyRandom>),
 }
 
 impl Draw {
     fn new(seed: Option<&Value>) -> Result<Self, Error> {
-        match seed {
-            Some(s) if !s.is_none() && !s.is_undefined() => {
-                Ok(Draw::Seeded(Box::new(Mt::from_key(&seed_key(s)?))))
+        let Some(s) = seed.filter(|s| !s.is_none() && !s.is_undefined()) else {
+            return Ok(Draw::Os);
+        };
+        let r = match s.kind() {
+            ValueKind::String => PyRandom::from_str_seed(s.as_str().unwrap_or_default()),
+            ValueKind::Bool => PyRandom::from_int_seed(i128::from(s.is_true())),
+            ValueKind::Number if s.is_integer() => {
+                PyRandom::from_int_seed(i128::try_from(s.clone())?)
             }
-            _ => Ok(Draw::Os),
-        }
+            _ => {
+                return Err(filter_error(
+                    "The only supported seed types are: None, int, float, str, bytes, and bytearray.",
+                ));
+            }
+        };
+        Ok(Draw::Seeded(Box::new(r)))
     }
 
     /// A number in `0..n` (`n` > 0), as Python's `Random._randbelow`.
     fn below(&mut self, n: u64) -> u64 {
         match self {
-            Draw::Os => {
-                // Rejection keeps every number equally likely.
-                let zone = u64::MAX - u64::MAX % n;
-                loop {
-                    let mut b = [0u8; 8];
-                    getrandom::fill(&mut b).expect("the OS random source works");
-                    let r = u64::from_le_bytes(b);
-                    if r < zone {
-                        return r % n;
-                    }
-                }
-            }
-            Draw::Seeded(mt) => mt.below(n),
-        }
-    }
-}
-
-/// The 32-bit words CPython seeds its generator with for `seed` (least significant first):
-/// an integer's absolute value; a string's UTF-8 bytes followed by their SHA-512, read as
-/// one big-endian number.
-fn seed_key(seed: &Value) -> Result<Vec<u32>, Error> {
-    use sha2::Digest;
-    let bytes: Vec<u8> = match seed.kind() {
-        ValueKind::String => {
-            let text = seed.as_str().unwrap_or_default().as_bytes().to_vec();
-            let digest = sha2::Sha512::digest(&text);
-            [text, digest.to_vec()].concat()
-        }
-        ValueKind::Bool => vec![u8::from(seed.is_true())],
-        ValueKind::Number if seed.is_integer() => {
-            let n = i128::try_from(seed.clone())?.unsigned_abs();
-            n.to_be_bytes().to_vec()
-        }
-        _ => {
-            return Err(filter_error(
-                "The only supported seed types are: None, int, float, str, bytes, and bytearray.",
-            ));
-        }
-    };
-    let mut words: Vec<u32> = bytes
-        .rchunks(4)
-        .map(|c| c.iter().fold(0u32, |w, b| (w << 8) | u32::from(*b)))
-        .collect();
-    while words.len() > 1 && words.last() == Some(&0) {
-        words.pop();
-    }
-    Ok(words)
-}
-
-/// MT19937, as CPython's `random` module runs it.
-struct Mt {
-    state: [u32; 624],
-    index: usize,
-}
-
-impl Mt {
-    const N: usize = 624;
-
-    fn from_seed(s: u32) -> Self {
-        let mut state = [0u32; 624];
-        state[0] = s;
-        for i in 1..Self::N {
-            let prev = state[i - 1];
-            state[i] = 1_812_433_253u32
-                .wrapping_mul(prev ^ (prev >> 30))
-                .wrapping_add(i as u32);
-        }
-        Mt {
-            state,
-            index: Self::N,
-        }
-    }
-
-    /// `init_by_array`.
-    fn from_key(key: &[u32]) -> Self {
-        let mut mt = Self::from_seed(19_650_218);
-        let s = &mut mt.state;
-        let (mut i, mut j) = (1usize, 0usize);
-        for _ in 0..Self::N.max(key.len()) {
-            let prev = s[i - 1];
-            s[i] = (s[i] ^ (prev ^ (prev >> 30)).wrapping_mul(1_664_525))
-                .wrapping_add(key[j])
-                .wrapping_add(j as u32);
-            i += 1;
-            j += 1;
-            if i >= Self::N {
-                s[0] = s[Self::N - 1];
-                i = 1;
-            }
-            if j >= key.len() {
-                j = 0;
-            }
-        }
-        for _ in 0..Self::N - 1 {
-            let prev = s[i - 1];
-            s[i] =
-                (s[i] ^ (prev ^ (prev >> 30)).wrapping_mul(1_566_083_941)).wrapping_sub(i as u32);
-            i += 1;
-            if i >= Self::N {
-                s[0] = s[Self::N - 1];
-                i = 1;
-            }
-        }
-        s[0] = 0x8000_0000;
-        mt
-    }
-
-    fn next_u32(&mut self) -> u32 {
-        if self.index >= Self::N {
-            for k in 0..Self::N {
-                let y =
-                    (self.state[k] & 0x8000_0000) | (self.state[(k + 1) % Self::N] & 0x7fff_ffff);
-                let mut v = self.state[(k + 397) % Self::N] ^ (y >> 1);
-                if y & 1 != 0 {
-                    v ^= 0x9908_b0df;
-                }
-                self.state[k] = v;
-            }
-            self.index = 0;
-        }
-        let mut y = self.state[self.index];
-        self.index += 1;
-        y ^= y >> 11;
-        y ^= (y << 7) & 0x9d2c_5680;
-        y ^= (y << 15) & 0xefc6_0000;
-        y ^ (y >> 18)
-    }
-
-    /// `getrandbits(k)`, `k` <= 64: 32-bit words, least significant first, the last one
-    /// cut to what is left.
-    fn bits(&mut self, k: u32) -> u64 {
-        if k <= 32 {
-            return u64::from(self.next_u32() >> (32 - k));
-        }
-        let low = u64::from(self.next_u32());
-        let high = u64::from(self.next_u32() >> (64 - k));
-        low | (high << 32)
-    }
-
-    /// `_randbelow_with_getrandbits(n)`.
-    fn below(&mut self, n: u64) -> u64 {
-        let k = 64 - n.leading_zeros();
-        loop {
-            let r = self.bits(k);
-            if r < n {
-                return r;
-            }
+            Draw::Os => system_below(n).expect("the OS random source works"),
+            Draw::Seeded(r) => r.below(n),
         }
     }
 }
