@@ -88,7 +88,7 @@ impl Templar {
             // A statement or comment may span or shape what follows (`{% if %}...{% endif %}`):
             // the rest renders as one.
             let end = match rest.starts_with("{{") {
-                true => expression_end(rest).unwrap_or(rest.len()),
+                true => super::scope::expression_end(rest).unwrap_or(rest.len()),
                 false => rest.len(),
             };
             match self.render_str(&rest[..end], vars) {
@@ -105,30 +105,6 @@ impl Templar {
         }
         out
     }
-}
-
-/// Byte offset just past the `}}` that closes the expression starting `body` (`{{ ... }}`),
-/// skipping string literals and the braces of dict literals.
-fn expression_end(body: &str) -> Option<usize> {
-    let bytes = body.as_bytes();
-    let (mut depth, mut quote, mut i) = (0usize, None::<u8>, 2usize);
-    while i < bytes.len() {
-        let c = bytes[i];
-        match quote {
-            Some(_) if c == b'\\' => i += 1,
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None => match c {
-                b'\'' | b'"' => quote = Some(c),
-                b'{' | b'[' | b'(' => depth += 1,
-                b'}' if depth == 0 && bytes.get(i + 1) == Some(&b'}') => return Some(i + 2),
-                b'}' | b']' | b')' => depth = depth.saturating_sub(1),
-                _ => {}
-            },
-        }
-        i += 1;
-    }
-    None
 }
 
 #[cfg(test)]

@@ -343,7 +343,20 @@ pub fn is_template(s: &str) -> bool {
 /// The expression inside a string that is exactly one `{{ expr }}`, which keeps its type.
 /// Braces of dict literals inside the expression are balanced, as Jinja's lexer does.
 pub(crate) fn single_expression(s: &str) -> Option<&str> {
-    if !s.starts_with("{{") || !s.ends_with("}}") {
+    if !s.ends_with("}}") || expression_end(s)? != s.len() {
+        return None;
+    }
+    let inner = &s[2..s.len() - 2];
+    let inner = inner.strip_prefix('-').unwrap_or(inner);
+    let inner = inner.strip_suffix('-').unwrap_or(inner);
+    Some(inner.trim())
+}
+
+/// Byte offset just past the `}}` that closes the `{{ ... }}` starting `s`, skipping string
+/// literals and the brackets of list and dict literals; `None` when `s` does not start one or
+/// it does not close.
+pub(crate) fn expression_end(s: &str) -> Option<usize> {
+    if !s.starts_with("{{") {
         return None;
     }
     let bytes = s.as_bytes();
@@ -358,13 +371,7 @@ pub(crate) fn single_expression(s: &str) -> Option<&str> {
                 b'\'' | b'"' => quote = Some(c),
                 b'{' | b'[' | b'(' => depth += 1,
                 b'}' if depth == 0 => {
-                    if bytes.get(i + 1) != Some(&b'}') || i + 2 != bytes.len() {
-                        return None;
-                    }
-                    let inner = &s[2..i];
-                    let inner = inner.strip_prefix('-').unwrap_or(inner);
-                    let inner = inner.strip_suffix('-').unwrap_or(inner);
-                    return Some(inner.trim());
+                    return (bytes.get(i + 1) == Some(&b'}')).then_some(i + 2);
                 }
                 b'}' | b']' | b')' => depth = depth.saturating_sub(1),
                 _ => {}

@@ -506,13 +506,7 @@ fn a_jsonfile_fact_cache_is_shared_with_ansible_playbook() {
     let work = tmp.path().join("play");
     copy_files(&src, &work);
     let run = |tool: &str, args: &[&str]| -> String {
-        let out = tool_command(tool, &ansible)
-            .args(args)
-            .current_dir(&work)
-            .envs(quiet_ansible(tmp.path()))
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
+        let out = quiet_run(tool, &ansible, &work, tmp.path(), args, &[]);
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
@@ -567,13 +561,14 @@ fn play_flow_matches_ansible_playbook() {
         for tool in ["ansible", "kinit"] {
             let work = tmp.path().join(tool);
             copy_files(&src, &work);
-            let out = tool_command(tool, &ansible)
-                .args(["-i", "hosts.ini", book])
-                .current_dir(&work)
-                .envs(quiet_ansible(tmp.path()))
-                .env("NO_COLOR", "1")
-                .output()
-                .unwrap();
+            let out = quiet_run(
+                tool,
+                &ansible,
+                &work,
+                tmp.path(),
+                &["-i", "hosts.ini", book],
+                &[],
+            );
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             assert_eq!(
                 out.status.code(),
@@ -620,13 +615,14 @@ fn template_markers_match_ansible_playbook() {
             &src.join("roles/shown/tasks"),
             &work.join("roles/shown/tasks"),
         );
-        let out = tool_command(tool, &ansible)
-            .args(["-i", "hosts.ini", "names.yml"])
-            .current_dir(&work)
-            .envs(quiet_ansible(tmp.path()))
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
+        let out = quiet_run(
+            tool,
+            &ansible,
+            &work,
+            tmp.path(),
+            &["-i", "hosts.ini", "names.yml"],
+            &[],
+        );
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let errors =
             String::from_utf8_lossy(&out.stderr).replace(&work.display().to_string(), "DIR");
@@ -711,14 +707,14 @@ fn display_settings_hide_results_as_ansible_playbook_does() {
             if let Some(cfg) = cfg {
                 std::fs::write(work.join("ansible.cfg"), cfg).unwrap();
             }
-            let out = tool_command(tool, &ansible)
-                .args(["-i", "hosts.ini", "site.yml"])
-                .current_dir(&work)
-                .envs(quiet_ansible(tmp.path()))
-                .envs(envs.iter().copied())
-                .env("NO_COLOR", "1")
-                .output()
-                .unwrap();
+            let out = quiet_run(
+                tool,
+                &ansible,
+                &work,
+                tmp.path(),
+                &["-i", "hosts.ini", "site.yml"],
+                envs,
+            );
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             assert_eq!(out.status.code(), Some(0), "{tool} {what}:\n{text}");
             outputs.push(hosts_in_order(reading_lines(&text, &work)));
@@ -734,6 +730,26 @@ fn display_settings_hide_results_as_ansible_playbook_does() {
         );
         assert_eq!(a, k, "{what}: the lines differ");
     }
+}
+
+/// `tool` (`ansible` or `kinit`, see `tool_command`) run with `args` in `work`, quietly
+/// (`quiet_ansible` in `scratch`), without colour, with `envs` besides.
+fn quiet_run(
+    tool: &str,
+    ansible: &Path,
+    work: &Path,
+    scratch: &Path,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> std::process::Output {
+    tool_command(tool, ansible)
+        .args(args)
+        .current_dir(work)
+        .envs(quiet_ansible(scratch))
+        .envs(envs.iter().copied())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
 }
 
 /// The files of `src` (not its folders) copied into `dest`, created.
