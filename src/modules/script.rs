@@ -90,10 +90,16 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         .await?;
     let mut argv = vec![remote.clone()];
     argv.extend(words[1..].iter().cloned());
-    let mut body = sh_join(&argv);
-    if let Some(exe) = &p.executable {
-        body = format!("{} {body}", sh(exe));
-    }
+    // The script is started through its interpreter, as the kernel would start it from its
+    // `#!` line (`sh` without one, as the shell does), never executed itself: a file just
+    // written may still be open in another process's child between its fork and exec (many
+    // hosts at once on the local connection), and executing it then fails with `Text file
+    // busy`.
+    let interpreter = match &p.executable {
+        Some(exe) => vec![exe.clone()],
+        None => shebang(&local).unwrap_or_else(|| vec!["sh".to_string()]),
+    };
+    let mut body = format!("{} {}", sh_join(&interpreter), sh_join(&argv));
     if let Some(dir) = &common.chdir {
         body = format!("cd {} && {body}", sh(dir));
     }
@@ -101,6 +107,28 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let started = Instant::now();
     let out = ctx.run(script).await?;
     Ok(finish(out, started, &line, true))
+}
+
+/// The interpreter of a script's `#!` line and its one optional argument (the rest of the
+/// line, as Linux passes it), or `None` without one.
+fn shebang(script: &std::path::Path) -> Option<Vec<String>> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let text = String::from_utf8_lossy(&head[..n]);
+    let line = text.strip_prefix("#!")?.lines().next()?.trim();
+    let (interp, arg) = match line.split_once([' ', '\t']) {
+        Some((i, a)) => (i, Some(a.trim())),
+        None => (line, None),
+    };
+    if interp.is_empty() {
+        return None;
+    }
+    Some(
+        std::iter::once(interp.to_string())
+            .chain(arg.filter(|a| !a.is_empty()).map(str::to_string))
+            .collect(),
+    )
 }
 
 /// A fresh path under `/tmp` for a short-lived upload (not guessable across runs).
@@ -116,4 +144,25 @@ pub fn unique_temp_path(what: &str) -> String {
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scripts_interpreter_is_read_from_its_first_line_as_linux_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let env = write("a", "#!/usr/bin/env python3\nprint(1)\n");
+        assert_eq!(shebang(&env).unwrap(), ["/usr/bin/env", "python3"]);
+        let spaced = write("b", "#! /bin/bash -e -u \necho\n");
+        assert_eq!(shebang(&spaced).unwrap(), ["/bin/bash", "-e -u"]);
+        let plain = write("c", "echo hi\n");
+        assert_eq!(shebang(&plain), None);
+    }
 }
