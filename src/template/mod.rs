@@ -24,6 +24,7 @@ mod password;
 mod predicates;
 pub mod pyfilters;
 mod pyformat;
+mod pymut;
 mod pyops;
 mod pyrandom;
 pub mod pyrepr;
@@ -156,7 +157,7 @@ impl Templar {
         env.add_function("query", lookup::query);
         env.add_function("q", lookup::query);
         env.add_function("now", now::now);
-        env.add_function("dict", filters::core::dict);
+        env.add_function("dict", pymut::dict_function);
         // ansible-core 2.19's `undef(hint)`: an undefined value made on purpose (a role
         // default a user must set); `is defined` is false, `default` replaces it, and using
         // it fails with the hint (`undefined::undefined_result`).

@@ -24,6 +24,8 @@ use minijinja::machinery::{
 use minijinja::value::ValueKind;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehavior, Value};
 
+use super::pymut;
+
 const LT: &str = "__kinit_op_lt";
 const LTE: &str = "__kinit_op_lte";
 const GT: &str = "__kinit_op_gt";
@@ -59,6 +61,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_function(MOD, |s: &State<'_, '_>, a: Value, b: Value| {
         divide(s, "%", a, b)
     });
+    pymut::register(env);
 }
 
 /// Compile template text the way `env` would, with Python's operators.
@@ -79,6 +82,12 @@ pub(super) fn compile_template<'s>(
     let mut compiled = CompiledTemplate::new("<string>", source, &config)?;
     patch(&mut compiled.instructions);
     compiled.blocks.values_mut().for_each(patch);
+    if mutates(&compiled.instructions) || compiled.blocks.values().any(mutates) {
+        compiled.instructions = mutable_literals(&compiled.instructions);
+        for block in compiled.blocks.values_mut() {
+            *block = mutable_literals(block);
+        }
+    }
     Ok(compiled)
 }
 
@@ -212,6 +221,76 @@ fn patch(instructions: &mut Instructions<'_>) {
         // Both pop two operands and push one result, so nothing else moves.
         *instr = Instruction::CallFunction(name, Some(2));
     }
+}
+
+/// Whether a template calls one of Python's mutating methods (`l.append(x)`).
+fn mutates(instructions: &Instructions<'_>) -> bool {
+    (0..instructions.len() as u32).any(|idx| {
+        matches!(instructions.get(idx), Some(Instruction::CallMethod(name, _))
+            if pymut::MUTATING.contains(name))
+    })
+}
+
+/// `instructions` with each list and dict literal building a mutable object (`pymut`): a
+/// built one calls `LIST`/`DICT` in place of `BuildList`/`BuildMap`, and a constant one
+/// (folded by the compiler into a single value shared by every run) is followed by a call
+/// of `FRESH`, which copies it. That call is an instruction more, so the instructions are
+/// copied with their lines and spans, and jump targets moved.
+fn mutable_literals<'s>(old: &Instructions<'s>) -> Instructions<'s> {
+    let constant = |i: &Instruction<'_>| {
+        // Keyword arguments with constant values are a folded map too.
+        matches!(i, Instruction::LoadConst(v)
+            if matches!(v.kind(), ValueKind::Seq | ValueKind::Map) && !v.is_kwargs())
+    };
+    // Where each old instruction lands (and one past the end).
+    let mut moved = Vec::with_capacity(old.len() + 1);
+    let mut at = 0u32;
+    for idx in 0..old.len() as u32 {
+        moved.push(at);
+        at += if old.get(idx).is_some_and(constant) {
+            2
+        } else {
+            1
+        };
+    }
+    moved.push(at);
+    let target = |t: &mut u32| *t = moved.get(*t as usize).copied().unwrap_or(at);
+    let mut new = Instructions::new(old.name(), old.source());
+    for idx in 0..old.len() as u32 {
+        let Some(mut instr) = old.get(idx).cloned() else {
+            break;
+        };
+        let fresh = constant(&instr);
+        match &mut instr {
+            Instruction::Iterate(t)
+            | Instruction::Jump(t)
+            | Instruction::JumpIfFalse(t)
+            | Instruction::JumpIfFalseOrPop(t)
+            | Instruction::JumpIfTrueOrPop(t)
+            | Instruction::BuildMacro(_, t, _) => target(t),
+            Instruction::BuildList(Some(n)) => {
+                if let Ok(n) = u16::try_from(*n) {
+                    instr = Instruction::CallFunction(pymut::LIST, Some(n));
+                }
+            }
+            Instruction::BuildMap(n) => {
+                if let Some(n) = n.checked_mul(2).and_then(|n| u16::try_from(n).ok()) {
+                    instr = Instruction::CallFunction(pymut::DICT, Some(n));
+                }
+            }
+            _ => {}
+        }
+        let add = |new: &mut Instructions<'s>, instr| match (old.get_span(idx), old.get_line(idx)) {
+            (Some(span), _) => new.add_with_span(instr, span),
+            (None, Some(line)) => new.add_with_line(instr, line as u16),
+            (None, None) => new.add(instr),
+        };
+        add(&mut new, instr);
+        if fresh {
+            add(&mut new, Instruction::CallFunction(pymut::FRESH, Some(1)));
+        }
+    }
+    new
 }
 
 /// What the replaced instruction would refuse first: an undefined operand, in strict mode.
