@@ -94,6 +94,7 @@ pub mod script_module;
 pub mod service;
 pub mod service_facts;
 pub mod setup;
+mod setup_system;
 pub mod shell;
 pub mod slurp;
 pub mod stat;

@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 use super::args::list;
 use super::host_path;
 use super::local_facts;
+use super::setup_system;
 use super::{ModuleCtx, ModuleError, ModuleResult, typed_module};
 
 typed_module!(Setup, "setup", Params, run);
@@ -81,12 +82,15 @@ for m in apt-get dnf yum zypper apk pacman; do
   command -v $m >/dev/null 2>&1 && { echo "pkg_mgr=$m"; break; }
 done
 awk '/^(MemTotal|MemFree|SwapTotal|SwapFree):/ { sub(":", "", $1); print "mem_" $1 "=" $2 }' /proc/meminfo 2>/dev/null
-echo '[os-release]'; cat /etc/os-release 2>/dev/null
+{SYSTEM}echo '[os-release]'; cat /etc/os-release 2>/dev/null
 echo '[route]'; cat /proc/net/route 2>/dev/null
 echo '[route6]'; cat /proc/net/ipv6_route 2>/dev/null
 echo '[ipv4]'; ip -o -4 addr show 2>/dev/null
 echo '[ipv6]'; ip -o -6 addr show 2>/dev/null
-echo '[mac]'; for i in /sys/class/net/*; do echo "${i##*/} $(cat $i/address 2>/dev/null) $(cat $i/operstate 2>/dev/null)"; done
+echo '[mac]'; for i in /sys/class/net/*; do
+  k=; [ -d $i/bridge ] && k=bridge; [ -d $i/bonding ] && k=bonding
+  echo "${i##*/} $(cat $i/address 2>/dev/null) $(cat $i/operstate 2>/dev/null) $(cat $i/mtu 2>/dev/null) $(cat $i/type 2>/dev/null) $(cat $i/flags 2>/dev/null) $k"
+done
 echo '[env]'; env -0 | tr '\n\000' '\001\n'; echo
 "#;
 
@@ -112,7 +116,8 @@ v = sys.version_info
 print(json.dumps({"version": {"major": v[0], "minor": v[1], "micro": v[2], "releaselevel": v[3], "serial": v[4]},
   "version_info": list(v), "executable": sys.executable, "has_sslcontext": ctx,
   "type": getattr(getattr(sys, "implementation", None), "name", None),
-  "_python_version": platform.python_version(), "_selinux_python_present": se}))' 2>/dev/null; break; }
+  "_python_version": platform.python_version(), "_selinux_python_present": se,
+  "_fqdn": __import__("socket").getfqdn()}))' 2>/dev/null; break; }
 done
 "#;
 
@@ -136,8 +141,9 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         detail,
     })?;
     let script = format!(
-        "KINIT_PY={}\n{SCRIPT}{PYTHON}{}",
+        "KINIT_PY={}\n{}{PYTHON}{}",
         crate::transport::quote::sh(&python_candidates(ctx.vars)),
+        SCRIPT.replace("{SYSTEM}", setup_system::SCRIPT),
         local_facts::script(p.fact_path.as_deref().unwrap_or("/etc/ansible/facts.d")),
     );
     let out = ctx.run(&script).await?;
@@ -224,7 +230,7 @@ const MIN: &[&str] = &[
     "ssh_pub_keys",
     "user",
 ];
-const GROUPS: &[&str] = &["hardware", "network", "virtual", "facter", "ohai"];
+const GROUPS: &[&str] = &["hardware", "network", "virtual", "chroot", "facter", "ohai"];
 
 /// The collectors `gather_subset` chooses, as ansible-core's `get_collector_names`: `min`
 /// always, then what is added, less what is left out (unless also added by name); `!all`
@@ -272,10 +278,30 @@ fn collector_of(fact: &str, interfaces: &[String]) -> &'static str {
         "interfaces" | "default_ipv4" | "default_ipv6" | "all_ipv4_addresses"
         | "all_ipv6_addresses" => "network",
         n if interfaces.iter().any(|i| i == n) => "network",
-        "memtotal_mb" | "memfree_mb" | "swaptotal_mb" | "swapfree_mb" => "hardware",
-        n if n.starts_with("processor") => "hardware",
+        "memtotal_mb" | "memfree_mb" | "swaptotal_mb" | "swapfree_mb" | "memory_mb" | "flags"
+        | "mounts" | "uptime_seconds" | "loadavg" | "system_vendor" | "form_factor" => "hardware",
+        n if n.starts_with("processor")
+            || n.starts_with("bios_")
+            || n.starts_with("board_")
+            || n.starts_with("chassis_")
+            || n.starts_with("product_") =>
+        {
+            "hardware"
+        }
+        n if n.starts_with("virtualization_") => "virtual",
         n if n.starts_with("distribution") || n == "os_family" => "distribution",
-        "user_id" | "user_uid" | "user_gid" | "user_dir" => "user",
+        n if n.starts_with("user_") || n.ends_with("_user_id") || n.ends_with("_group_id") => {
+            "user"
+        }
+        "cmdline" | "proc_cmdline" => "cmdline",
+        "dns" => "dns",
+        "lsb" => "lsb",
+        "fips" => "fips",
+        "apparmor" => "apparmor",
+        "selinux" => "selinux",
+        "system_capabilities" | "system_capabilities_enforced" => "caps",
+        n if n.starts_with("ssh_host_key_") => "ssh_pub_keys",
+        "is_chroot" => "chroot",
         "date_time" => "date_time",
         "env" => "env",
         "pkg_mgr" => "pkg_mgr",
@@ -294,55 +320,78 @@ fn fact_name(iface: &str) -> String {
 
 /// Turn the script's output into `ansible_*` facts (pure, unit tested).
 pub fn parse(text: &str) -> Map<String, Value> {
+    let mut g = setup_system::Gathered::default();
     let mut section = "";
-    let mut kv = BTreeMap::<String, String>::new();
-    let mut os = BTreeMap::<String, String>::new();
-    let (mut route, mut v4, mut v6, mut mac) = (vec![], vec![], vec![], vec![]);
-    let mut route6 = vec![];
-    let mut python: Option<Value> = None;
-    let mut env = Map::new();
     for line in text.lines() {
-        if line.starts_with('[') && line.ends_with(']') {
+        if line.starts_with('[') && line.ends_with(']') && !line.contains(' ') {
             section = &line[1..line.len() - 1];
+            g.sections.entry(section).or_default();
             continue;
         }
-        match section {
-            "" => {
-                if let Some((k, v)) = line.split_once('=') {
-                    kv.insert(k.into(), v.into());
+        if section.is_empty() {
+            match line.split_once('=') {
+                Some(("exists", path)) => g.exists.push(path),
+                Some((k, v)) => {
+                    g.kv.insert(k, v);
                 }
+                None => {}
             }
-            "os-release" => {
-                if let Some((k, v)) = line.split_once('=') {
-                    os.insert(k.into(), v.trim_matches('"').trim_matches('\'').into());
-                }
-            }
-            "route" => route.push(line),
-            "route6" => route6.push(line),
-            "ipv4" => v4.push(line),
-            "ipv6" => v6.push(line),
-            "python" => python = serde_json::from_str(line).ok(),
-            // `env -0` with each variable on a line of its own (its newlines as `\x01`).
-            "env" => {
-                if let Some((k, v)) = line.split_once('=') {
-                    env.insert(k.into(), json!(v.replace('\x01', "\n")));
-                }
-            }
-            _ => mac.push(line),
+        } else {
+            g.sections.entry(section).or_default().push(line);
         }
     }
+    let lines = |name: &str| g.sections.get(name).cloned().unwrap_or_default();
+    let os: BTreeMap<String, String> = lines("os-release")
+        .iter()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.into(), v.trim_matches('"').trim_matches('\'').into()))
+        .collect();
+    let (route, v4, v6, mac, route6) = (
+        lines("route"),
+        lines("ipv4"),
+        lines("ipv6"),
+        lines("mac"),
+        lines("route6"),
+    );
+    let python: Option<Value> = lines("python")
+        .first()
+        .and_then(|l| serde_json::from_str(l).ok());
+    // `env -0` with each variable on a line of its own (its newlines as `\x01`).
+    let env: Map<String, Value> = lines("env")
+        .iter()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), json!(v.replace('\x01', "\n"))))
+        .collect();
+    let kv: BTreeMap<String, String> =
+        g.kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
     let get = |k: &str| kv.get(k).cloned().unwrap_or_default();
     let mb = |k: &str| {
         kv.get(k)
             .and_then(|v| v.parse::<u64>().ok())
             .map(|kb| kb / 1024)
     };
+    let selinux_python = python
+        .as_ref()
+        .and_then(|p| p.get("_selinux_python_present"))
+        .and_then(Value::as_bool);
+    // What the system collectors find; the facts below are the platform's and network's.
+    let system = setup_system::facts(&g, &get("machine"), selinux_python);
     let mut f = Map::new();
     let mut put = |k: &str, v: Value| {
         f.insert(format!("ansible_{k}"), v);
     };
     let hostname = get("hostname");
-    let fqdn = Some(get("fqdn"))
+    // Python's `socket.getfqdn()` where the host has Python (what ansible-core reports),
+    // else `hostname -f`.
+    let python_fqdn = python
+        .as_ref()
+        .and_then(|p| p.get("_fqdn"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let fqdn = python_fqdn
+        .or(Some(get("fqdn")))
         .filter(|s| !s.is_empty())
         .unwrap_or(hostname.clone());
     put(
@@ -360,9 +409,10 @@ pub fn parse(text: &str) -> Map<String, Value> {
     put("machine", json!(get("machine")));
     put("architecture", json!(get("machine")));
     put("system", json!(get("system")));
-    let vcpus = get("nproc").parse::<u64>().unwrap_or(1);
-    put("processor_vcpus", json!(vcpus));
-    put("processor_nproc", json!(vcpus));
+    put(
+        "processor_nproc",
+        json!(get("nproc").parse::<u64>().unwrap_or(1)),
+    );
     put("memtotal_mb", json!(mb("mem_MemTotal")));
     put("memfree_mb", json!(mb("mem_MemFree")));
     put("swaptotal_mb", json!(mb("mem_SwapTotal")));
@@ -386,13 +436,39 @@ pub fn parse(text: &str) -> Map<String, Value> {
         if let Some(v) = m.remove("_selinux_python_present") {
             put("selinux_python_present", v);
         }
+        m.remove("_fqdn");
     }
     put("python", python);
 
     let id = os.get("ID").cloned().unwrap_or_default();
     let like = os.get("ID_LIKE").cloned().unwrap_or_default();
     let (distribution, family) = distribution(&id, &like, os.get("NAME"));
-    let version = os.get("VERSION_ID").cloned().unwrap_or_default();
+    let mut version = os.get("VERSION_ID").cloned().unwrap_or_default();
+    // Debian's point release is in /etc/debian_version (`12.11`), which ansible-core
+    // reports as the version (`distro.version(best=True)`) and its minor version.
+    let debian_version = get("debian_version");
+    if id == "debian" {
+        let point = debian_version.trim();
+        if point
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        {
+            version = point.to_string();
+        }
+        let mut parts = point.split('.');
+        if let (Some(_), Some(minor)) = (parts.next(), parts.next())
+            && !minor.is_empty()
+            && minor.bytes().all(|b| b.is_ascii_digit())
+        {
+            put("distribution_minor_version", json!(minor));
+        }
+    }
+    // The distribution file ansible-core parsed: os-release for the Debian family.
+    if family == "Debian" && !os.is_empty() {
+        put("distribution_file_path", json!("/etc/os-release"));
+        put("distribution_file_variety", json!("Debian"));
+        put("distribution_file_parsed", json!(true));
+    }
     put("distribution", json!(distribution));
     put("os_family", json!(family));
     put(
@@ -408,16 +484,39 @@ pub fn parse(text: &str) -> Map<String, Value> {
     // Interfaces: names, MACs, state, IPv4/IPv6 addresses; the default route's interface.
     let mut ifaces = Map::new();
     for l in &mac {
-        let mut w = l.split_whitespace();
-        let (Some(name), m, state) = (w.next(), w.next(), w.next()) else {
+        // `name address operstate mtu type flags [bridge|bonding]`
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let Some(name) = w.first() else {
             continue;
         };
-        ifaces.insert(
-            name.to_string(),
-            json!({"device": name, "macaddress": m.unwrap_or(""), "active": state != Some("down")}),
-        );
+        let mut iface = json!({"device": name, "active": w.get(2) != Some(&"down")});
+        if let Some(m) = w.get(1).filter(|m| **m != "00:00:00:00:00:00") {
+            iface["macaddress"] = json!(m);
+        }
+        if let Some(mtu) = w.get(3).and_then(|m| m.parse::<u64>().ok()) {
+            iface["mtu"] = json!(mtu);
+        }
+        if let Some(t) = w.get(4) {
+            iface["type"] = json!(match (w.get(6), *t) {
+                (Some(kind), _) => kind,
+                (None, "1") => "ether",
+                (None, "32") => "infiniband",
+                (None, "512") => "ppp",
+                (None, "772") => "loopback",
+                (None, "65534") => "tunnel",
+                _ => "unknown",
+            });
+        }
+        if let Some(flags) = w
+            .get(5)
+            .and_then(|f| u64::from_str_radix(f.trim_start_matches("0x"), 16).ok())
+        {
+            iface["promisc"] = json!(flags & 0x100 != 0);
+        }
+        ifaces.insert(name.to_string(), iface);
     }
     let mut all4 = Vec::new();
+    let mut aliases = BTreeMap::<String, String>::new();
     for l in &v4 {
         // `2: eth0    inet 10.0.0.5/24 brd 10.0.0.255 scope global eth0 ...`
         let w: Vec<&str> = l.split_whitespace().collect();
@@ -432,8 +531,18 @@ pub fn parse(text: &str) -> Map<String, Value> {
             "netmask": net.netmask().to_string(),
             "network": net.network().to_string(),
             "prefix": net.prefix_len().to_string(),
-            "broadcast": net.broadcast().to_string(),
+            // `brd` as `ip` shows it; none (the loopback's) is empty.
+            "broadcast": w.iter().position(|x| *x == "brd").and_then(|i| w.get(i + 1)).unwrap_or(&""),
         });
+        // The address's label (`eth0`, `eth0:1`): the word `ip -o` ends with `\` (its
+        // line break), else the last word.
+        let label = match w.iter().find(|x| x.contains('\\')) {
+            Some(x) => x.split('\\').next().filter(|l| !l.is_empty()),
+            None => w.last().copied(),
+        };
+        if let Some(label) = label {
+            aliases.entry(dev.to_string()).or_insert(label.to_string());
+        }
         if !net.addr().is_loopback() {
             all4.push(json!(net.addr().to_string()));
         }
@@ -484,8 +593,19 @@ pub fn parse(text: &str) -> Map<String, Value> {
                 .unwrap_or_else(|| json!({}));
             d["interface"] = json!(dev);
             d["gateway"] = json!(std::net::Ipv4Addr::from(gw).to_string());
-            if let Some(m) = ifaces.get(*dev).and_then(|i| i.get("macaddress")) {
+            let iface = ifaces.get(*dev);
+            if let Some(m) = iface.and_then(|i| i.get("macaddress")) {
                 d["macaddress"] = m.clone();
+            }
+            if let Some(mtu) = iface.and_then(|i| i.get("mtu")) {
+                d["mtu"] = mtu.clone();
+            }
+            d["type"] = iface
+                .and_then(|i| i.get("type"))
+                .cloned()
+                .unwrap_or(json!("unknown"));
+            if let Some(alias) = aliases.get(*dev) {
+                d["alias"] = json!(alias);
             }
             default4 = d;
             break;
@@ -502,6 +622,7 @@ pub fn parse(text: &str) -> Map<String, Value> {
     put("all_ipv6_addresses", json!(all6));
     put("default_ipv4", default4);
     put("default_ipv6", default6);
+    f.extend(system);
     f
 }
 
@@ -537,6 +658,13 @@ fn default_ipv6(routes: &[&str], ifaces: &Map<String, Value>) -> Value {
     if let Some(m) = iface.and_then(|i| i.get("macaddress")) {
         d["macaddress"] = m.clone();
     }
+    if let Some(mtu) = iface.and_then(|i| i.get("mtu")) {
+        d["mtu"] = mtu.clone();
+    }
+    d["type"] = iface
+        .and_then(|i| i.get("type"))
+        .cloned()
+        .unwrap_or(json!("unknown"));
     d
 }
 
