@@ -130,7 +130,7 @@ impl Executor {
             ExecAction::AddHost(args) => self.add_host(&rendered!(args)),
             ExecAction::GroupBy(a) => self.group_by(&rendered!(a), host),
             ExecAction::Meta(m) => meta(*m, host),
-            ExecAction::Pause(a) => self.pause(&rendered!(a)).await,
+            ExecAction::Pause(a) => self.pause(&rendered!(a), &inh.title(task)).await,
             ExecAction::IncludeVars(a) => {
                 self.include_vars(&rendered!(a.as_ref()), task, inh, host, ctx)
             }
@@ -451,7 +451,10 @@ impl Executor {
         ok(json!({ "ansible_facts": facts }))
     }
 
-    async fn pause(&self, args: &PauseArgs) -> Attempt {
+    /// `pause`: for `seconds`/`minutes`, a wait; without them, the prompt ansible-core's
+    /// action asks (`[task]\nprompt:`) and the line typed as `user_input`, or, when stdin is
+    /// no terminal, a warning and no wait (`plugins/action/pause.py`).
+    async fn pause(&self, args: &PauseArgs, title: &str) -> Attempt {
         let num = |v: &Option<Value>| -> Option<f64> {
             match v.as_ref()? {
                 Value::Number(n) => n.as_f64(),
@@ -462,11 +465,7 @@ impl Executor {
         let secs = match (num(&args.seconds), num(&args.minutes)) {
             (Some(s), _) => s,
             (None, Some(m)) => m * 60.0,
-            (None, None) => {
-                return Attempt::failed(
-                    "`pause` without `seconds`/`minutes` waits for a keypress; kinit runs non-interactively",
-                );
-            }
+            (None, None) => return self.pause_for_input(args, title),
         };
         let start = Instant::now();
         self.sleep(Duration::from_secs_f64(secs.max(0.0))).await;
@@ -478,6 +477,54 @@ impl Executor {
             "stdout": format!("Paused for {secs} seconds"),
             "user_input": "",
         }))
+    }
+}
+
+impl Executor {
+    fn pause_for_input(&self, args: &PauseArgs, title: &str) -> Attempt {
+        use std::io::IsTerminal;
+        let echo = match &args.echo {
+            None => true,
+            Some(v) => match super::argspec_types::to_bool(v, false) {
+                Ok(b) => b,
+                Err(e) => return Attempt::failed(format!("pause: echo: {e}")),
+            },
+        };
+        let started = chrono::Local::now().naive_local().to_string();
+        let start = Instant::now();
+        let mut warnings = Vec::new();
+        let input = if std::io::stdin().is_terminal() {
+            let text = match &args.prompt {
+                Some(Value::String(p)) if !p.is_empty() => p.clone(),
+                Some(v) if !v.is_null() && v.as_str() != Some("") => v.to_string(),
+                _ => "Press enter to continue, Ctrl+C to interrupt".to_string(),
+            };
+            let hidden = if echo { "" } else { " (output is hidden)" };
+            let question = format!("[{}]\n{text}{hidden}:", title.trim());
+            let answer = self
+                .events
+                .suspend(|| super::prompt::ask(&question, !echo, false));
+            if !echo && !answer.is_empty() {
+                self.events.redactor.add(&answer);
+            }
+            answer
+        } else {
+            warnings.push("Not waiting for response to prompt as stdin is not interactive");
+            String::new()
+        };
+        let minutes = (start.elapsed().as_secs_f64() / 60.0 * 100.0).round() / 100.0;
+        let mut r = json!({
+            "rc": 0, "stderr": "", "echo": echo,
+            "start": started,
+            "stop": chrono::Local::now().naive_local().to_string(),
+            "delta": start.elapsed().as_secs(),
+            "stdout": format!("Paused for {} minutes", crate::template::pyrepr::float(minutes)),
+            "user_input": input,
+        });
+        if !warnings.is_empty() {
+            r["warnings"] = json!(warnings);
+        }
+        ok(r)
     }
 }
 

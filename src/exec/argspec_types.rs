@@ -163,7 +163,7 @@ fn to_str(v: &Value) -> String {
     }
 }
 
-fn to_bool(v: &Value, plain: bool) -> Result<bool, String> {
+pub(crate) fn to_bool(v: &Value, plain: bool) -> Result<bool, String> {
     let word = match v {
         Value::Bool(b) => return Ok(*b),
         Value::String(s) => s.trim().to_lowercase(),

@@ -96,7 +96,7 @@ impl Executor {
 }
 
 /// Ask on the terminal; with `confirm`, until the two answers match.
-fn ask(question: &str, private: bool, confirm: bool) -> String {
+pub(super) fn ask(question: &str, private: bool, confirm: bool) -> String {
     loop {
         let first = read_answer(question, private);
         if !confirm {

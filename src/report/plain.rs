@@ -26,6 +26,9 @@ pub struct Plain {
     display: Display,
     /// Banners held until their task's first shown result (when some results are not shown).
     banners: HashMap<usize, String>,
+    /// The task whose banner waits for its first shown result: a warning its result brings
+    /// prints the banner first, as ansible-playbook shows the warning under it.
+    pending_banner: Option<usize>,
 }
 
 struct Included {
@@ -47,6 +50,7 @@ impl Plain {
             sources: HashMap::new(),
             display: Display::default(),
             banners: HashMap::new(),
+            pending_banner: None,
         }
     }
 
@@ -126,6 +130,7 @@ impl Plain {
             }
             Event::PlayStart { name, .. } => {
                 self.last_task = None;
+                self.pending_banner = None;
                 let _ = writeln!(out, "\nPLAY [{name}]");
             }
             Event::TaskStart {
@@ -139,6 +144,7 @@ impl Plain {
                 } else {
                     // Printed with the task's first shown result, if any.
                     self.banners.insert(*id, banner);
+                    self.pending_banner = Some(*id);
                 }
             }
             Event::Progress {
@@ -263,6 +269,7 @@ impl Plain {
                 let _ = writeln!(out, "[ERROR]: {message}");
             }
             Event::Warning { message } => {
+                self.pending_banner_now(&mut out);
                 let _ = writeln!(out, "[WARNING]: {message}");
             }
             Event::SourceWarning {
@@ -272,6 +279,7 @@ impl Plain {
             } => out.push_str(&source_warning(message, location, key, &mut self.sources)),
             Event::NoHostsMatched => out.push_str("skipping: no hosts matched\n"),
             Event::Deprecation { message } => {
+                self.pending_banner_now(&mut out);
                 let _ = writeln!(out, "[DEPRECATION WARNING]: {message}");
             }
             Event::RunEnd { interrupted: true } => out.push_str("\n[interrupted]\n"),
@@ -292,6 +300,16 @@ impl Plain {
             _ => {}
         }
         out
+    }
+
+    /// Print the banner of the task still waiting for a shown result (a result's warning).
+    fn pending_banner_now(&mut self, out: &mut String) {
+        if let Some(id) = self.pending_banner.take()
+            && let Some(banner) = self.banners.remove(&id)
+        {
+            self.last_task = Some(id);
+            let _ = writeln!(out, "{banner}");
+        }
     }
 
     /// Keep a task's location for the `[ERROR]` block of its failures.

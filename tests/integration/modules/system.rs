@@ -27,7 +27,11 @@ pub async fn setup(fx: &Fixture<'_>) {
         assert_eq!(f["ansible_distribution"], "Debian");
         assert_eq!(f["ansible_pkg_mgr"], "apt");
     }
-    let version = fx.sh(". /etc/os-release; echo $VERSION_ID").await;
+    // Debian's point release (`12.11`) is /etc/debian_version, as ansible-core reports it;
+    // elsewhere os-release's VERSION_ID.
+    let version = fx
+        .sh(". /etc/os-release; if [ \"$ID\" = debian ]; then cat /etc/debian_version; else echo $VERSION_ID; fi")
+        .await;
     assert_eq!(f["ansible_distribution_version"], version.trim());
     assert!(
         f["ansible_interfaces"]
