@@ -230,7 +230,18 @@ const MIN: &[&str] = &[
     "ssh_pub_keys",
     "user",
 ];
-const GROUPS: &[&str] = &["hardware", "network", "virtual", "chroot", "facter", "ohai"];
+const GROUPS: &[&str] = &[
+    "hardware",
+    "network",
+    "virtual",
+    "chroot",
+    "iscsi",
+    "nvme",
+    "fibre_channel_wwn",
+    "loadavg",
+    "facter",
+    "ohai",
+];
 
 /// The collectors `gather_subset` chooses, as ansible-core's `get_collector_names`: `min`
 /// always, then what is added, less what is left out (unless also added by name); `!all`
@@ -265,21 +276,44 @@ fn collectors(subset: &[String]) -> Result<std::collections::HashSet<&'static st
             },
         }
     }
-    Ok(added
+    let mut chosen: HashSet<&'static str> = added
         .into_iter()
         .filter(|c| !left_out.contains(c) || named.contains(c))
-        .collect())
+        .collect();
+    // A collector's `required_facts` come with it, left out or not (the Linux network
+    // collector needs `distribution` and `platform`, hardware `platform`).
+    let requires: &[(&str, &[&'static str])] = &[
+        ("network", &["distribution", "platform"]),
+        ("hardware", &["platform"]),
+        ("pkg_mgr", &["distribution"]),
+        ("service_mgr", &["platform", "distribution"]),
+    ];
+    for (collector, needs) in requires {
+        if chosen.contains(collector) {
+            chosen.extend(needs.iter().copied());
+        }
+    }
+    Ok(chosen)
 }
 
 /// The collector a fact (`ansible_<name>`) comes from, among those `collectors` knows.
 fn collector_of(fact: &str, interfaces: &[String]) -> &'static str {
     let name = fact.strip_prefix("ansible_").unwrap_or(fact);
     match name {
-        "interfaces" | "default_ipv4" | "default_ipv6" | "all_ipv4_addresses"
-        | "all_ipv6_addresses" => "network",
+        "interfaces"
+        | "default_ipv4"
+        | "default_ipv6"
+        | "all_ipv4_addresses"
+        | "all_ipv6_addresses"
+        | "locally_reachable_ips" => "network",
+        "iscsi_iqn" => "iscsi",
+        "hostnqn" => "nvme",
+        "fibre_channel_wwn" => "fibre_channel_wwn",
+        "lvm" | "devices" | "device_links" => "hardware",
         n if interfaces.iter().any(|i| i == n) => "network",
         "memtotal_mb" | "memfree_mb" | "swaptotal_mb" | "swapfree_mb" | "memory_mb" | "flags"
-        | "mounts" | "uptime_seconds" | "loadavg" | "system_vendor" | "form_factor" => "hardware",
+        | "mounts" | "uptime_seconds" | "system_vendor" | "form_factor" => "hardware",
+        "loadavg" => "loadavg",
         n if n.starts_with("processor")
             || n.starts_with("bios_")
             || n.starts_with("board_")
@@ -737,7 +771,15 @@ mod tests {
             min.contains(&"distribution") && !min.contains(&"network"),
             "{min:?}"
         );
-        assert_eq!(chosen(&["!all", "!min", "network"]), ["network"]);
+        // The network collector brings the facts it requires.
+        assert_eq!(
+            chosen(&["!all", "!min", "network"]),
+            ["distribution", "network", "platform"]
+        );
+        assert_eq!(
+            chosen(&["!all", "!min", "hardware"]),
+            ["hardware", "platform"]
+        );
         assert_eq!(chosen(&["!all", "!min", "distribution"]), ["distribution"]);
         let no_hw = chosen(&["all", "!hardware"]);
         assert!(!no_hw.contains(&"hardware") && no_hw.contains(&"network"));

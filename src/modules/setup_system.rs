@@ -6,9 +6,9 @@
 //! `chroot.py`, `platform.py`, `hardware/linux.py` (memory, CPUs, mounts, DMI, uptime),
 //! `virtual/linux.py`).
 //!
-//! Not gathered: `devices`, `device_links`, `lvm`, `fibre_channel_wwn`, `iscsi_iqn`,
-//! `hostnqn`, `locally_reachable_ips`, and DMI through `dmidecode` (a host without
-//! `/sys/devices/virtual/dmi` reports `NA`, as ansible-core does without `dmidecode`).
+//! Not gathered: DMI through `dmidecode` (a host without `/sys/devices/virtual/dmi` reports
+//! `NA`, as ansible-core does without `dmidecode`) and a disk's serial through `sg_inq` (read
+//! from sysfs).
 
 use std::collections::BTreeMap;
 
@@ -74,6 +74,43 @@ echo '[statfs]'; { cat /etc/mtab 2>/dev/null || cat /proc/mounts; } | while read
   printf '%s\t%s\n' "$mnt" "$(stat -f -c '%S %s %b %a %c %d' "$(printf '%b' "$mnt")" 2>/dev/null)"
 done
 echo '[lsblk]'; lsblk -ln --paths --output NAME,UUID --exclude 2 2>/dev/null
+echo '[disk_links]'; for t in id uuid label; do for l in /dev/disk/by-$t/*; do
+  [ -L "$l" ] && printf '%s\t%s\t%s\n' "$t" "${l##*/}" "$(basename "$(readlink "$l")")"
+done; done
+echo '[slaves]'; for s in /sys/block/*/slaves/*; do
+  [ -e "$s" ] && { x=${s#/sys/block/}; printf '%s\t%s\n' "${x%%/*}" "${s##*/}"; }
+done
+echo '[lspci]'; lspci -D 2>/dev/null
+echo '[blockdevs]'; for b in /sys/block/*; do
+  [ -e "$b" ] || continue
+  n=${b##*/}; l=$(readlink "$b") || l=
+  if [ -n "$l" ]; then d="/sys/block/$l"; v=1; else d=$b; v=1; ls "$b" | grep -q device && v=0; fi
+  r() { x=$(cat "$1" 2>/dev/null) && printf '%s' "$x" | tr '\t\n' '  ' || printf '\001'; }
+  printf 'dev\t%s\t%s\t%s' "$n" "$d" "$v"
+  for f in device/vendor device/model device/sas_address device/sas_device_handle device/serial \
+    removable queue/discard_max_hw_bytes queue/discard_granularity queue/rotational \
+    queue/scheduler queue/logical_block_size queue/hw_sector_size size; do printf '\t%s' "$(r "$d/$f")"; done
+  echo
+  for h in "$d"/holders/dm-*; do [ -e "$h" ] && printf 'holder\t%s\t%s\t%s\n' "$n" "${h##*/}" "$(r "$h/dm/name")"; done
+  for p in "$d/$n"*; do
+    [ -d "$p" ] || continue
+    pn=${p##*/}
+    printf 'part\t%s\t%s' "$n" "$pn"
+    for f in start queue/logical_block_size queue/hw_sector_size size; do printf '\t%s' "$(r "$p/$f")"; done
+    echo
+    for h in "$p"/holders/dm-*; do [ -e "$h" ] && printf 'pholder\t%s\t%s\t%s\n' "$pn" "${h##*/}" "$(r "$h/dm/name")"; done
+  done
+done
+echo '[iscsi]'; cat /etc/iscsi/initiatorname.iscsi 2>/dev/null
+echo '[nvme]'; cat /etc/nvme/hostnqn 2>/dev/null
+echo '[fc_wwn]'; cat /sys/class/fc_host/*/port_name 2>/dev/null
+echo '[local_routes]'; ip -4 route show table local 2>/dev/null; ip -6 route show table local 2>/dev/null
+if command -v vgs >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  o='--noheadings --nosuffix --units g --separator ,'
+  echo '[vgs]'; vgs $o 2>/dev/null
+  echo '[lvs]'; command -v lvs >/dev/null 2>&1 && lvs $o 2>/dev/null
+  echo '[pvs]'; command -v pvs >/dev/null 2>&1 && pvs $o 2>/dev/null
+fi
 echo '[findmnt]'; findmnt -lnuo TARGET,SOURCE 2>/dev/null
 "#;
 
@@ -170,6 +207,35 @@ pub(super) fn facts(
         put(&k, v);
     }
     put("mounts", mounts(g));
+    put("lvm", lvm(g));
+    if g.sections.contains_key("blockdevs") {
+        let (devices, links) = devices(g);
+        put("devices", devices);
+        put("device_links", links);
+    }
+    let iqn = g
+        .section("iscsi")
+        .iter()
+        .find_map(|l| l.strip_prefix("InitiatorName="))
+        .unwrap_or_default();
+    put("iscsi_iqn", json!(iqn));
+    let nqn = g
+        .section("nvme")
+        .iter()
+        .find(|l| l.starts_with("nqn."))
+        .copied()
+        .unwrap_or_default();
+    put("hostnqn", json!(nqn));
+    let wwn: Vec<&str> = g
+        .section("fc_wwn")
+        .iter()
+        .map(|l| l.trim_end().get(2..).unwrap_or_default())
+        .collect();
+    put("fibre_channel_wwn", json!(wwn));
+    put(
+        "locally_reachable_ips",
+        locally_reachable(g.section("local_routes")),
+    );
     for (k, v) in virtual_facts(g) {
         put(&k, v);
     }
@@ -799,6 +865,258 @@ fn mounts(g: &Gathered<'_>) -> Value {
     Value::Array(out)
 }
 
+/// `bytes_to_human`: a size with two decimals in the largest binary unit it reaches.
+fn bytes_to_human(size: f64) -> String {
+    const UNITS: [(&str, f64); 8] = [
+        ("YB", 1208925819614629174706176.0),
+        ("ZB", 1180591620717411303424.0),
+        ("EB", 1152921504606846976.0),
+        ("PB", 1125899906842624.0),
+        ("TB", 1099511627776.0),
+        ("GB", 1073741824.0),
+        ("MB", 1048576.0),
+        ("KB", 1024.0),
+    ];
+    match UNITS.iter().find(|(_, limit)| size >= *limit) {
+        Some((unit, limit)) => format!("{:.2} {unit}", size / limit),
+        None => format!("{size:.2} Bytes"),
+    }
+}
+
+/// `devices` and `device_links`: each block device with its sysfs attributes, partitions,
+/// holders and `/dev/disk` links, as the Linux hardware collector reads them (a missing or
+/// empty attribute is `null`).
+fn devices(g: &Gathered<'_>) -> (Value, Value) {
+    // A sysfs attribute the script could not read is \x01; an empty one is missing too.
+    let attr = |v: Option<&&str>| -> Option<String> {
+        v.map(|s| s.trim())
+            .filter(|s| !s.is_empty() && *s != "\u{1}")
+            .map(str::to_string)
+    };
+    let mut links: BTreeMap<&str, BTreeMap<String, std::collections::BTreeSet<String>>> =
+        ["ids", "uuids", "labels", "masters"]
+            .into_iter()
+            .map(|k| (k, BTreeMap::new()))
+            .collect();
+    for l in g.section("disk_links") {
+        if let [kind, name, target] = l.split('\t').collect::<Vec<_>>()[..] {
+            let kind = match kind {
+                "id" => "ids",
+                "uuid" => "uuids",
+                _ => "labels",
+            };
+            if let Some(m) = links.get_mut(kind) {
+                m.entry(target.to_string())
+                    .or_default()
+                    .insert(name.to_string());
+            }
+        }
+    }
+    for l in g.section("slaves") {
+        if let Some((owner, slave)) = l.split_once('\t')
+            && let Some(m) = links.get_mut("masters")
+        {
+            m.entry(slave.to_string())
+                .or_default()
+                .insert(owner.to_string());
+        }
+    }
+    let links_of = |name: &str| -> Value {
+        links
+            .iter()
+            .map(|(kind, m)| {
+                (
+                    kind.to_string(),
+                    json!(m.get(name).cloned().unwrap_or_default()),
+                )
+            })
+            .collect::<Map<_, _>>()
+            .into()
+    };
+    let uuid_of = |part: &str| -> Value {
+        links["uuids"]
+            .iter()
+            .find(|(target, _)| *target == part)
+            .and_then(|(_, names)| names.iter().next())
+            .map_or(Value::Null, |u| json!(u))
+    };
+    let sector_size = |lbs: Option<String>, hw: Option<String>| -> Value {
+        lbs.or(hw).map_or(json!(512), |s| json!(s))
+    };
+    let as_int = |v: &Value| -> i64 {
+        match v {
+            Value::String(s) => s.parse().unwrap_or(512),
+            other => other.as_i64().unwrap_or(512),
+        }
+    };
+    let mut devices = Map::new();
+    let mut holders: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
+    for l in g.section("blockdevs") {
+        let w: Vec<&str> = l.split('\t').collect();
+        if let ["holder" | "pholder", owner, dm, name] = w[..] {
+            let kind = if w[0] == "holder" { "dev" } else { "part" };
+            let shown = attr(Some(&name)).unwrap_or_else(|| dm.to_string());
+            holders.entry((kind, owner)).or_default().push(shown);
+        }
+    }
+    let lspci = g.section("lspci");
+    for l in g.section("blockdevs") {
+        let w: Vec<&str> = l.split('\t').collect();
+        match w.first() {
+            Some(&"dev") if w.len() >= 17 => {
+                let (name, sysdir) = (w[1], w[2]);
+                let f = |i: usize| attr(w.get(i));
+                let mut d = json!({
+                    "virtual": w[3].parse::<i64>().unwrap_or(1),
+                    "links": links_of(name),
+                    "vendor": f(4), "model": f(5), "sas_address": f(6), "sas_device_handle": f(7),
+                    "removable": f(9),
+                    "support_discard": if f(10).as_deref() == Some("0") { Some("0".to_string()) } else { f(11) },
+                    "partitions": {},
+                    "rotational": f(12),
+                    "scheduler_mode": f(13)
+                        .and_then(|s| Some(s[s.find('[')? + 1..s.rfind(']')?].to_string()))
+                        .unwrap_or_default(),
+                    "host": "",
+                    "holders": holders.get(&("dev", name)).cloned().unwrap_or_default(),
+                });
+                if let Some(serial) = f(8) {
+                    d["serial"] = json!(serial);
+                }
+                let sectorsize = sector_size(f(14), f(15));
+                let sectors = f(16).and_then(|s| s.parse::<i64>().ok()).unwrap_or(0) * 512
+                    / as_int(&sectorsize).max(1);
+                d["size"] = json!(bytes_to_human(sectors as f64 * as_int(&sectorsize) as f64));
+                d["sectorsize"] = sectorsize;
+                d["sectors"] = json!(sectors);
+                // The PCI address in the device's sysfs path names its host adapter.
+                if let Some(pci) = sysdir
+                    .split('/')
+                    .rev()
+                    .skip(1)
+                    .find(|part| is_pci_address(part))
+                    && let Some(line) = lspci.iter().find(|l| l.starts_with(&format!("{pci} ")))
+                {
+                    d["host"] = json!(line[pci.len() + 1..]);
+                }
+                devices.insert(name.to_string(), d);
+            }
+            Some(&"part") if w.len() >= 7 => {
+                let (disk, part) = (w[1], w[2]);
+                if !is_partition_of(part, disk) {
+                    continue;
+                }
+                let f = |i: usize| attr(w.get(i));
+                let sectorsize = sector_size(f(4), f(5));
+                let sectors = f(6).and_then(|s| s.parse::<i64>().ok()).unwrap_or(0) * 512
+                    / as_int(&sectorsize).max(1);
+                let p = json!({
+                    "links": links_of(part),
+                    "start": f(3).map_or(json!(0), |s| json!(s)),
+                    "sectorsize": sectorsize,
+                    "sectors": sectors,
+                    "size": bytes_to_human(sectors as f64 * as_int(&sectorsize) as f64),
+                    "uuid": uuid_of(part),
+                    "holders": holders.get(&("part", part)).cloned().unwrap_or_default(),
+                });
+                if let Some(d) = devices.get_mut(disk) {
+                    d["partitions"][part] = p;
+                }
+            }
+            _ => {}
+        }
+    }
+    let device_links: Map<String, Value> = links
+        .iter()
+        .map(|(kind, m)| (kind.to_string(), json!(m)))
+        .collect();
+    (Value::Object(devices), Value::Object(device_links))
+}
+
+/// `0000:00:05.0`: a PCI address as the collector's pattern takes it.
+fn is_pci_address(s: &str) -> bool {
+    let b = s.as_bytes();
+    let hex = |c: &u8| c.is_ascii_digit() || (b'a'..=b'f').contains(c);
+    b.len() == 12
+        && b[..4].iter().all(hex)
+        && b[4] == b':'
+        && b[5..7].iter().all(hex)
+        && b[7] == b':'
+        && (b[8] == b'0' || b[8] == b'1')
+        && hex(&b[9])
+        && b[10] == b'.'
+        && (b'0'..=b'7').contains(&b[11])
+}
+
+/// Whether a folder of a disk's sysfs directory is one of its partitions (`vda1`,
+/// `nvme0n1p2`).
+fn is_partition_of(folder: &str, disk: &str) -> bool {
+    let Some(rest) = folder.strip_prefix(disk) else {
+        return false;
+    };
+    let digits = rest.strip_prefix('p').unwrap_or(rest);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `lvm`: volume groups, logical and physical volumes as `vgs`/`lvs`/`pvs` list them (run
+/// as root only), else `N/A`.
+fn lvm(g: &Gathered<'_>) -> Value {
+    if !g.sections.contains_key("vgs") {
+        return json!("N/A");
+    }
+    let rows = |name: &str| -> Vec<Vec<String>> {
+        g.section(name)
+            .iter()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.trim().split(',').map(str::to_string).collect())
+            .collect()
+    };
+    let mut vgs = Map::new();
+    for r in rows("vgs") {
+        if r.len() >= 4 {
+            vgs.insert(
+                r[0].clone(),
+                json!({"size_g": r[r.len() - 2], "free_g": r[r.len() - 1], "num_lvs": r[2], "num_pvs": r[1]}),
+            );
+        }
+    }
+    let mut lvs = Map::new();
+    for r in rows("lvs") {
+        if r.len() >= 4 {
+            lvs.insert(r[0].clone(), json!({"size_g": r[3], "vg": r[1]}));
+        }
+    }
+    let mut pvs = Map::new();
+    for r in rows("pvs") {
+        if r.len() >= 6 {
+            pvs.insert(
+                r[0].clone(),
+                json!({"size_g": r[4], "free_g": r[5], "vg": r[1]}),
+            );
+        }
+    }
+    json!({"lvs": lvs, "vgs": vgs, "pvs": pvs})
+}
+
+/// `locally_reachable_ips`: the `local` routes of the kernel's local table, by family.
+fn locally_reachable(lines: &[&str]) -> Value {
+    let (mut v4, mut v6): (Vec<&str>, Vec<&str>) = (vec![], vec![]);
+    for line in lines {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if let ["local", address, ..] = w[..] {
+            let list = if address.contains(':') {
+                &mut v6
+            } else {
+                &mut v4
+            };
+            if !list.contains(&address) {
+                list.push(address);
+            }
+        }
+    }
+    json!({"ipv4": v4, "ipv6": v6})
+}
+
 /// `virtualization_type`, `_role`, `_tech_guest`, `_tech_host`, in the Linux virtual
 /// collector's order of evidence (containers first, then DMI, `/proc/cpuinfo`, kernel
 /// modules and `/dev/kvm`); `NA` when nothing says.
@@ -1192,6 +1510,89 @@ mod tests {
         assert_eq!(m[1]["mount"], "/srv/my data");
         assert_eq!(m[1]["uuid"], "N/A");
         assert_eq!(m[1]["passno"], 2);
+    }
+
+    #[test]
+    fn lvm_and_local_routes() {
+        let none = gathered(&[], &[]);
+        assert_eq!(lvm(&none), json!("N/A"));
+        let g = gathered(
+            &[],
+            &[
+                ("vgs", "  vg0,1,2,0,wz--n-,99.00,10.00"),
+                (
+                    "lvs",
+                    "  root,vg0,-wi-ao----,20.00\n  swap,vg0,-wi-ao----,4.00",
+                ),
+                ("pvs", "  /dev/sda2,vg0,lvm2,a--,99.00,10.00"),
+            ],
+        );
+        assert_eq!(
+            lvm(&g),
+            json!({
+                "vgs": {"vg0": {"size_g": "99.00", "free_g": "10.00", "num_lvs": "2", "num_pvs": "1"}},
+                "lvs": {"root": {"size_g": "20.00", "vg": "vg0"}, "swap": {"size_g": "4.00", "vg": "vg0"}},
+                "pvs": {"/dev/sda2": {"size_g": "99.00", "free_g": "10.00", "vg": "vg0"}},
+            })
+        );
+        let routes = [
+            "local 10.0.0.5 dev eth0 proto kernel scope host src 10.0.0.5",
+            "broadcast 10.0.0.255 dev eth0 proto kernel scope link src 10.0.0.5",
+            "local 127.0.0.0/8 dev lo proto kernel scope host src 127.0.0.1",
+            "local ::1 dev lo proto kernel metric 0 pref medium",
+            "local ::1 dev lo table local proto kernel metric 0 pref medium",
+        ];
+        assert_eq!(
+            locally_reachable(&routes),
+            json!({"ipv4": ["10.0.0.5", "127.0.0.0/8"], "ipv6": ["::1"]})
+        );
+    }
+
+    #[test]
+    fn block_devices_with_partitions_holders_and_links() {
+        assert_eq!(bytes_to_human(0.0), "0.00 Bytes");
+        assert_eq!(bytes_to_human(268435456.0 * 1024.0), "256.00 GB");
+        assert!(is_partition_of("vda1", "vda") && is_partition_of("nvme0n1p2", "nvme0n1"));
+        assert!(!is_partition_of("vdaa", "vda") && !is_partition_of("queue", "vda"));
+        assert!(is_pci_address("0000:00:05.0") && !is_pci_address("virtio2"));
+        let na = "\u{1}";
+        let dev = format!(
+            "dev\tvda\t/sys/block/../devices/pci0000:00/0000:00:05.0/virtio2/block/vda\t1\t\
+             0x1af4\t{na}\t{na}\t{na}\t{na}\t0\t0\t0\t1\tnone [mq-deadline]\t512\t512\t2097152"
+        );
+        let text = format!(
+            "{dev}\nholder\tvda\tdm-0\tvg0-root\npart\tvda\tvda1\t2048\t512\t512\t2095104\n\
+             pholder\tvda1\tdm-1\t{na}"
+        );
+        let g = gathered(
+            &[],
+            &[
+                ("blockdevs", text.as_str()),
+                ("disk_links", "uuid\tabcd-1234\tvda1\nid\tvirtio-x\tvda"),
+                ("slaves", "dm-0\tvda1"),
+                (
+                    "lspci",
+                    "0000:00:05.0 SCSI storage controller: Virtio block device",
+                ),
+            ],
+        );
+        let (devices, links) = devices(&g);
+        let vda = &devices["vda"];
+        assert_eq!(vda["vendor"], "0x1af4");
+        assert_eq!(vda["model"], Value::Null);
+        assert_eq!(vda["support_discard"], "0");
+        assert_eq!(vda["scheduler_mode"], "mq-deadline");
+        assert_eq!(vda["sectors"], 2097152);
+        assert_eq!(vda["size"], "1.00 GB");
+        assert_eq!(vda["host"], "SCSI storage controller: Virtio block device");
+        assert_eq!(vda["holders"], json!(["vg0-root"]));
+        assert_eq!(vda["links"]["ids"], json!(["virtio-x"]));
+        let part = &vda["partitions"]["vda1"];
+        assert_eq!(part["start"], "2048");
+        assert_eq!(part["uuid"], "abcd-1234");
+        assert_eq!(part["holders"], json!(["dm-1"]));
+        assert_eq!(part["links"]["masters"], json!(["dm-0"]));
+        assert_eq!(links["uuids"], json!({"vda1": ["abcd-1234"]}));
     }
 
     #[test]

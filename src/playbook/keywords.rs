@@ -236,6 +236,28 @@ pub(crate) fn string_list(n: &Node<'_>) -> Result<Vec<String>, LoadError> {
     }
 }
 
+/// A `vars:` keyword (play, block, task): each name checked as ansible-core's
+/// `_validate_variable_keys` checks it, at the key's line. The YAML loader keeps keys as
+/// text, so a key YAML 1.1 reads as a boolean or number (`on:`, `yes:`, `1:`) is named with
+/// the type Python would give it (`Invalid variable name 'True' of type 'bool'.`).
+pub fn keyword_vars(n: &Node<'_>) -> Result<VarMap, LoadError> {
+    for (key, value) in n.entries() {
+        let as_loaded = match key {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            "null" => Value::Null,
+            k => match k.parse::<i64>() {
+                Ok(i) => Value::from(i),
+                Err(_) => Value::String(k.to_string()),
+            },
+        };
+        if let Some(why) = crate::template::invalid_variable_name(&as_loaded) {
+            return Err(invalid(&value, why));
+        }
+    }
+    var_map(n)
+}
+
 pub fn var_map(n: &Node<'_>) -> Result<VarMap, LoadError> {
     match n.value {
         Value::Object(m) => Ok(m.clone()),
@@ -362,7 +384,7 @@ pub fn parse_keywords(
             "environment" => kw.environment = Some(n.value.clone()),
             "module_defaults" => kw.module_defaults = Some(n.value.clone()),
             "no_log" => kw.no_log = templated_or(n, key, &mut kw.templated, parse_bool)?,
-            "vars" => kw.vars = var_map(n)?,
+            "vars" => kw.vars = keyword_vars(n)?,
             "check_mode" => kw.check_mode = templated_or(n, key, &mut kw.templated, parse_bool)?,
             "diff" => kw.diff = templated_or(n, key, &mut kw.templated, parse_bool)?,
             "timeout" => {

@@ -8,9 +8,7 @@ use serde_json::Value;
 
 use super::prompt::parse_var_prompt;
 use super::role::role_entry;
-use super::task::{
-    TaskCtx, invalid, loc, parse_bool, parse_keywords, parse_tasks, scalar_string, var_map,
-};
+use super::task::{TaskCtx, invalid, loc, parse_bool, parse_keywords, parse_tasks, scalar_string};
 use super::yaml::Node;
 use super::{HostOrder, LoadError, Loader, Play, Serial, Strategy, did_you_mean};
 
@@ -156,7 +154,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         None => hosts.clone(),
     };
     let vars = match node.get("vars") {
-        Some(n) => var_map(&n)?,
+        Some(n) => super::keywords::keyword_vars(&n)?,
         None => Default::default(),
     };
     loader.set_play_vars(&vars);

@@ -965,6 +965,20 @@ fn malformed_plays_are_refused_in_ansible_words() {
             "- hosts: localhost\n  tasks:\n    - debug: msg=x\n      register: my-var\n",
             "e.yml:4: Invalid 'register' specified: Invalid variable name 'my-var'.",
         ),
+        // `vars` names are checked at load time (`_validate_variable_keys`); a key YAML 1.1
+        // reads as a boolean or number is named with its Python type.
+        (
+            "- hosts: localhost\n  vars:\n    on: 1\n",
+            "e.yml:3: Invalid variable name 'True' of type 'bool'.",
+        ),
+        (
+            "- hosts: localhost\n  tasks:\n    - debug: msg=x\n      vars:\n        my-var: 1\n",
+            "e.yml:5: Invalid variable name 'my-var'.",
+        ),
+        (
+            "- hosts: localhost\n  tasks:\n    - block: []\n      vars:\n        2: x\n",
+            "e.yml:5: Invalid variable name '2' of type 'int'.",
+        ),
         (
             "- hosts: localhost\n  user: a\n  remote_user: b\n",
             "e.yml:1: both 'user' and 'remote_user' are set for this play. The use of 'user' \
