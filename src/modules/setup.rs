@@ -627,17 +627,7 @@ pub fn parse(text: &str) -> Map<String, Value> {
                 .unwrap_or_else(|| json!({}));
             d["interface"] = json!(dev);
             d["gateway"] = json!(std::net::Ipv4Addr::from(gw).to_string());
-            let iface = ifaces.get(*dev);
-            if let Some(m) = iface.and_then(|i| i.get("macaddress")) {
-                d["macaddress"] = m.clone();
-            }
-            if let Some(mtu) = iface.and_then(|i| i.get("mtu")) {
-                d["mtu"] = mtu.clone();
-            }
-            d["type"] = iface
-                .and_then(|i| i.get("type"))
-                .cloned()
-                .unwrap_or(json!("unknown"));
+            link_details(&mut d, ifaces.get(*dev));
             if let Some(alias) = aliases.get(*dev) {
                 d["alias"] = json!(alias);
             }
@@ -689,6 +679,13 @@ fn default_ipv6(routes: &[&str], ifaces: &Map<String, Value>) -> Value {
     let mut d = global.cloned().unwrap_or_else(|| json!({}));
     d["gateway"] = json!(std::net::Ipv6Addr::from(bits).to_string());
     d["interface"] = json!(dev);
+    link_details(&mut d, iface);
+    d
+}
+
+/// A default route's interface details: its MAC address, MTU and type (`unknown` when
+/// sysfs did not say).
+fn link_details(d: &mut Value, iface: Option<&Value>) {
     if let Some(m) = iface.and_then(|i| i.get("macaddress")) {
         d["macaddress"] = m.clone();
     }
@@ -699,7 +696,6 @@ fn default_ipv6(routes: &[&str], ifaces: &Map<String, Value>) -> Value {
         .and_then(|i| i.get("type"))
         .cloned()
         .unwrap_or(json!("unknown"));
-    d
 }
 
 /// Ansible's `distribution` and `os_family` for an os-release `ID`/`ID_LIKE`.

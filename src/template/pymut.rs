@@ -27,6 +27,7 @@ use indexmap::IndexMap;
 use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, ValueKind};
 use minijinja::{Error, ErrorKind, State, Value};
 
+use super::pyops::py_type;
 use super::pyrepr;
 
 /// `[a, b]`: the items on the stack, in order.
@@ -157,19 +158,6 @@ fn index_arg(value: &Value) -> Result<i64, Error> {
             py_type(value)
         ))
     })
-}
-
-fn py_type(v: &Value) -> &'static str {
-    match v.kind() {
-        ValueKind::Bool => "bool",
-        ValueKind::Number if v.is_integer() => "int",
-        ValueKind::Number => "float",
-        ValueKind::String => "str",
-        ValueKind::None => "NoneType",
-        ValueKind::Seq => "list",
-        ValueKind::Map => "dict",
-        _ => "object",
-    }
 }
 
 fn repr(v: &Value) -> String {

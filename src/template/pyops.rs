@@ -357,7 +357,7 @@ fn orderable(op: &str, a: &Value, b: &Value) -> Result<(), Error> {
 }
 
 /// The Python type name of a value, as a `TypeError` would print it.
-fn py_type(v: &Value) -> &'static str {
+pub(super) fn py_type(v: &Value) -> &'static str {
     match v.kind() {
         ValueKind::Bool => "bool",
         ValueKind::Number if v.is_integer() => "int",
