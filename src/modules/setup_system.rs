@@ -42,6 +42,7 @@ echo "systemd_container=$(cat /run/systemd/container 2>/dev/null)"
 echo "xen_caps=$(cat /proc/xen/capabilities 2>/dev/null)"
 echo "debian_chroot=${debian_chroot:-}"
 echo "root_stat=$(stat -c '%d:%i' / 2>/dev/null) $(stat -c '%d:%i' /proc/1/root/. 2>/dev/null)"
+echo "root_fs=$(stat -f -c %T / 2>/dev/null)"
 echo "long_bit=$(getconf LONG_BIT 2>/dev/null)"
 echo "debian_version=$(cat /etc/debian_version 2>/dev/null)"
 echo "selinux_policyvers=$(cat /sys/fs/selinux/policyvers 2>/dev/null)"
@@ -63,7 +64,7 @@ echo '[dmi]'; for f in bios_date bios_vendor bios_version board_asset_tag board_
 done
 echo '[modules]'; cut -d' ' -f1 /proc/modules 2>/dev/null
 echo '[cgroup1]'; cat /proc/1/cgroup 2>/dev/null
-echo '[environ1]'; tr '\000' '\n' < /proc/1/environ 2>/dev/null | grep '^container='
+echo '[environ1]'; tr '\000' '\n' 2>/dev/null </proc/1/environ | grep '^container='
 echo '[sshkeys]'; for d in /etc/ssh /etc/openssh /etc; do for t in dsa rsa ecdsa ed25519; do
   [ -r "$d/ssh_host_${t}_key.pub" ] && echo "$t $(cat "$d/ssh_host_${t}_key.pub")"
 done; done
@@ -564,7 +565,19 @@ fn is_chroot(g: &Gathered<'_>) -> Option<bool> {
     let mut w = g.get("root_stat").split_whitespace();
     match (w.next(), w.next()) {
         (Some(mine), Some(pid1)) => Some(mine != pid1),
-        (Some(mine), None) => Some(mine.rsplit(':').next() != Some("2")),
+        // Without PID 1's root to compare (not root): `/` is a file system's root when its
+        // inode is that file system's root inode.
+        (Some(mine), None) => {
+            let fs = g.get("root_fs");
+            let root_inode = if fs.contains("btrfs") {
+                "256"
+            } else if fs.contains("xfs") {
+                "128"
+            } else {
+                "2"
+            };
+            Some(mine.rsplit(':').next() != Some(root_inode))
+        }
         _ => None,
     }
 }
@@ -1593,6 +1606,21 @@ mod tests {
         assert_eq!(part["holders"], json!(["dm-1"]));
         assert_eq!(part["links"]["masters"], json!(["dm-0"]));
         assert_eq!(links["uuids"], json!({"vda1": ["abcd-1234"]}));
+    }
+
+    #[test]
+    fn chroot_by_pid_1_root_or_by_root_inode() {
+        let same = gathered(&[("root_stat", "2049:2 2049:2")], &[]);
+        assert_eq!(is_chroot(&same), Some(false));
+        let other = gathered(&[("root_stat", "2049:2 2050:2")], &[]);
+        assert_eq!(is_chroot(&other), Some(true));
+        let xfs_unprivileged = gathered(&[("root_stat", "2049:128"), ("root_fs", "xfs")], &[]);
+        assert_eq!(is_chroot(&xfs_unprivileged), Some(false));
+        let ext4_unprivileged =
+            gathered(&[("root_stat", "2049:1234"), ("root_fs", "ext2/ext3")], &[]);
+        assert_eq!(is_chroot(&ext4_unprivileged), Some(true));
+        let named = gathered(&[("debian_chroot", "sid")], &[]);
+        assert_eq!(is_chroot(&named), Some(true));
     }
 
     #[test]
