@@ -27,8 +27,8 @@ use indexmap::IndexMap;
 use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, ValueKind};
 use minijinja::{Error, ErrorKind, State, Value};
 
-use super::pyops::py_type;
 use super::pyrepr;
+use super::pyrepr::py_type;
 
 /// `[a, b]`: the items on the stack, in order.
 pub(super) const LIST: &str = "__kinit_list";

@@ -25,6 +25,7 @@ use minijinja::value::ValueKind;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehavior, Value};
 
 use super::pymut;
+use super::pyrepr::py_type;
 
 const LT: &str = "__kinit_op_lt";
 const LTE: &str = "__kinit_op_lte";
@@ -353,21 +354,6 @@ fn orderable(op: &str, a: &Value, b: &Value) -> Result<(), Error> {
                 py_type(b)
             ),
         )),
-    }
-}
-
-/// The Python type name of a value, as a `TypeError` would print it.
-pub(super) fn py_type(v: &Value) -> &'static str {
-    match v.kind() {
-        ValueKind::Bool => "bool",
-        ValueKind::Number if v.is_integer() => "int",
-        ValueKind::Number => "float",
-        ValueKind::String => "str",
-        ValueKind::Bytes => "bytes",
-        ValueKind::None => "NoneType",
-        ValueKind::Seq => "list",
-        ValueKind::Map => "dict",
-        _ => "object",
     }
 }
 

@@ -144,3 +144,18 @@ pub fn quote_str(s: &str) -> String {
     out.push(q);
     out
 }
+
+/// The Python type name of a value, as a `TypeError` would print it.
+pub(super) fn py_type(v: &Value) -> &'static str {
+    match v.kind() {
+        ValueKind::Bool => "bool",
+        ValueKind::Number if v.is_integer() => "int",
+        ValueKind::Number => "float",
+        ValueKind::String => "str",
+        ValueKind::Bytes => "bytes",
+        ValueKind::None => "NoneType",
+        ValueKind::Seq => "list",
+        ValueKind::Map => "dict",
+        _ => "object",
+    }
+}
