@@ -87,9 +87,16 @@ echo '[route]'; cat /proc/net/route 2>/dev/null
 echo '[route6]'; cat /proc/net/ipv6_route 2>/dev/null
 echo '[ipv4]'; ip -o -4 addr show 2>/dev/null
 echo '[ipv6]'; ip -o -6 addr show 2>/dev/null
-echo '[mac]'; for i in /sys/class/net/*; do
-  k=; [ -d $i/bridge ] && k=bridge; [ -d $i/bonding ] && k=bonding
-  echo "${i##*/} $(cat $i/address 2>/dev/null) $(cat $i/operstate 2>/dev/null) $(cat $i/mtu 2>/dev/null) $(cat $i/type 2>/dev/null) $(cat $i/flags 2>/dev/null) $k"
+echo '[mac]'; for i in $(ls -U /sys/class/net 2>/dev/null || ls /sys/class/net 2>/dev/null); do
+  p=/sys/class/net/$i; [ -d $p ] || continue; echo "@$i"
+  for k in address operstate mtu type flags speed; do v=$(cat $p/$k 2>/dev/null) && echo "$k=$v"; done
+  [ -e $p/device ] && echo "pciid=$(readlink $p/device)"
+  [ -e $p/device/driver/module ] && echo "module=$(readlink -f $p/device/driver/module)"
+  [ -d $p/bridge ] && echo "bridge=$(ls -U $p/brif 2>/dev/null | tr '\n' ' ')" \
+    && echo "bridge_id=$(cat $p/bridge/bridge_id 2>/dev/null)" && echo "stp_state=$(cat $p/bridge/stp_state 2>/dev/null)"
+  [ -d $p/bonding ] && for k in slaves mode miimon lacp_rate primary all_slaves_active; do
+    echo "bond_$k=$(cat $p/bonding/$k 2>/dev/null)"; done
+  [ -d $p/bonding_slave ] && echo "perm_hwaddr=$(cat $p/bonding_slave/perm_hwaddr 2>/dev/null)"
 done
 echo '[env]'; env -0 | tr '\n\000' '\001\n'; echo
 "#;
@@ -515,40 +522,8 @@ pub fn parse(text: &str) -> Map<String, Value> {
         json!(os.get("VERSION_CODENAME").cloned().unwrap_or_default()),
     );
 
-    // Interfaces: names, MACs, state, IPv4/IPv6 addresses; the default route's interface.
-    let mut ifaces = Map::new();
-    for l in &mac {
-        // `name address operstate mtu type flags [bridge|bonding]`
-        let w: Vec<&str> = l.split_whitespace().collect();
-        let Some(name) = w.first() else {
-            continue;
-        };
-        let mut iface = json!({"device": name, "active": w.get(2) != Some(&"down")});
-        if let Some(m) = w.get(1).filter(|m| **m != "00:00:00:00:00:00") {
-            iface["macaddress"] = json!(m);
-        }
-        if let Some(mtu) = w.get(3).and_then(|m| m.parse::<u64>().ok()) {
-            iface["mtu"] = json!(mtu);
-        }
-        if let Some(t) = w.get(4) {
-            iface["type"] = json!(match (w.get(6), *t) {
-                (Some(kind), _) => kind,
-                (None, "1") => "ether",
-                (None, "32") => "infiniband",
-                (None, "512") => "ppp",
-                (None, "772") => "loopback",
-                (None, "65534") => "tunnel",
-                _ => "unknown",
-            });
-        }
-        if let Some(flags) = w
-            .get(5)
-            .and_then(|f| u64::from_str_radix(f.trim_start_matches("0x"), 16).ok())
-        {
-            iface["promisc"] = json!(flags & 0x100 != 0);
-        }
-        ifaces.insert(name.to_string(), iface);
-    }
+    // Interfaces: sysfs details, IPv4/IPv6 addresses; the default route's interface.
+    let mut ifaces = links(&mac);
     let mut all4 = Vec::new();
     let mut aliases = BTreeMap::<String, String>::new();
     for l in &v4 {
@@ -648,6 +623,80 @@ pub fn parse(text: &str) -> Map<String, Value> {
     put("default_ipv6", default6);
     f.extend(system);
     f
+}
+
+/// Each interface's sysfs details as ansible-core's Linux network collector reads them
+/// (module_utils/facts/network/linux.py `get_interfaces_info`), from the gathering's `[mac]`
+/// section: an `@name` line, then `file=value` lines. Interfaces keep the directory's order;
+/// ansible-core's `interfaces` list comes out in a different order on each run (the module's
+/// result turns the keys into a set), so no playbook can rely on one.
+fn links(lines: &[&str]) -> Map<String, Value> {
+    let mut ifaces = Map::new();
+    let mut current: Option<&mut Value> = None;
+    for l in lines {
+        if let Some(name) = l.strip_prefix('@') {
+            current = Some(
+                ifaces
+                    .entry(name.to_string())
+                    .or_insert_with(|| json!({"device": name})),
+            );
+            continue;
+        }
+        let (Some(iface), Some((k, v))) = (current.as_deref_mut(), l.split_once('=')) else {
+            continue;
+        };
+        let first = || v.split_whitespace().next().unwrap_or_default();
+        let base = || v.rsplit('/').next().unwrap_or_default();
+        match k {
+            "address" if !v.is_empty() && v != "00:00:00:00:00:00" => {
+                iface["macaddress"] = json!(v);
+            }
+            "operstate" => iface["active"] = json!(v != "down"),
+            "mtu" | "speed" => {
+                if let Ok(n) = v.trim().parse::<i64>() {
+                    iface[k] = json!(n);
+                }
+            }
+            // A bridge or bond keeps its kind whatever the link type says.
+            "type" if iface.get("type").is_none() => {
+                iface["type"] = json!(match v {
+                    "1" => "ether",
+                    "32" => "infiniband",
+                    "512" => "ppp",
+                    "772" => "loopback",
+                    "65534" => "tunnel",
+                    _ => "unknown",
+                });
+            }
+            "flags" => {
+                if let Ok(flags) = u64::from_str_radix(v.trim_start_matches("0x"), 16) {
+                    iface["promisc"] = json!(flags & 0x100 != 0);
+                }
+            }
+            "pciid" => iface["pciid"] = json!(base()),
+            "module" => iface["module"] = json!(base()),
+            "bridge" => {
+                iface["type"] = json!("bridge");
+                iface["interfaces"] = json!(v.split_whitespace().collect::<Vec<_>>());
+            }
+            "bridge_id" => iface["id"] = json!(v),
+            "stp_state" => iface["stp"] = json!(v == "1"),
+            "bond_slaves" => {
+                iface["type"] = json!("bonding");
+                iface["slaves"] = json!(v.split_whitespace().collect::<Vec<_>>());
+            }
+            "bond_mode" | "bond_miimon" | "bond_lacp_rate" => {
+                iface[&k[5..]] = json!(first());
+            }
+            "bond_primary" if !v.is_empty() => iface["primary"] = json!(v),
+            "bond_all_slaves_active" if iface.get("primary").is_some() => {
+                iface["all_slaves_active"] = json!(v == "1");
+            }
+            "perm_hwaddr" => iface["perm_macaddress"] = json!(v),
+            _ => {}
+        }
+    }
+    ifaces
 }
 
 /// `default_ipv6`: the IPv6 default route with the lowest metric (`/proc/net/ipv6_route`:
@@ -813,6 +862,42 @@ mod tests {
     }
 
     #[test]
+    fn interfaces_read_as_the_linux_collector_reads_sysfs() {
+        let lines: Vec<&str> = "@br0\naddress=52:54:00:00:00:01\noperstate=down\nmtu=1500\n\
+            type=1\nflags=0x1103\nbridge=veth1 veth0 \nbridge_id=8000.525400000001\nstp_state=0\n\
+            @eth0\naddress=52:54:00:aa:bb:cc\noperstate=up\nmtu=9000\ntype=1\nflags=0x1003\n\
+            speed=-1\npciid=../../../virtio2\nmodule=../../../../module/virtio_net\n\
+            @bond0\naddress=00:00:00:00:00:00\ntype=1\nbond_slaves=eth1 eth2\n\
+            bond_mode=802.3ad 4\nbond_miimon=100\nbond_lacp_rate=fast 1\nbond_primary=eth1\n\
+            bond_all_slaves_active=0\n@lo\ntype=772\nspeed=garbage"
+            .lines()
+            .collect();
+        let i = links(&lines);
+        assert_eq!(
+            i.keys().collect::<Vec<_>>(),
+            ["br0", "eth0", "bond0", "lo"],
+            "sysfs order, not sorted"
+        );
+        assert_eq!(
+            i["br0"],
+            json!({"device": "br0", "macaddress": "52:54:00:00:00:01", "active": false,
+                "mtu": 1500, "type": "bridge", "promisc": true, "interfaces": ["veth1", "veth0"],
+                "id": "8000.525400000001", "stp": false})
+        );
+        assert_eq!(i["eth0"]["speed"], -1);
+        assert_eq!(i["eth0"]["pciid"], "virtio2");
+        assert_eq!(i["eth0"]["module"], "virtio_net");
+        assert_eq!(i["eth0"]["promisc"], false);
+        assert_eq!(i["bond0"]["type"], "bonding");
+        assert_eq!(i["bond0"]["slaves"], json!(["eth1", "eth2"]));
+        assert_eq!(i["bond0"]["mode"], "802.3ad");
+        assert_eq!(i["bond0"]["lacp_rate"], "fast");
+        assert_eq!(i["bond0"]["all_slaves_active"], false);
+        assert!(i["bond0"].get("macaddress").is_none());
+        assert_eq!(i["lo"], json!({"device": "lo", "type": "loopback"}));
+    }
+
+    #[test]
     fn parses_a_rocky_host() {
         let text = "hostname=node1\nfqdn=node1.k8s.local\nmachine=x86_64\nnproc=4\n\
             mem_MemTotal=8046932\npkg_mgr=dnf\nservice_mgr=systemd\n[os-release]\n\
@@ -820,7 +905,8 @@ mod tests {
             Iface\tDestination\tGateway\neth0\t00000000\tFE00000A\t0003\neth0\t0000000A\t00000000\n\
             [ipv4]\n1: lo    inet 127.0.0.1/8 scope host lo\n\
             2: eth0    inet 10.0.0.1/24 brd 10.0.0.255 scope global eth0\n\
-            [mac]\neth0 52:54:00:aa:bb:cc up\nlo 00:00:00:00:00:00 unknown\n";
+            [mac]\n@eth0\naddress=52:54:00:aa:bb:cc\noperstate=up\n@lo\naddress=00:00:00:00:00:00\n\
+            operstate=unknown\n";
         let f = parse(text);
         assert_eq!(f["ansible_distribution"], "Rocky");
         assert_eq!(f["ansible_os_family"], "RedHat");
