@@ -557,7 +557,15 @@ fn finish_module(
             wrapper.kw = kw;
             Ok(wrapper)
         }
-        "include_tasks" | "include" => {
+        // ansible-core 2.16 removed `include` (`plugins/action/include.py` is gone; the
+        // task loader refuses it at load time with these words).
+        "include" => Err(invalid(
+            val,
+            "The 'ansible.builtin.include' action plugin has been removed. Use include_tasks or \
+             import_tasks instead. This feature was removed from ansible-core in a release \
+             after 2023-05-16.",
+        )),
+        "include_tasks" => {
             let file = args
                 .get("_raw_params")
                 .or_else(|| args.get("file"))

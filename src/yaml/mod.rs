@@ -185,6 +185,26 @@ fn build(
     })
 }
 
+/// The block scalar a text ends in, read with the line break `build_unguarded` added after
+/// the text's last line, back to the value PyYAML gives without it: `key: |` and a last line
+/// `x` give `x`, not `x\n`. Where that last line is blank the added break only counts with
+/// the keep indicator (`|+`), the one chomping that keeps trailing empty lines.
+/// `padded` is the text with the break, `header` the byte offset of the scalar's `|`/`>`.
+fn unpad_block_scalar(value: &mut String, padded: &str, header: usize) {
+    let body = &padded[..padded.len() - 1];
+    let last_line_blank = body
+        .rsplit(['\n', '\r'])
+        .next()
+        .is_some_and(|l| l.trim_matches([' ', '\t']).is_empty());
+    let keep = padded
+        .get(header..)
+        .and_then(|h| h.split(['\n', '\r']).next())
+        .is_some_and(|h| h.contains('+'));
+    if value.ends_with('\n') && (!last_line_blank || keep) {
+        value.pop();
+    }
+}
+
 /// Panics raised inside libyaml-safer are caught by `build`; their messages are not shown.
 fn quiet_parser_panics() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -219,17 +239,21 @@ fn build_unguarded(
         root: None,
     };
     let mut docs = Vec::new();
+    let original_len = text.len();
     // libyaml reads past the end of its input as NUL; libyaml-safer 0.3 has no such padding
-    // and panics on a text ending in the backslash of an escape (`"\`). A line break after a
-    // final backslash gives it something to read; the only value it can change is a block
-    // scalar whose last line ends the text with a backslash, which then keeps a final newline.
+    // and panics on a text that ends inside a block scalar (`key: |` and its last line with
+    // no line break after it, a common end of a file) or in the backslash of an escape (`"\`).
+    // A final line break gives it something to read. The only value it can change is the
+    // block scalar the text ends in, which would gain a final newline: `unpad_block_scalar`
+    // takes it off again, so the value is PyYAML's.
     let padded;
-    let text = if text.ends_with('\\') {
+    let text = if !text.is_empty() && !text.ends_with(['\n', '\r']) {
         padded = format!("{text}\n");
         padded.as_str()
     } else {
         text
     };
+    let padded_text = text.len() != original_len;
     let mut input = text.as_bytes();
     let mut parser = Parser::new();
     parser.set_input_string(&mut input);
@@ -267,10 +291,16 @@ fn build_unguarded(
             EventData::Scalar {
                 anchor,
                 tag,
-                value,
+                mut value,
                 style,
                 ..
             } => {
+                if padded_text
+                    && matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+                    && event.end_mark.index >= original_len as u64
+                {
+                    unpad_block_scalar(&mut value, text, event.start_mark.index as usize);
+                }
                 let node = b.scalar(Scalar {
                     text: value,
                     style,

@@ -233,3 +233,26 @@ proptest::proptest! {
         let _ = parse_all(&text);
     }
 }
+
+#[test]
+fn a_block_scalar_ending_the_text_without_a_line_break_reads_as_pyyaml_reads_it() {
+    // Each value as PyYAML 6 (ansible-core's loader) gives it for the same text.
+    let cases: &[(&str, Value)] = &[
+        ("a: >\n  x", json!({"a": "x"})),
+        ("a: |\n  x\n  y", json!({"a": "x\ny"})),
+        ("a: |+\n  x", json!({"a": "x"})),
+        ("a: |-\n  x", json!({"a": "x"})),
+        ("- a: >\n    x\n    y=z", json!([{"a": "x y=z"}])),
+        ("a: |\n  x\\", json!({"a": "x\\"})),
+        ("a: |\n  x\n\n", json!({"a": "x\n"})),
+        ("a: |+\n  x\n\n", json!({"a": "x\n\n"})),
+        ("a: |\n  x\nb: y", json!({"a": "x\n", "b": "y"})),
+        ("a: |\n  x\n  ", json!({"a": "x\n"})),
+        ("a: |+\n  x\n  ", json!({"a": "x\n"})),
+        ("a: \"x\\\\\"", json!({"a": "x\\"})),
+        ("a: |\n  x\n# end", json!({"a": "x\n"})),
+    ];
+    for (text, want) in cases {
+        assert_eq!(&value(text), want, "{text:?}");
+    }
+}

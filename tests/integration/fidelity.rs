@@ -979,6 +979,13 @@ fn malformed_plays_are_refused_in_ansible_words() {
             "- hosts: localhost\n  tasks:\n    - block: []\n      vars:\n        2: x\n",
             "e.yml:5: Invalid variable name '2' of type 'int'.",
         ),
+        // ansible-core 2.16 removed the `include` action; 2.19 refuses it while loading.
+        (
+            "- hosts: localhost\n  tasks:\n    - include: t.yml\n",
+            "e.yml:3: The 'ansible.builtin.include' action plugin has been removed. Use \
+             include_tasks or import_tasks instead. This feature was removed from ansible-core \
+             in a release after 2023-05-16.",
+        ),
         (
             "- hosts: localhost\n  user: a\n  remote_user: b\n",
             "e.yml:1: both 'user' and 'remote_user' are set for this play. The use of 'user' \
