@@ -196,8 +196,11 @@ pub(crate) struct PlayRun<'a> {
     pub play: &'a Play,
     /// Every host the play targets (`ansible_play_hosts_all`).
     pub all_hosts: Vec<String>,
-    /// This `serial` batch.
+    /// This `serial` batch's hosts that run (`ansible_play_batch`): not those that failed or
+    /// were unreachable in an earlier play.
     pub batch: Vec<String>,
+    /// The batch's size with those hosts counted, `max_fail_percentage`'s denominator.
+    pub batch_size: usize,
     /// Play handlers plus those of roles included at run time.
     pub handlers: Mutex<Vec<Task>>,
     /// Roles `include_role` loaded while the play runs: Ansible adds them to the play's
@@ -218,6 +221,10 @@ pub(crate) struct PlayRun<'a> {
     /// `throttle`: one bound per task (by location and limit), shared by every host that
     /// runs it, whichever strategy walks them.
     pub throttles: Mutex<std::collections::HashMap<(String, u64), Arc<tokio::sync::Semaphore>>>,
+    /// The play's `max_fail_percentage`, rendered when it is a template.
+    pub max_fail_percentage: Option<f64>,
+    /// `max_fail_percentage` was exceeded in this batch: no later play runs.
+    pub max_fail_exceeded: AtomicBool,
 }
 
 impl PlayRun<'_> {

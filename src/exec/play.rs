@@ -11,6 +11,15 @@ use crate::playbook::{HostOrder, Play, Playbook, Serial, Strategy, Task};
 use crate::report::Event;
 use crate::vars::VarMap;
 
+/// A play's words that may be templates, as rendered when the play starts.
+#[derive(Default)]
+struct PlayWords {
+    serial: Vec<Serial>,
+    strategy: Strategy,
+    order: HostOrder,
+    max_fail_percentage: Option<f64>,
+}
+
 impl Executor {
     /// Run every play of `pb`. Connections, facts and host state stay for the next playbook
     /// run through this executor; `end_run` closes the connections. Returns whether the run
@@ -127,7 +136,12 @@ impl Executor {
         if hosts.is_empty() {
             self.emit(Event::NoHostsMatched);
         }
-        let (serial, strategy, order) = match self.play_words(play) {
+        let PlayWords {
+            serial,
+            strategy,
+            order,
+            max_fail_percentage,
+        } = match self.play_words(play) {
             Ok(words) => words,
             Err(msg) => {
                 for h in &hosts {
@@ -145,13 +159,30 @@ impl Executor {
         let mut break_play = false;
         // `order` arranges the batches; `ansible_play_hosts_all` keeps the inventory's order
         // (Ansible's strategy caches `get_hosts(order=play.order)` for the batch only).
-        for batch in batches(&order.arrange(&hosts), &serial) {
+        // Batches are cut from every matched host, those that failed or were unreachable in
+        // an earlier play too (they count in a batch's size but do not run), as ansible-core's
+        // `_get_serialized_batches` cuts them.
+        let all = order.arrange(&matched);
+        for (n, whole) in batches(&all, &serial).into_iter().enumerate() {
             if self.stopping() {
                 break;
+            }
+            let batch: Vec<String> = whole
+                .iter()
+                .filter(|h| hosts.contains(h))
+                .cloned()
+                .collect();
+            if batch.is_empty() {
+                continue;
+            }
+            // ansible-playbook shows the play's banner again for each later batch.
+            if n > 0 {
+                self.emit(Event::BatchStart { name: name.clone() });
             }
             let pr = PlayRun {
                 play,
                 all_hosts: matched.clone(),
+                batch_size: whole.len(),
                 batch: batch.clone(),
                 handlers: Mutex::new(play.handlers.clone()),
                 included_roles: Mutex::default(),
@@ -160,6 +191,8 @@ impl Executor {
                 fatal: AtomicBool::new(false),
                 end_play: AtomicBool::new(false),
                 throttles: Mutex::default(),
+                max_fail_percentage,
+                max_fail_exceeded: AtomicBool::new(false),
             };
             for h in &batch {
                 self.with_state(h, |s| {
@@ -197,7 +230,10 @@ impl Executor {
                     });
                 }
             }
-            let all_failed = !batch.is_empty()
+            // A batch whose every host failed in it ends the playbook (ansible-core compares
+            // the batch's size with the hosts that failed or became unreachable in this batch,
+            // so a host that failed in an earlier play keeps the rest going).
+            let all_failed = batch.len() == whole.len()
                 && batch
                     .iter()
                     .all(|h| self.with_state(h, |s| s.failed || s.unreachable));
@@ -205,8 +241,16 @@ impl Executor {
                 break_play = true;
                 break;
             }
-            let whole_play = pr.end_play.load(std::sync::atomic::Ordering::SeqCst);
-            if whole_play || (pr.is_ended() && self.batch_aborted(&pr)) {
+            // `max_fail_percentage` broke this batch: the play's later batches still run, the
+            // later plays do not (ansible-core's `RUN_FAILED_BREAK_PLAY`, acted on after the
+            // batch loop).
+            if pr
+                .max_fail_exceeded
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
+                break_play = true;
+            }
+            if pr.end_play.load(std::sync::atomic::Ordering::SeqCst) {
                 break;
             }
         }
@@ -214,9 +258,9 @@ impl Executor {
         break_play
     }
 
-    /// The play's `serial`, `strategy` and `order`, each rendered first when it is a
-    /// template; one that renders to `omit` keeps its default.
-    fn play_words(&self, play: &Play) -> Result<(Vec<Serial>, Strategy, HostOrder), String> {
+    /// The play's `serial`, `strategy`, `order` and `max_fail_percentage`, each rendered
+    /// first when it is a template; one that renders to `omit` keeps its default.
+    fn play_words(&self, play: &Play) -> Result<PlayWords, String> {
         let vars = self.play_level_vars(play);
         let render = |t: &Option<String>| -> Result<Option<String>, String> {
             let Some(t) = t else { return Ok(None) };
@@ -243,7 +287,18 @@ impl Executor {
             Some(s) => HostOrder::from_word(&s).ok_or_else(|| HostOrder::invalid(&s))?,
             None => play.order,
         };
-        Ok((serial, strategy, order))
+        let max_fail_percentage = match render(&play.max_fail_percentage_template)? {
+            Some(s) => Some(crate::playbook::percent_from_text(&s).ok_or_else(|| {
+                format!("`max_fail_percentage` rendered to `{s}`, expected a number")
+            })?),
+            None => play.max_fail_percentage,
+        };
+        Ok(PlayWords {
+            serial,
+            strategy,
+            order,
+            max_fail_percentage,
+        })
     }
 
     /// What a play-level template (`serial`) sees: the play's `vars` under the extra vars.
@@ -251,13 +306,6 @@ impl Executor {
         let mut v = play.vars.clone();
         crate::vars::overlay(&mut v, &self.opts.extra_vars);
         v
-    }
-
-    /// A play ended by failures (not by `meta: end_play`) stops its later batches too.
-    fn batch_aborted(&self, pr: &PlayRun<'_>) -> bool {
-        pr.batch
-            .iter()
-            .any(|h| self.with_state(h, |s| s.failed || s.unreachable))
     }
 
     async fn run_sections(&self, pr: &PlayRun<'_>, hosts: &[String]) {

@@ -432,13 +432,25 @@ impl Executor {
         if newly_failed && (kw.any_errors_fatal == Some(true) || run_once) {
             pr.end_fatal();
         }
-        if let Some(pct) = pr.play.max_fail_percentage {
+        // `max_fail_percentage`: the hosts that failed in this batch (not those unreachable,
+        // which ansible-core keeps apart from `_failed_hosts`) over the batch's size. Past it,
+        // the batch's other hosts are failed too, without a count in the recap, as the linear
+        // strategy marks `hosts_left` failed.
+        if let Some(pct) = pr.max_fail_percentage {
             let failed = pr
                 .batch
                 .iter()
-                .filter(|h| self.with_state(h, |s| s.failed || s.unreachable))
+                .filter(|h| self.with_state(h, |s| s.failed && !s.unreachable))
                 .count();
-            if failed as f64 * 100.0 / pr.batch.len().max(1) as f64 > pct {
+            if failed as f64 * 100.0 / pr.batch_size.max(1) as f64 > pct {
+                for h in &pr.batch {
+                    self.with_state(h, |s| {
+                        if !s.unreachable {
+                            s.failed = true;
+                        }
+                    });
+                }
+                pr.max_fail_exceeded.store(true, Ordering::SeqCst);
                 pr.end();
             }
         }

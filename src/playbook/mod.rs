@@ -43,7 +43,7 @@ pub use args::contains_template as task_contains_template;
 pub use error::{LoadError, did_you_mean};
 pub use keywords::set_templated;
 pub use load::{Loader, LoaderOptions, RoleNames};
-pub use play::serial_from_text;
+pub use play::{percent_from_text, serial_from_text};
 pub use tags::TagFilter;
 pub use task::{resolve_action, role_flag, rolespec_validate};
 
@@ -186,6 +186,8 @@ pub struct Play {
     /// `strategy` and `order` given as templates, rendered when the play starts.
     pub strategy_template: Option<String>,
     pub order_template: Option<String>,
+    /// `max_fail_percentage` given as a template, rendered when the play starts.
+    pub max_fail_percentage_template: Option<String>,
     pub vars: VarMap,
     /// Templated file names, loaded per host at play start.
     /// Each entry: one file name, or candidates of which the first found is loaded.

@@ -265,10 +265,11 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
             .and_then(|n| n.value.as_str().map(str::to_string))
             .filter(|s| s.contains("{{") || s.contains("{%"))
     };
-    let (serial_template, strategy_template, order_template) = (
+    let (serial_template, strategy_template, order_template, max_fail_percentage_template) = (
         template_of("serial"),
         template_of("strategy"),
         template_of("order"),
+        template_of("max_fail_percentage"),
     );
     let serial = match node.get("serial") {
         Some(_) if serial_template.is_some() => Vec::new(),
@@ -297,14 +298,11 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         None => HostOrder::Inventory,
     };
     let max_fail_percentage = match node.get("max_fail_percentage") {
+        Some(_) if max_fail_percentage_template.is_some() => None,
         Some(n) => Some(
             n.value
                 .as_f64()
-                .or_else(|| {
-                    n.value
-                        .as_str()
-                        .and_then(|s| s.trim_end_matches('%').parse().ok())
-                })
+                .or_else(|| n.value.as_str().and_then(percent_from_text))
                 .ok_or_else(|| invalid(&n, "`max_fail_percentage` expects a number"))?,
         ),
         None => None,
@@ -333,6 +331,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         serial_template,
         strategy_template,
         order_template,
+        max_fail_percentage_template,
         strategy,
         order,
         vars_prompt: match node.get("vars_prompt") {
@@ -363,6 +362,12 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         post_tasks,
         handlers,
     })
+}
+
+/// A `max_fail_percentage` given as text, as ansible-core's `percent` field type reads it
+/// (a number with an optional `%`).
+pub fn percent_from_text(text: &str) -> Option<f64> {
+    text.trim().trim_end_matches('%').trim().parse().ok()
 }
 
 /// A rendered `serial`: a count, a percentage, or a list of them (`[1, "50%"]`, as YAML or

@@ -148,6 +148,11 @@ pub enum Event {
     Deprecation {
         message: String,
     },
+    /// A later `serial` batch of the play started (ansible-playbook shows the play's banner
+    /// again).
+    BatchStart {
+        name: String,
+    },
     /// A play matched no host: it is skipped (ansible-playbook's `skipping: no hosts
     /// matched`).
     NoHostsMatched,

@@ -128,7 +128,7 @@ impl Plain {
                     .map_or(path.clone(), |b| b.to_string_lossy().into_owned());
                 let _ = writeln!(out, "\nPLAYBOOK: {base}\n{plays} plays in {path}");
             }
-            Event::PlayStart { name, .. } => {
+            Event::PlayStart { name, .. } | Event::BatchStart { name } => {
                 self.last_task = None;
                 self.pending_banner = None;
                 let _ = writeln!(out, "\nPLAY [{name}]");

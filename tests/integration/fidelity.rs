@@ -1540,3 +1540,92 @@ fn local_playbook(name: &str, book: &str) -> Test {
         .write(name, book)
         .args(["playbook", "-i", "localhost,", "-c", "local", name])
 }
+
+/// `max_fail_percentage`, as ansible-core 2.19's linear strategy and `PlaybookExecutor` apply
+/// it (each expectation below is ansible-playbook's output for the same playbook): a template
+/// rendered when the play starts (`40%` too); the hosts that failed in this batch over the
+/// batch's size, hosts that failed in an earlier play counted in that size; past it the
+/// batch's other hosts stop without a count in the recap, the play's later batches still run
+/// and no later play does.
+#[test]
+fn max_fail_percentage_counts_as_ansible_core() {
+    let inv = "[all:vars]\nansible_connection=local\n[g]\na\nb\nc\n";
+    let fail_on = |h: &str| {
+        format!(
+            "  tasks:\n    - fail: msg=boom\n      when: inventory_hostname == '{h}'\n\
+             \x20   - debug: msg=second-{{{{ inventory_hostname }}}}\n"
+        )
+    };
+    let templated = format!(
+        "- hosts: g\n  gather_facts: false\n  max_fail_percentage: >-\n    {{{{ pct | default(50) }}}}\n{}\
+         - hosts: g\n  gather_facts: false\n  max_fail_percentage: \"{{{{ '40%' }}}}\"\n{}",
+        fail_on("a"),
+        fail_on("b")
+    );
+    let run = |book: &str, extra: &[&str]| {
+        let mut args = vec!["playbook", "-i", "inv.ini", "p.yml"];
+        args.extend(extra);
+        Test::new()
+            .write("inv.ini", inv)
+            .write("p.yml", book)
+            .args(args)
+            .fails_with(2)
+            .partial_output("the timing table varies")
+            .stdout()
+    };
+    let recap = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with(['a', 'b', 'c']) && l.contains("ok="))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    // 50%: a fails (1 of 3) and the play goes on; the second play's batch is a, b and c, so
+    // b failing is 1 of 3, under 40%, and c goes on.
+    let out = run(&templated, &[]);
+    assert_eq!(
+        recap(&out),
+        [
+            "a : ok=0 changed=0 unreachable=0 failed=1 skipped=0 rescued=0 ignored=0",
+            "b : ok=1 changed=0 unreachable=0 failed=1 skipped=1 rescued=0 ignored=0",
+            "c : ok=2 changed=0 unreachable=0 failed=0 skipped=2 rescued=0 ignored=0",
+        ],
+        "{out}"
+    );
+    // 20%: a failing is past it; b and c stop without a failure counted, and the second
+    // play does not run.
+    let out = run(&templated, &["-e", "pct=20"]);
+    assert_eq!(out.matches("PLAY [g]").count(), 1, "{out}");
+    assert_eq!(
+        recap(&out),
+        [
+            "a : ok=0 changed=0 unreachable=0 failed=1 skipped=0 rescued=0 ignored=0",
+            "b : ok=0 changed=0 unreachable=0 failed=0 skipped=1 rescued=0 ignored=0",
+            "c : ok=0 changed=0 unreachable=0 failed=0 skipped=1 rescued=0 ignored=0",
+        ],
+        "{out}"
+    );
+    // serial 2: the batches are a+b and c (a failed in the first play still counts); b
+    // failing is 1 of 2, past 40%, yet the play's next batch runs, with its banner again.
+    let serial = format!(
+        "- hosts: g\n  gather_facts: false\n{}\
+         - hosts: g\n  gather_facts: false\n  serial: 2\n  max_fail_percentage: 40\n{}\
+         - hosts: g\n  gather_facts: false\n  tasks:\n    - debug: msg=never\n",
+        fail_on("a"),
+        fail_on("b")
+    );
+    let out = run(&serial, &[]);
+    assert_eq!(out.matches("PLAY [g]").count(), 3, "{out}");
+    assert!(
+        out.contains("\"msg\": \"second-c\"") && !out.contains("never"),
+        "{out}"
+    );
+    assert_eq!(
+        recap(&out),
+        [
+            "a : ok=0 changed=0 unreachable=0 failed=1 skipped=0 rescued=0 ignored=0",
+            "b : ok=1 changed=0 unreachable=0 failed=1 skipped=1 rescued=0 ignored=0",
+            "c : ok=2 changed=0 unreachable=0 failed=0 skipped=2 rescued=0 ignored=0",
+        ],
+        "{out}"
+    );
+}
