@@ -174,6 +174,7 @@ impl Executor {
                                     kw: apply.as_deref().cloned().unwrap_or_default(),
                                     loc: loc.clone(),
                                     role: None,
+                                    written: None,
                                 },
                                 handlers,
                             )

@@ -334,6 +334,7 @@ impl Executor {
             kw: Default::default(),
             loc: pr.play.loc.clone(),
             role: None,
+            written: None,
         };
         let mut inh = inherit::Inherit::from_play(pr.play);
         inh.tags = vec!["always".into()];

@@ -560,6 +560,8 @@ static MODULES: &[(&str, &dyn Module)] = &[
     ("win_service", &win_service::WinService),
     ("win_shell", &win_shell::WinShell),
     ("win_stat", &win_stat::WinStat),
+    // ansible-core 2.19 redirects `yum` to `dnf` (config/ansible_builtin_runtime.yml).
+    ("yum", &dnf::Dnf),
     ("yum_repository", &yum_repository::YumRepository),
 ];
 

@@ -16,7 +16,6 @@ const KNOWN: &[&str] = &[
     "set_stats",
     "subversion",
     "sysvinit",
-    "yum",
     // ansible.posix
     "acl",
     "at",

@@ -82,12 +82,11 @@ fn walk(
                     continue;
                 }
                 // ansible-playbook lists a task by `Task.get_name`: an unnamed task is its
-                // action alone, even inside a role (only the run's banner adds the role).
-                let name = match (&t.name, &t.action) {
-                    (None, a) if !matches!(a, super::Action::IncludeRole { .. }) => {
-                        t.display_name()
-                    }
-                    _ => t.title(role),
+                // action as written alone, even inside a role and for an `include_role` (only
+                // the run's banner adds the role).
+                let name = match &t.name {
+                    None => t.display_name(),
+                    Some(_) => t.title(role),
                 };
                 out.push(ListedTask { name, tags });
             }

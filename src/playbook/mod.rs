@@ -444,6 +444,10 @@ pub struct Task {
     pub loc: Location,
     /// Set on the block that wraps a role's tasks: everything inside runs in that role.
     pub role: Option<Arc<RoleCtx>>,
+    /// The action's name as the task writes it, where that is not kinit's short name
+    /// (`ansible.builtin.debug`): an unnamed task is titled by it, as ansible-core's
+    /// `Task.get_name` shows `self.action`.
+    pub written: Option<String>,
 }
 
 impl Task {
@@ -452,6 +456,14 @@ impl Task {
         if let Some(n) = &self.name {
             return n.clone();
         }
+        if let Some(w) = &self.written {
+            return w.clone();
+        }
+        self.action_name()
+    }
+
+    /// The action's own name: kinit's short name for a module or action, `block`.
+    fn action_name(&self) -> String {
         match &self.action {
             Action::Module { name, .. } => name.clone(),
             Action::Exec(a) => a.name().into(),
@@ -493,7 +505,8 @@ impl Task {
                         .or_else(|| args.get("role"))
                         .and_then(Value::as_str)
                         .unwrap_or_default();
-                    format!("include_role : {included}")
+                    let action = self.written.as_deref().unwrap_or("include_role");
+                    format!("{action} : {included}")
                 }
             };
         }
@@ -502,6 +515,15 @@ impl Task {
             Some(r) => format!("{r} : {name}"),
             None => name,
         }
+    }
+
+    /// The task with the action's name as the task wrote it, kept where it is not the
+    /// action's short name (an unnamed task's title).
+    pub fn written_as(mut self, written: &str) -> Self {
+        if !matches!(self.action, Action::Block { .. }) && self.action_name() != written {
+            self.written = Some(written.to_string());
+        }
+        self
     }
 
     pub fn module_name(&self) -> Option<&str> {

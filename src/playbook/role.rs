@@ -288,6 +288,7 @@ impl Loader {
             kw: Keywords::default(),
             loc: at.clone(),
             role: Some(role),
+            written: None,
         })
     }
 }

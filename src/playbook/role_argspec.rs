@@ -91,6 +91,7 @@ impl Loader {
             },
             loc: at,
             role: None,
+            written: None,
         }))
     }
 }

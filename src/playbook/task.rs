@@ -283,6 +283,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                     kw,
                     loc: task_loc,
                     role: None,
+                    written: None,
                 });
             }
             let Some(short) = resolve_action(&module) else {
@@ -297,7 +298,8 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                     if let Some((file, ACTION_PLUGIN)) = custom_plugin(ctx, &module) {
                         if let Some(short) = action_alias(&file) {
                             let args = build_args(&short, &args, node.get("args").as_ref(), &n)?;
-                            return finish_module(ctx, name, short, args, kw, &n, node);
+                            return finish_module(ctx, name, short, args, kw, &n, node)
+                                .map(|t| t.written_as(&module));
                         }
                         let what = format!(
                             " ({ACTION_PLUGIN}, `{}`) is not implemented by kinit",
@@ -328,10 +330,12 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                     kw,
                     loc: task_loc,
                     role: None,
+                    written: None,
                 });
             };
             let args = build_args(&short, &args, node.get("args").as_ref(), &n)?;
-            return finish_module(ctx, name, short, args, kw, &n, node);
+            return finish_module(ctx, name, short, args, kw, &n, node)
+                .map(|t| t.written_as(&module));
         }
     }
     let task_loc = loc(node);
@@ -357,6 +361,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
             kw,
             loc: task_loc,
             role: None,
+            written: None,
         });
     }
     if entries
@@ -390,6 +395,7 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
                 kw,
                 loc: task_loc,
                 role: None,
+                written: None,
             });
         }
         let origin = match custom {
@@ -418,10 +424,10 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
     if let Some(l) = kw.loop_.as_mut()
         && written != short
     {
-        l.action = Some(written);
+        l.action = Some(written.clone());
     }
     let args = build_args(&short, val.value, node.get("args").as_ref(), &val)?;
-    finish_module(ctx, name, short, args, kw, &val, node)
+    finish_module(ctx, name, short, args, kw, &val, node).map(|t| t.written_as(&written))
 }
 
 /// A task naming a module kinit does not implement (`what`: what the name is and where kinit
@@ -444,6 +450,7 @@ fn unimplemented_task(
         kw,
         loc,
         role: None,
+        written: None,
     }
 }
 
@@ -504,6 +511,7 @@ fn finish_module(
                 kw,
                 loc: task_loc,
                 role: None,
+                written: None,
             })
         }
         "import_role" => {
@@ -578,6 +586,7 @@ fn finish_module(
                 kw,
                 loc: task_loc,
                 role: None,
+                written: None,
             })
         }
         "include_role" => {
@@ -591,6 +600,7 @@ fn finish_module(
                 kw,
                 loc: task_loc,
                 role: None,
+                written: None,
             })
         }
         _ if args.get(super::args::VARIABLE_PARAMS).is_some() => {
@@ -602,6 +612,7 @@ fn finish_module(
                 kw,
                 loc: task_loc,
                 role: None,
+                written: None,
             })
         }
         _ => {
@@ -648,6 +659,7 @@ fn finish_module(
                 kw,
                 loc: task_loc,
                 role: None,
+                written: None,
             })
         }
     }

@@ -1629,3 +1629,72 @@ fn max_fail_percentage_counts_as_ansible_core() {
         "{out}"
     );
 }
+
+/// An unnamed task is titled by its action as the task writes it (`Task.get_name` shows
+/// `self.action`): `ansible.builtin.debug` stays so in the listing and the banners, an
+/// unnamed `include_role` lists as its action alone and runs as `<action> : <role>`, and
+/// `yum` loads as ansible-core 2.19's redirect to `dnf` (no "not implemented" warning). The
+/// listing and banners below are ansible-playbook 2.19.4's for the same playbook.
+#[test]
+fn unnamed_tasks_are_titled_by_their_action_as_written() {
+    let book = "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+                \x20   - ansible.builtin.debug: msg=a\n\
+                \x20   - debug: msg=b\n\
+                \x20   - action: ansible.builtin.debug msg=c\n\
+                \x20   - ansible.builtin.include_role: {name: rr}\n\
+                \x20   - include_role: {name: rr}\n\
+                \x20   - ansible.builtin.set_fact: {x: 1}\n\
+                \x20   - yum: name=x\n      when: false\n";
+    let role = "- ansible.builtin.debug: msg=in-rr\n";
+    let listed = local_playbook("n.yml", book)
+        .write("roles/rr/tasks/main.yml", role)
+        .args(["--list-tasks"])
+        .succeeds()
+        .partial_output("the task names are the point")
+        .stdout();
+    let names: Vec<&str> = listed
+        .lines()
+        .filter(|l| l.starts_with("      "))
+        .filter_map(|l| l.strip_suffix("\tTAGS: []"))
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ansible.builtin.debug",
+            "debug",
+            "ansible.builtin.debug",
+            "ansible.builtin.include_role",
+            "include_role",
+            "ansible.builtin.set_fact",
+            "yum",
+        ],
+        "{listed}"
+    );
+    let ran = local_playbook("n.yml", book)
+        .write("roles/rr/tasks/main.yml", role)
+        .succeeds()
+        .partial_output("the timing table varies");
+    let out = ran.stdout();
+    let banners: Vec<&str> = out.lines().filter(|l| l.starts_with("TASK [")).collect();
+    assert_eq!(
+        banners,
+        [
+            "TASK [ansible.builtin.debug]",
+            "TASK [debug]",
+            "TASK [ansible.builtin.debug]",
+            "TASK [ansible.builtin.include_role : rr]",
+            "TASK [rr : ansible.builtin.debug]",
+            "TASK [include_role : rr]",
+            "TASK [rr : ansible.builtin.debug]",
+            "TASK [ansible.builtin.set_fact]",
+            "TASK [yum]",
+        ],
+        "{out}"
+    );
+    assert!(
+        !ran.stderr().contains("not implemented"),
+        "{}",
+        ran.stderr()
+    );
+}
