@@ -273,21 +273,11 @@ pub(crate) fn options_vars(opts: &RunOptions, sources: &[String]) -> VarMap {
 /// The ansible-core release kinit follows (`ansible_version`).
 pub const ANSIBLE_CORE: &str = "2.19.4";
 
-/// `path` absolute, with `.` and `..` resolved by name (no symbolic link followed), as
-/// ansible-core's `unfrackpath(follow=False)` makes an inventory source.
+/// An inventory source as ansible-core's `unfrackpath(follow=False)` makes it.
 fn normalized_absolute(path: &str) -> String {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.into());
-    let mut out = std::path::PathBuf::new();
-    for c in abs.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out.display().to_string()
+    crate::playbook::unfrack(std::path::Path::new(path))
+        .display()
+        .to_string()
 }
 
 /// `ansible_playbook_python`: the controller's Python, the one kinit runs Python plugins

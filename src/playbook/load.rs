@@ -413,7 +413,9 @@ impl Loader {
         super::task::var_map(&root)
     }
 
-    /// Folders a role named `name` may be in, in search order.
+    /// Folders a role named `name` may be in, in search order, each with `.` and `..`
+    /// resolved by name as ansible-core's `unfrackpath` resolves them (`default/roles/../..`
+    /// holds whether `roles` exists or not).
     pub(crate) fn role_candidates(&self, name: &str, from_dir: &Path) -> Vec<PathBuf> {
         let base = self.base_dir();
         let mut c = vec![
@@ -424,6 +426,14 @@ impl Loader {
             c.push(p.join(name));
         }
         c.push(base.join(name));
+        // A role named by a path (`../../kubespray_defaults`) in a playbook another one
+        // imports is found from that playbook's own folder (ansible-core's loader has it as
+        // its base folder while the imported playbook loads), and at last from the current
+        // folder (`unfrackpath(role_name)`).
+        if name.contains('/') {
+            c.push(from_dir.join(name));
+            c.push(PathBuf::from(name));
+        }
         // A collection's role: `ns.coll.role` by its full name, a short name through the
         // play's or role's `collections` list, in every collection root (`collections/`
         // beside the playbook first), as ansible-core's `RoleDefinition._load_role_path`.
@@ -442,6 +452,7 @@ impl Loader {
             }
         };
         match name.rsplit_once('.') {
+            _ if name.contains('/') => {}
             Some((coll, role)) if coll.contains('.') => in_collection(coll, role, &mut c),
             Some(_) => {}
             None => {
@@ -450,8 +461,38 @@ impl Loader {
                 }
             }
         }
-        c
+        c.iter().map(|p| lexical(p)).collect()
     }
+}
+
+/// `path` absolute, with `.` and `..` resolved by name (no symbolic link followed), as
+/// ansible-core's `unfrackpath(follow=False)` makes it.
+pub fn unfrack(path: &Path) -> PathBuf {
+    lexical(&std::path::absolute(path).unwrap_or_else(|_| path.into()))
+}
+
+/// `path` with `.` and `..` resolved by name: `a/b/../c` is `a/c` whether `b` exists or
+/// not; a leading `..` of a relative path stays.
+pub fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
 }
 
 /// An `import_playbook` entry: the file (a template over `-e` variables, `playbook_dir` and

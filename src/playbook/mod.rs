@@ -42,7 +42,7 @@ pub use args::VARIABLE_PARAMS;
 pub use args::contains_template as task_contains_template;
 pub use error::{LoadError, did_you_mean};
 pub use keywords::set_templated;
-pub use load::{Loader, LoaderOptions, RoleNames};
+pub use load::{Loader, LoaderOptions, RoleNames, lexical, unfrack};
 pub use play::{percent_from_text, serial_from_text};
 pub use tags::TagFilter;
 pub use task::{resolve_action, role_flag, rolespec_validate};

@@ -1698,3 +1698,37 @@ fn unnamed_tasks_are_titled_by_their_action_as_written() {
         ran.stderr()
     );
 }
+
+/// A role named by a relative path is found as ansible-core's `RoleDefinition._load_role_path`
+/// finds it: from the folder of the playbook naming it, also when another playbook imports
+/// that one, and with `..` resolved by name (`default/roles/../..` holds though `roles` does
+/// not exist), as `unfrackpath` does (kubespray's molecule `verify.yml` playbooks). The
+/// listing is ansible-playbook 2.19.4's for the same tree.
+#[test]
+fn roles_named_by_relative_paths_are_found_as_ansible_core_finds_them() {
+    Test::new()
+        .write("r/tasks/main.yml", "- debug: msg=from-r\n")
+        .write(
+            "top/molecule/default/site.yml",
+            "- import_playbook: ../../../other/molecule/imp.yml\n\
+             - hosts: localhost\n  gather_facts: false\n  roles:\n    - role: ../../../../r\n",
+        )
+        .write(
+            "other/molecule/imp.yml",
+            "- hosts: localhost\n  gather_facts: false\n  roles:\n    - role: ../../r\n",
+        )
+        .args([
+            "playbook",
+            "-i",
+            "localhost,",
+            "top/molecule/default/site.yml",
+            "--list-tasks",
+        ])
+        .succeeds()
+        .stderr_is("")
+        .stdout_is(
+            "\nplaybook: top/molecule/default/site.yml\n\n\
+             \x20 play #1 (localhost): localhost\tTAGS: []\n    tasks:\n      debug\tTAGS: []\n\n\
+             \x20 play #2 (localhost): localhost\tTAGS: []\n    tasks:\n      debug\tTAGS: []\n",
+        );
+}
