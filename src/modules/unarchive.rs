@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::transport::Source;
 use crate::transport::quote::sh;
 
-use super::args::{boolish, list};
+use super::args::{list, opt_boolish};
 use super::host_path;
 use super::mode::{Mode, opt_mode};
 use super::script::unique_temp_path;
@@ -30,8 +30,12 @@ pub struct Params {
     #[serde(deserialize_with = "host_path::action_one")]
     dest: String,
     /// `src` is already on the host.
-    #[serde(default, deserialize_with = "boolish")]
-    remote_src: bool,
+    #[serde(default, deserialize_with = "opt_boolish")]
+    remote_src: Option<bool>,
+    /// The older spelling of `remote_src`, inverted (`copy: false` is `remote_src: true`),
+    /// as ansible-core's unarchive action still takes it.
+    #[serde(default, deserialize_with = "opt_boolish")]
+    copy: Option<bool>,
     /// Skip when this path exists on the host.
     #[serde(default, deserialize_with = "host_path::action_opt")]
     creates: Option<String>,
@@ -48,6 +52,15 @@ pub struct Params {
 }
 
 async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError> {
+    let remote_src = match (p.copy, p.remote_src) {
+        (Some(_), Some(_)) => {
+            return Ok(ModuleResult::failed(
+                "parameters are mutually exclusive: ('copy', 'remote_src')",
+            ));
+        }
+        (Some(copy), None) => !copy,
+        (None, remote) => remote.unwrap_or(false),
+    };
     if let Some(c) = &p.creates {
         let out = ctx
             .run(format!("[ -e {} ] && echo exists; exit 0", sh(c)))
@@ -59,7 +72,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         }
     }
     let zip = p.src.to_ascii_lowercase().ends_with(".zip");
-    let (archive, uploaded) = if p.remote_src {
+    let (archive, uploaded) = if remote_src {
         // A host path (upstream's `type='path'`) only when it is on the host.
         (super::host_path::expand(ctx, &p.src).await?, false)
     } else {

@@ -293,6 +293,25 @@ pub async fn unarchive(fx: &Fixture<'_>) {
         .run("unarchive", json!({"src": fx.path("a.zip"), "dest": zip_dest, "remote_src": true, "creates": fx.path("z/one.txt")}))
         .await;
     assert!(!r.changed && r.msg.unwrap().contains("skipped"));
+    // `copy: false`, the older spelling of `remote_src: true` (ansible-core's action inverts
+    // it), reads the archive on the host; both at once are refused in its words.
+    let r = fx
+        .run(
+            "unarchive",
+            json!({"src": fx.path("a.zip"), "dest": zip_dest, "copy": false}),
+        )
+        .await;
+    assert!(!r.failed && !r.changed, "{:?}", r.msg);
+    let r = fx
+        .run(
+            "unarchive",
+            json!({"src": fx.path("a.zip"), "dest": zip_dest, "copy": false, "remote_src": true}),
+        )
+        .await;
+    assert_eq!(
+        r.msg.as_deref(),
+        Some("parameters are mutually exclusive: ('copy', 'remote_src')")
+    );
     let r = fx
         .run(
             "unarchive",
