@@ -73,6 +73,12 @@ pub struct Params {
     /// exactly these.
     #[serde(alias = "attr")]
     attributes: Option<String>,
+    /// SELinux context parts (`_default`: the policy's for the path); ignored on a host
+    /// without SELinux, as ansible-core ignores them.
+    seuser: Option<String>,
+    serole: Option<String>,
+    setype: Option<String>,
+    selevel: Option<String>,
     /// Internal (ansible-core's action plugins send it): only report whether the file looks
     /// binary (`appears_binary`), changing nothing.
     #[serde(rename = "_diff_peek", default, deserialize_with = "opt_boolish")]
@@ -280,6 +286,10 @@ async fn ensure(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleEr
         .filter(|_| p.state != Some(State::Absent))
     {
         probe.push_str(&attributes_probe(&p.path, a));
+    }
+    let secontext = [&p.seuser, &p.serole, &p.setype, &p.selevel].map(Option::as_deref);
+    if secontext.iter().any(Option::is_some) && p.state != Some(State::Absent) {
+        probe.push_str(&selinux_probe(&p.path));
     }
     if ctx.diff {
         if let Some(o) = p.owner.as_ref().filter(|o| o.parse::<u32>().is_err()) {
@@ -500,6 +510,10 @@ async fn ensure(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleEr
             script.push(cmd);
             attr_changes.push(("attributes", before, after.into()));
         }
+        if let Some((cmd, before, after)) = chcon(path, secontext, &rest) {
+            script.push(cmd);
+            attr_changes.push(("secontext", before, after));
+        }
     }
     // The times, after the path exists and has its attributes (ansible-core's order).
     let time_plan = if state == State::Absent {
@@ -643,6 +657,66 @@ fn chattr(path: &str, wanted: &str, probe_rest: &str) -> Option<(String, Value, 
     ))
 }
 
+/// Probe lines for the SELinux context parts: the path's context and the policy's default
+/// for it, only where SELinux is enabled (its file system mounted, as libselinux's
+/// `is_selinux_enabled` tells).
+fn selinux_probe(path: &str) -> String {
+    format!(
+        "[ -e /sys/fs/selinux/enforce ] && printf 'kinit-se:%s|%s\\n' \
+         \"$(stat -c %C -- {p} 2>/dev/null)\" \"$(matchpathcon -n -- {p} 2>/dev/null)\"\n",
+        p = sh(path)
+    )
+}
+
+/// The `chcon` for the SELinux context parts (user, role, type, level), with the diff's
+/// before and after, as ansible-core's `set_context_if_different`: each part given and
+/// different from the path's is set (`_default` is the policy's part), `chcon -h` as its
+/// `lsetfilecon` does not follow a link; nothing where SELinux is off.
+fn chcon(
+    path: &str,
+    wanted: [Option<&str>; 4],
+    probe_rest: &str,
+) -> Option<(String, Value, Value)> {
+    let (current, default) = probe_rest
+        .lines()
+        .find_map(|l| l.strip_prefix("kinit-se:"))?
+        .split_once('|')?;
+    let parts = |c: &str| -> Vec<String> { c.trim().splitn(4, ':').map(String::from).collect() };
+    let current = parts(current);
+    let default = parts(default);
+    if current.len() < 3 {
+        return None;
+    }
+    let mut after = current.clone();
+    let mut flags = String::new();
+    for (i, (want, flag)) in wanted.iter().zip(["-u", "-r", "-t", "-l"]).enumerate() {
+        let Some(want) = want else { continue };
+        let want = match *want {
+            "_default" => match default.get(i) {
+                Some(d) => d.as_str(),
+                None => continue,
+            },
+            w => w,
+        };
+        if current.get(i).map(String::as_str) != Some(want) {
+            flags.push_str(&format!("{flag} {} ", sh(want)));
+            if i < after.len() {
+                after[i] = want.to_string();
+            } else {
+                after.push(want.to_string());
+            }
+        }
+    }
+    if flags.is_empty() {
+        return None;
+    }
+    Some((
+        format!("chcon -h {flags}-- {}", sh(path)),
+        Value::from(current),
+        Value::from(after),
+    ))
+}
+
 /// Add `key` to both sides of a `file` diff.
 fn diff_entry(d: &mut Diff, key: &str, before: Value, after: Value) {
     if let (Value::Object(b), Value::Object(a)) = (&mut d.before, &mut d.after) {
@@ -748,5 +822,43 @@ fn kind_name(k: Kind) -> &'static str {
         Kind::Directory => "directory",
         Kind::Link => "link",
         Kind::Other => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn selinux_parts_change_as_set_context_if_different_decides() {
+        let probe = "kinit-se:system_u:object_r:etc_t:s0|system_u:object_r:httpd_config_t:s0\n";
+        // Only the parts given and different are set; the diff lists the whole context.
+        let (cmd, before, after) = chcon(
+            "/etc/x",
+            [None, None, Some("httpd_sys_content_t"), None],
+            probe,
+        )
+        .unwrap();
+        assert_eq!(cmd, "chcon -h -t httpd_sys_content_t -- /etc/x");
+        assert_eq!(before, json!(["system_u", "object_r", "etc_t", "s0"]));
+        assert_eq!(
+            after,
+            json!(["system_u", "object_r", "httpd_sys_content_t", "s0"])
+        );
+        // `_default` is the policy's part for the path; a level keeps its own colons.
+        let probe = "kinit-se:unconfined_u:object_r:tmp_t:s0:c0.c1023|system_u:object_r:etc_t:s0\n";
+        let (cmd, _, after) = chcon(
+            "/etc/y",
+            [Some("_default"), None, Some("_default"), Some("s0")],
+            probe,
+        )
+        .unwrap();
+        assert_eq!(cmd, "chcon -h -u system_u -t etc_t -l s0 -- /etc/y");
+        assert_eq!(after, json!(["system_u", "object_r", "etc_t", "s0"]));
+        // Already so: nothing to do; SELinux off (no probe line): nothing either.
+        let same = "kinit-se:system_u:object_r:etc_t:s0|system_u:object_r:etc_t:s0\n";
+        assert!(chcon("/etc/z", [None, None, Some("etc_t"), None], same).is_none());
+        assert!(chcon("/etc/z", [None, None, Some("etc_t"), None], "").is_none());
     }
 }
