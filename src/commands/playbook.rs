@@ -207,17 +207,21 @@ fn ask_passwords(
 }
 
 /// A play's `hosts` as the listings show it: templated with the play's vars and `-e`, as
-/// ansible-playbook shows the post-validated play (a template that fails is shown as written).
+/// ansible-playbook shows the post-validated play (a template that fails is shown as
+/// written), a list's items joined with `,` (`cli/playbook.py`: `','.join(play.hosts)`).
 fn hosts_text(extra_vars: &crate::vars::VarMap) -> impl Fn(&Play) -> String + '_ {
     let templar = crate::template::Templar::new();
     move |play| {
         if !play.hosts.contains("{{") {
-            return play.hosts.clone();
+            return play.hosts_items.join(",");
         }
         let mut vars = play.vars.clone();
         crate::vars::overlay(&mut vars, extra_vars);
-        templar
-            .render_str(&play.hosts, &vars)
-            .unwrap_or_else(|_| play.hosts.clone())
+        let render = |h: &String| templar.render_str(h, &vars).unwrap_or_else(|_| h.clone());
+        play.hosts_items
+            .iter()
+            .map(render)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }

@@ -112,7 +112,9 @@ impl Executor {
         // A templated name is shown rendered with the play's vars and `-e`, as
         // ansible-playbook's banner shows it; one that cannot be rendered ends the run
         // before the play starts, in ansible-core's words (exit 4).
-        let name = match play.name.contains("{{") {
+        // A play named by its hosts (no `name`) shows them as written.
+        let derived = play.name == play.hosts_items.join(",");
+        let name = match play.name.contains("{{") && !derived {
             true => match self
                 .templar
                 .render_str(&play.name, &self.play_level_vars(play))

@@ -9,6 +9,13 @@ fn tags_str(tags: &[String]) -> String {
     format!("[{}]", tags.join(", "))
 }
 
+/// A play's own tags as the listings show them: joined with `,` alone
+/// (`cli/playbook.py`: `','.join(set(play.tags))`; a set, so ansible-playbook's order of two
+/// or more varies from run to run, kinit keeps the written one).
+fn play_tags_str(tags: &[String]) -> String {
+    format!("[{}]", tags.join(","))
+}
+
 /// One line of `--list-tasks`: the task as ansible-playbook names it (`role : name`) and its
 /// effective tags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +49,7 @@ pub fn list_tasks(
             i + 1,
             hosts_text(play),
             play.name,
-            tags_str(&play.kw.tags)
+            play_tags_str(&play.kw.tags)
         );
         out.push_str("    tasks:\n");
         for t in play_tasks(play, filter) {
@@ -112,7 +119,7 @@ pub fn list_tags(pb: &Playbook, hosts_text: impl Fn(&Play) -> String) -> String 
             i + 1,
             hosts_text(play),
             play.name,
-            tags_str(&play.kw.tags),
+            play_tags_str(&play.kw.tags),
             tags_str(&tags)
         );
     }
@@ -135,7 +142,7 @@ pub fn list_hosts(
             i + 1,
             pattern,
             play.name,
-            tags_str(&play.kw.tags),
+            play_tags_str(&play.kw.tags),
             pattern,
             hosts.len()
         );

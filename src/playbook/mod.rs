@@ -180,6 +180,9 @@ pub enum Serial {
 pub struct Play {
     pub name: String,
     pub hosts: String,
+    /// `hosts` as written: the items of a list, or the one string (the listings show them
+    /// joined with `,`, as ansible-playbook joins the field's list).
+    pub hosts_items: Vec<String>,
     pub loc: Location,
     /// `serial` given as a template, rendered when the play starts (`serial_from_text`).
     pub serial_template: Option<String>,

@@ -113,6 +113,14 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         .get("hosts")
         .ok_or_else(|| invalid(node, "a play needs `hosts`"))?;
     // ansible-core's checks and words (`Play._validate_hosts`).
+    let hosts_items: Vec<String> = match hosts.value {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|i| i.as_str().map(String::from))
+            .collect(),
+        Value::String(s) => vec![s.clone()],
+        _ => Vec::new(),
+    };
     let hosts = match hosts.value {
         Value::Array(items) if !items.is_empty() => {
             let mut names = Vec::new();
@@ -149,9 +157,11 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
             ));
         }
     };
+    // An unnamed play is named by its hosts, a list's items joined with `,` (ansible-core's
+    // `Play.get_name`).
     let name = match node.get("name") {
         Some(n) => scalar_string(&n)?,
-        None => hosts.clone(),
+        None => hosts_items.join(","),
     };
     let vars = match node.get("vars") {
         Some(n) => super::keywords::keyword_vars(&n)?,
@@ -320,6 +330,7 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
         role_exports,
         name,
         hosts,
+        hosts_items,
         loc: loc(node),
         vars,
         vars_files,

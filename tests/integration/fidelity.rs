@@ -1732,3 +1732,30 @@ fn roles_named_by_relative_paths_are_found_as_ansible_core_finds_them() {
              \x20 play #2 (localhost): localhost\tTAGS: []\n    tasks:\n      debug\tTAGS: []\n",
         );
 }
+
+/// A play's `hosts` list and its tags as ansible-playbook 2.19.4 shows them: the listing
+/// joins the (templated) items with `,`, an unnamed play is named by them joined likewise and
+/// shown as written, and the play's own tags are joined with `,` alone (`cli/playbook.py`),
+/// its tasks' with `, ` (kolla-ansible's `hosts: [rabbitmq, "&enable_rabbitmq_{{ ... }}"]`).
+#[test]
+fn play_hosts_lists_and_tags_are_listed_as_ansible_playbook_lists_them() {
+    let book = "- hosts: [web, \"&enable_{{ flag | bool }}\"]\n  gather_facts: false\n\
+                \x20 vars: {flag: yes}\n  tags: [common, extra]\n  tasks:\n\
+                \x20   - debug: msg=x\n      tags: [b, a]\n";
+    Test::new()
+        .write("h.yml", book)
+        .args(["playbook", "-i", "localhost,", "h.yml", "--list-tasks"])
+        .succeeds()
+        .stderr_is("")
+        .stdout_is(
+            "\nplaybook: h.yml\n\n\
+             \x20 play #1 (web,&enable_True): web,&enable_{{ flag | bool }}\tTAGS: [common,extra]\n\
+             \x20   tasks:\n      debug\tTAGS: [a, b, common, extra]\n",
+        );
+    Test::new()
+        .write("h.yml", book)
+        .args(["playbook", "-i", "localhost,", "h.yml"])
+        .succeeds()
+        .partial_output("only the banner is the point")
+        .stdout_has("PLAY [web,&enable_{{ flag | bool }}]");
+}
