@@ -183,7 +183,18 @@ impl Loader {
     /// `import_playbook` vars), `-e` variables, `playbook_dir`, and `role_path`/`role_name`
     /// inside a role.
     pub(crate) fn static_vars(&self, role: Option<&RoleCtx>) -> VarMap {
-        let mut vars = self.play_vars.lock().unwrap().clone();
+        // ansible-core's `get_vars(play, task)` without a host: the task's role's defaults,
+        // the play's vars, the role's vars and parameters, then `-e` (kolla's
+        // `import_role: name: openstack.kolla.{{ container_engine }}` names a default).
+        let mut vars = VarMap::new();
+        if let Some(r) = role {
+            crate::vars::overlay(&mut vars, &r.defaults);
+        }
+        crate::vars::overlay(&mut vars, &self.play_vars.lock().unwrap());
+        if let Some(r) = role {
+            crate::vars::overlay(&mut vars, &r.vars);
+            crate::vars::overlay(&mut vars, &r.params);
+        }
         crate::vars::combine(&mut vars, &self.opts.extra_vars);
         let base = std::path::absolute(self.base_dir()).unwrap_or_else(|_| self.base_dir());
         vars.insert(

@@ -781,7 +781,8 @@ fn check_role_include_args(action: &str, args: &Value, at: &Node<'_>) -> Result<
 
 /// A static import's name (`what`: `import_tasks`, `import_role`) rendered with what is
 /// known before any host runs, as ansible-core templates it when the play loads: the play's
-/// `vars`, `-e` variables, `playbook_dir`, `role_path`. `dynamic` names the include to use
+/// `vars`, the enclosing role's defaults, vars and parameters, `-e` variables,
+/// `playbook_dir`, `role_path`. `dynamic` names the include to use
 /// for a name that needs more.
 fn static_name(
     ctx: &TaskCtx<'_>,
@@ -805,8 +806,8 @@ fn static_name(
                 at,
                 format!(
                     "{what} is static: its name `{name}` may use only variables known when the \
-                     playbook loads (the play's and its own vars, `-e` variables, playbook_dir, \
-                     role_path), \
+                     playbook loads (the play's and its own vars, its role's defaults, vars and \
+                     parameters, `-e` variables, playbook_dir, role_path), \
                      but {e}; use {dynamic} for a name that needs more"
                 ),
             )

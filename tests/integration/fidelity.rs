@@ -1759,3 +1759,29 @@ fn play_hosts_lists_and_tags_are_listed_as_ansible_playbook_lists_them() {
         .partial_output("only the banner is the point")
         .stdout_has("PLAY [web,&enable_{{ flag | bool }}]");
 }
+
+/// A static `import_role` name is templated with the enclosing role's defaults too, as
+/// ansible-core's `get_vars(play, task)` gives them before any host runs (the openstack.kolla
+/// collection's `import_role: name: openstack.kolla.{{ container_engine }}` with
+/// `container_engine` a default of the role holding the task).
+#[test]
+fn a_static_import_role_name_may_use_the_enclosing_roles_defaults() {
+    Test::new()
+        .write("roles/outer/defaults/main.yml", "engine: docker\n")
+        .write(
+            "roles/outer/tasks/main.yml",
+            "- import_role:\n    name: \"inner_{{ engine }}\"\n",
+        )
+        .write("roles/inner_docker/tasks/main.yml", "- debug: msg=docker\n")
+        .write(
+            "p.yml",
+            "- hosts: localhost\n  gather_facts: false\n  roles: [outer]\n",
+        )
+        .args(["playbook", "-i", "localhost,", "p.yml", "--list-tasks"])
+        .succeeds()
+        .stderr_is("")
+        .stdout_is(
+            "\nplaybook: p.yml\n\n  play #1 (localhost): localhost\tTAGS: []\n    tasks:\n\
+             \x20     debug\tTAGS: []\n",
+        );
+}
