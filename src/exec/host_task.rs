@@ -324,7 +324,17 @@ impl Executor {
                 Status::Failed => {
                     s.failed = true;
                     s.failed_result = Some(result.to_value());
-                    s.failed_task = Some(task.display_name());
+                    // `action` as the task wrote it and `name` as given (empty when none), as
+                    // ansible-core's serialized task has them.
+                    let action = task
+                        .written
+                        .clone()
+                        .or_else(|| task.module_name().map(String::from))
+                        .unwrap_or_else(|| task.display_name());
+                    s.failed_task = Some(serde_json::json!({
+                        "name": task.name.clone().unwrap_or_default(),
+                        "action": action,
+                    }));
                 }
                 Status::Unreachable => s.unreachable = true,
                 _ => {}

@@ -38,7 +38,8 @@ pub struct HostState {
     pub ended: bool,
     /// The last failed result, for `ansible_failed_result` in `rescue`.
     pub failed_result: Option<Value>,
-    pub failed_task: Option<String>,
+    /// The task that failed last, as `ansible_failed_task` shows it (`name`, `action`).
+    pub failed_task: Option<Value>,
 }
 
 impl HostState {

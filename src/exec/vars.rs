@@ -190,7 +190,8 @@ impl Executor {
         m.insert("ansible_search_path".into(), json!(search));
         if let Some((res, task)) = failed {
             m.insert("ansible_failed_result".into(), res);
-            m.insert("ansible_failed_task".into(), json!({ "name": task }));
+            let task = task.unwrap_or_else(|| json!({ "name": null }));
+            m.insert("ansible_failed_task".into(), task);
         }
         m.insert(crate::template::DATA_KEY.into(), data);
         self.register_secret_vars(&m);
