@@ -256,6 +256,12 @@ pub fn parse_task(ctx: &TaskCtx<'_>, node: &Node<'_>) -> Result<Task, LoadError>
         }
     }
     let mut kw = parse_keywords(&kw_entries, "a task")?;
+    kw.tags = static_tags(
+        ctx.loader,
+        ctx.role.as_deref(),
+        std::mem::take(&mut kw.tags),
+        &kw.vars,
+    );
     let name = match node.get("name") {
         Some(n) => Some(scalar_string(&n)?),
         None => None,
@@ -812,6 +818,46 @@ fn static_name(
                 ),
             )
         })
+}
+
+/// `tags` given as templates (`tags: "{{ the_tags }}"`) rendered with what is known when the
+/// playbook loads (the play's vars, the role's, the task's own, `-e`), as ansible-playbook
+/// lists and selects them; a list result gives its items, a text is split at commas. A
+/// template that cannot be rendered then stays as written.
+pub(crate) fn static_tags(
+    loader: &super::Loader,
+    role: Option<&RoleCtx>,
+    tags: Vec<String>,
+    task_vars: &crate::vars::VarMap,
+) -> Vec<String> {
+    if !tags.iter().any(|t| t.contains("{{") || t.contains("{%")) {
+        return tags;
+    }
+    let mut vars = loader.static_vars(role);
+    crate::vars::overlay(&mut vars, task_vars);
+    let templar = crate::template::Templar::new();
+    let mut out = Vec::new();
+    for t in tags {
+        if !t.contains("{{") && !t.contains("{%") {
+            out.push(t);
+            continue;
+        }
+        match templar.render_value(&Value::String(t.clone()), &vars) {
+            Ok(Value::Array(items)) => out.extend(items.iter().map(|i| match i {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })),
+            Ok(Value::String(s)) => out.extend(
+                s.split(',')
+                    .map(|x| x.trim().to_string())
+                    .filter(|x| !x.is_empty()),
+            ),
+            Ok(Value::Null) => {}
+            Ok(other) => out.push(other.to_string()),
+            Err(_) => out.push(t),
+        }
+    }
+    out
 }
 
 /// `rolespec_validate` of `import_role`/`include_role` (default true): whether the role's

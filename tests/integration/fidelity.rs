@@ -1785,3 +1785,43 @@ fn a_static_import_role_name_may_use_the_enclosing_roles_defaults() {
              \x20     debug\tTAGS: []\n",
         );
 }
+
+/// `tags` given as a template are rendered with the play's vars and `-e` when the playbook
+/// loads, so `--list-tasks` shows them and `--tags` selects by them as ansible-playbook 2.19.4
+/// does (its `tags` integration target: `tags: "{{ the_tags }}"` lists as `[tag3]`; the
+/// listing and the selection below are ansible-playbook's for the same playbook).
+#[test]
+fn templated_tags_are_listed_and_selected_rendered() {
+    let book = "- hosts: localhost\n  gather_facts: false\n  vars:\n    the_tags: [tag3]\n\
+                \x20 tasks:\n\
+                \x20   - name: templated\n      debug: msg=templated\n      tags: \"{{ the_tags }}\"\n\
+                \x20   - name: plain\n      debug: msg=plain\n      tags: other\n";
+    Test::new()
+        .write("t.yml", book)
+        .args(["playbook", "-i", "localhost,", "t.yml", "--list-tasks"])
+        .succeeds()
+        .stderr_is("")
+        .stdout_is(
+            "\nplaybook: t.yml\n\n  play #1 (localhost): localhost\tTAGS: []\n    tasks:\n\
+             \x20     templated\tTAGS: [tag3]\n      plain\tTAGS: [other]\n",
+        );
+    let ran = Test::new()
+        .write("t.yml", book)
+        .args([
+            "playbook",
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "t.yml",
+            "--tags",
+            "tag3",
+        ])
+        .succeeds()
+        .partial_output("the timing table varies")
+        .stdout();
+    assert!(
+        ran.contains("\"msg\": \"templated\"") && !ran.contains("\"msg\": \"plain\""),
+        "{ran}"
+    );
+}
