@@ -201,11 +201,16 @@ impl Loader {
             is_handler: false,
         };
         let mut block = Vec::new();
-        // A role's own `collections` list (`meta/main.yml`) holds while its files load.
-        let listed = match meta.as_ref().and_then(|d| d.root().get("collections")) {
+        // A role's own `collections` list (`meta/main.yml`) holds while its files load; a
+        // role inside a collection looks in that collection first (ansible-core's
+        // `Role._load_role_data` puts `_role_collection` at the head of the list).
+        let mut listed = match meta.as_ref().and_then(|d| d.root().get("collections")) {
             Some(n) => super::keywords::collection_list(&n)?,
             None => Vec::new(),
         };
+        if let Some(own) = role.collection.as_ref().filter(|c| !listed.contains(c)) {
+            listed.insert(0, own.clone());
+        }
         let _scope = self.collections_scope(listed);
         let mut dep_roles: Vec<Arc<RoleCtx>> = Vec::new();
         if let Some(deps) = meta.as_ref().and_then(|d| d.root().get("dependencies")) {
