@@ -59,9 +59,7 @@ pub fn is_regex(value: Value, pattern: String, kwargs: Kwargs) -> Result<bool, E
 
 fn result_flag(test: &str, value: &Value, key: &str, default: bool) -> Result<bool, Error> {
     if value.kind() != ValueKind::Map {
-        return Err(invalid(format!(
-            "the `{test}` test expects a dictionary (a registered task result)"
-        )));
+        return Err(invalid(format!("The '{test}' test expects a dictionary")));
     }
     let v = value.get_attr(key)?;
     Ok(if v.is_undefined() {
@@ -75,13 +73,14 @@ pub fn failed(value: Value) -> Result<bool, Error> {
     result_flag("failed", &value, "failed", false)
 }
 
+/// `is success`: not `failed` (ansible-core's test calls `failed`, whose words it shows).
 pub fn success(value: Value) -> Result<bool, Error> {
-    Ok(!result_flag("success", &value, "failed", false)?)
+    Ok(!result_flag("failed", &value, "failed", false)?)
 }
 
 /// `is changed`: the result's `changed`, or without one, whether any loop result changed.
 pub fn changed(value: Value) -> Result<bool, Error> {
-    if !value.get_attr("changed")?.is_undefined() {
+    if value.kind() != ValueKind::Map || !value.get_attr("changed")?.is_undefined() {
         return result_flag("changed", &value, "changed", false);
     }
     let results = value.get_attr("results")?;

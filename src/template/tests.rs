@@ -708,3 +708,31 @@ fn all_and_any_are_pythons_builtins_as_tests() {
     let err = render(v, "{{ 5 is all }}").unwrap_err().to_string();
     assert!(err.contains("'int' object is not iterable"), "{err}");
 }
+
+#[test]
+fn result_tests_refuse_what_is_not_a_result_in_ansible_words() {
+    // ansible-core's `plugins/test/core.py`: each result test checks for a mapping first;
+    // `success` is `not failed` and shows `failed`'s words.
+    for (template, words) in [
+        (
+            "{{ 'nope' is changed }}",
+            "The 'changed' test expects a dictionary",
+        ),
+        (
+            "{{ 'nope' is success }}",
+            "The 'failed' test expects a dictionary",
+        ),
+        (
+            "{{ [1] is skipped }}",
+            "The 'skipped' test expects a dictionary",
+        ),
+    ] {
+        let e = render(json!({}), template).unwrap_err().to_string();
+        assert!(e.contains(words), "{template}: {e}");
+    }
+    let ok = render(
+        json!({"r": {"results": [{"changed": true}]}}),
+        "{{ r is changed }}",
+    );
+    assert_eq!(ok.unwrap(), json!(true));
+}
