@@ -53,21 +53,18 @@ impl Parser<'_> {
     fn value(&mut self) -> Option<Value> {
         self.ws();
         match self.peek()? {
-            b'\'' | b'"' => {
-                // Adjacent literals concatenate, as in Python.
-                let mut out = self.string()?;
-                loop {
-                    self.ws();
-                    match self.peek() {
-                        Some(b'\'' | b'"') => out.push_str(&self.string()?),
-                        _ => break,
-                    }
-                }
-                Some(Value::String(out))
-            }
+            b'\'' | b'"' => self.strings(),
+            // A prefixed literal (`b'x'`, `u'x'`, `r'x'`, `rb'x'`): ansible-core's INI parser
+            // turns bytes into text, so `b'single'` is `single`.
+            _ if self.prefix_len().is_some() => self.strings(),
             b'[' => self.seq(b'[', b']'),
             b'(' => self.seq(b'(', b')'),
             b'{' => self.dict(),
+            // `...` (Ellipsis) has no JSON form either: its text.
+            b'.' if self.s[self.i..].starts_with(b"...") => {
+                self.i += 3;
+                Some(Value::String("...".into()))
+            }
             b'-' | b'+' | b'0'..=b'9' | b'.' => self.number(),
             _ => self.word(),
         }
@@ -84,6 +81,11 @@ impl Parser<'_> {
             b"True" => Some(Value::Bool(true)),
             b"False" => Some(Value::Bool(false)),
             b"None" => Some(Value::Null),
+            // `set()`, the empty set: a list, as ansible-core turns sets into lists.
+            b"set" if self.s[self.i..].starts_with(b"()") => {
+                self.i += 2;
+                Some(Value::Array(Vec::new()))
+            }
             _ => None,
         }
     }
@@ -110,6 +112,13 @@ impl Parser<'_> {
         }
         let clean = body.replace('_', "");
         let lower = clean.to_ascii_lowercase();
+        // A complex number has no JSON form: ansible-core's INI parser keeps its text.
+        if let Some(imag) = lower.strip_suffix('j')
+            && imag.parse::<f64>().is_ok()
+        {
+            let text = std::str::from_utf8(&self.s[start..self.i]).ok()?;
+            return Some(Value::String(text.trim().to_string()));
+        }
         let radix = [("0x", 16), ("0o", 8), ("0b", 2)]
             .into_iter()
             .find(|(p, _)| lower.starts_with(p));
@@ -136,11 +145,43 @@ impl Parser<'_> {
             return None;
         }
         let f: f64 = lower.parse().ok()?;
-        let _ = start;
         Number::from_f64(if neg { -f } else { f }).map(Value::Number)
     }
 
+    /// Adjacent literals, concatenated as in Python.
+    fn strings(&mut self) -> Option<Value> {
+        let mut out = self.string()?;
+        loop {
+            self.ws();
+            match self.peek() {
+                Some(b'\'' | b'"') => out.push_str(&self.string()?),
+                Some(_) if self.prefix_len().is_some() => out.push_str(&self.string()?),
+                _ => break,
+            }
+        }
+        Some(Value::String(out))
+    }
+
+    /// The length of a string prefix (`b`, `u`, `r`, `rb`, `br`, any case) at the cursor,
+    /// when a quote follows it.
+    fn prefix_len(&self) -> Option<usize> {
+        let rest = &self.s[self.i..];
+        let letters = rest
+            .iter()
+            .take(2)
+            .take_while(|c| matches!(c, b'b' | b'B' | b'r' | b'R' | b'u' | b'U'))
+            .count();
+        (1..=letters)
+            .rev()
+            .find(|&n| matches!(rest.get(n), Some(b'\'' | b'"')))
+    }
+
     fn string(&mut self) -> Option<String> {
+        let prefix = self.prefix_len().unwrap_or(0);
+        let raw = self.s[self.i..self.i + prefix]
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(&b'r'));
+        self.i += prefix;
         let quote = self.peek()?;
         self.i += 1;
         let mut out = Vec::new();
@@ -149,7 +190,14 @@ impl Parser<'_> {
             if c == quote {
                 return String::from_utf8(out).ok();
             }
-            if c == b'\\' {
+            if c == b'\\' && raw {
+                // A raw literal keeps its backslashes; one still escapes the quote.
+                out.push(c);
+                if let Some(e) = self.peek().filter(|e| *e == quote || *e == b'\\') {
+                    out.push(e);
+                    self.i += 1;
+                }
+            } else if c == b'\\' {
                 let e = self.peek()?;
                 self.i += 1;
                 match e {
@@ -185,6 +233,23 @@ impl Parser<'_> {
         }
     }
 
+    /// The rest of a set literal after its first item, as a list.
+    fn set_rest(&mut self, first: Value) -> Option<Value> {
+        let mut items = vec![first];
+        loop {
+            if self.eat(b'}') {
+                return Some(Value::Array(items));
+            }
+            if !self.eat(b',') {
+                return None;
+            }
+            if self.eat(b'}') {
+                return Some(Value::Array(items));
+            }
+            items.push(self.value()?);
+        }
+    }
+
     fn dict(&mut self) -> Option<Value> {
         self.eat(b'{');
         let mut map = Map::new();
@@ -192,13 +257,18 @@ impl Parser<'_> {
             if self.eat(b'}') {
                 return Some(Value::Object(map));
             }
-            let key = match self.value()? {
+            let first = self.value()?;
+            // `{1, 2}` is a set: a list, as ansible-core turns sets into lists.
+            if map.is_empty() && !self.eat(b':') {
+                return self.set_rest(first);
+            }
+            let key = match first {
                 Value::String(s) => s,
                 Value::Number(n) => n.to_string(),
                 Value::Bool(b) => if b { "True" } else { "False" }.to_string(),
                 _ => return None,
             };
-            if !self.eat(b':') {
+            if !map.is_empty() && !self.eat(b':') {
                 return None;
             }
             let v = self.value()?;
@@ -229,6 +299,22 @@ mod tests {
             ("None", json!(null)),
             ("yes", json!("yes")),
             ("'q'", json!("q")),
+            ("b'single'", json!("single")),
+            ("{1, 2}", json!([1, 2])),
+            ("set()", json!([])),
+            ("...", json!("...")),
+            ("1j", json!("1j")),
+            (
+                "[..., 1j, set(), {1, 2}, b'x']",
+                json!(["...", "1j", [], [1, 2], "x"]),
+            ),
+            ("{'a': 1, 'b': {2}}", json!({"a": 1, "b": [2]})),
+            ("b\"double\"", json!("double")),
+            ("u'text' 'more'", json!("textmore")),
+            ("r'a\\n'", json!("a\\n")),
+            ("Rb'x'", json!("x")),
+            ("bare", json!("bare")),
+            ("rbx", json!("rbx")),
             ("\"a b\"", json!("a b")),
             ("\"a b\"  # why", json!("a b")),
             ("hello # not a literal", json!("hello # not a literal")),
