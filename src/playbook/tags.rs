@@ -24,23 +24,36 @@ impl TagFilter {
         }
     }
 
+    /// Whether a task with these (effective) tags runs, decided as ansible-core's
+    /// `Taggable.evaluate_tags`: an untagged task has the tag `untagged`; `tagged` selects a
+    /// tagged task not tagged `never`; `--skip-tags all` skips everything but `always` (unless
+    /// `always` is skipped too). No `--tags` is `--tags all`.
     pub fn selects(&self, tags: &[String]) -> bool {
-        let has = |t: &str| tags.iter().any(|x| x == t);
-        if self.skip.iter().any(|s| has(s))
-            || (self.skip.iter().any(|s| s == "tagged") && !tags.is_empty())
-            || (self.skip.iter().any(|s| s == "untagged") && tags.is_empty())
-        {
-            return false;
+        let untagged = tags.is_empty();
+        let has = |t: &str| {
+            if untagged {
+                t == "untagged"
+            } else {
+                tags.iter().any(|x| x == t)
+            }
+        };
+        let only_has = |t: &str| self.only.iter().any(|s| s == t);
+        let skip_has = |t: &str| self.skip.iter().any(|s| s == t);
+        let run = if self.only.is_empty() {
+            !has("never")
+        } else {
+            has("always")
+                || (only_has("all") && !has("never"))
+                || self.only.iter().any(|s| has(s))
+                || (only_has("tagged") && !untagged && !has("never"))
+        };
+        if !run || self.skip.is_empty() {
+            return run;
         }
-        if has("always") {
-            return true;
+        if skip_has("all") {
+            return has("always") && !skip_has("always");
         }
-        if self.only.is_empty() || self.only.iter().any(|s| s == "all") {
-            return !has("never");
-        }
-        self.only.iter().any(|s| {
-            has(s) || (s == "tagged" && !tags.is_empty()) || (s == "untagged" && tags.is_empty())
-        })
+        !(self.skip.iter().any(|s| has(s)) || (skip_has("tagged") && !untagged))
     }
 }
 
@@ -65,5 +78,20 @@ mod tests {
         assert!(never.selects(&t(&["never", "x"])));
         let skip = TagFilter::new(&[], &t(&["always"]));
         assert!(!skip.selects(&t(&["always"])));
+        // `tagged` leaves out `never` tasks (ansible-core's `tags` target lists no
+        // `Task_with_never_tag` under `--tags tagged`); `untagged` is a tag of its own.
+        let tagged = TagFilter::new(&t(&["tagged"]), &[]);
+        assert!(tagged.selects(&t(&["x"])));
+        assert!(!tagged.selects(&t(&["never", "donever"])));
+        assert!(!tagged.selects(&t(&[])));
+        assert!(TagFilter::new(&t(&["untagged"]), &[]).selects(&t(&[])));
+        // `--skip-tags all` keeps `always` tasks only, unless `always` is skipped too.
+        let skip_all = TagFilter::new(&[], &t(&["all"]));
+        assert!(!skip_all.selects(&t(&[])));
+        assert!(!skip_all.selects(&t(&["x"])));
+        assert!(skip_all.selects(&t(&["always"])));
+        assert!(!TagFilter::new(&[], &t(&["all", "always"])).selects(&t(&["always"])));
+        let skip_untagged = TagFilter::new(&[], &t(&["untagged"]));
+        assert!(!skip_untagged.selects(&t(&[])) && skip_untagged.selects(&t(&["x"])));
     }
 }
