@@ -147,15 +147,14 @@ impl Executor {
             false => failed.clone(),
         };
         if !rescue.is_empty() && !failed.is_empty() && !self.stopping() {
+            // A failure a rescue section takes counts as rescued, not failed, whatever the
+            // rescue then does (ansible-core's strategy counts `rescued` when the task fails
+            // inside a block with a rescue; a task failing in the rescue counts on its own).
             for h in &failed {
                 self.with_state(h, |s| s.failed = false);
+                self.emit(Event::Rescued { host: h.clone() });
             }
             self.run_tasks(pr, &rescuing, rescue, &inner).await;
-            for h in &failed {
-                if self.with_state(h, |s| !s.failed && !s.unreachable) {
-                    self.emit(Event::Rescued { host: h.clone() });
-                }
-            }
         }
         if !always.is_empty() && !self.stopping() {
             let hosts: Vec<String> = entered

@@ -1815,3 +1815,29 @@ fn templated_tags_are_listed_and_selected_rendered() {
         "{ran}"
     );
 }
+
+/// A failure a rescue section takes counts as rescued whatever the rescue then does, and a
+/// task failing in the rescue counts as a failure of its own (ansible-core's strategy counts
+/// `rescued` when a task fails inside a block with a rescue; its `blocks` target, issue
+/// 79711). The recaps are ansible-playbook 2.19.4's for the same playbooks.
+#[test]
+fn a_rescue_that_fails_still_counts_the_rescued_failure() {
+    let book = "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+                \x20   - block:\n        - fail: msg=a\n      rescue:\n        - debug: msg=ok\n\
+                \x20   - block:\n        - fail: msg=b\n      rescue:\n        - fail: msg=c\n\
+                \x20     always:\n        - debug: msg=always\n";
+    let out = local_playbook("r.yml", book)
+        .fails_with(2)
+        .partial_output("the recap is the point")
+        .stdout();
+    let recap: Vec<String> = out
+        .lines()
+        .filter(|l| l.starts_with("localhost ") && l.contains("ok="))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        recap,
+        ["localhost : ok=2 changed=0 unreachable=0 failed=1 skipped=0 rescued=2 ignored=0"],
+        "{out}"
+    );
+}
