@@ -334,7 +334,7 @@ fn to_dict(v: &Value, plain: bool) -> Result<Value, String> {
 
 /// `os.path.expanduser(os.path.expandvars(p))` on the controller.
 fn expand_path(p: &str) -> String {
-    let out = crate::modules::host_path::expand_vars(p, &mut |name| Some(std::env::var(name).ok()))
+    let out = crate::template::expand_vars(p, &mut |name| Some(std::env::var(name).ok()))
         .unwrap_or_else(|| p.to_string());
     match (out.strip_prefix('~'), std::env::var("HOME")) {
         (Some(tail), Ok(home)) if tail.is_empty() || tail.starts_with('/') => {
@@ -346,60 +346,7 @@ fn expand_path(p: &str) -> String {
 
 /// `human_to_bytes`: `10M` is 10485760 (bytes), `1Mb` with `bits` 1048576 bits.
 fn human_to_bytes(text: &str, bits: bool) -> Option<i64> {
-    let t = text.trim_end();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = (&t[..split], t[split..].trim_start());
-    let num_ok = !num.is_empty()
-        && num.matches('.').count() <= 1
-        && !num.ends_with('.')
-        && num.chars().any(|c| c.is_ascii_digit());
-    if !num_ok || !unit.chars().all(|c| c.is_ascii_alphabetic()) {
-        return None;
-    }
-    let n: f64 = num.parse().ok()?;
-    if unit.is_empty() {
-        return Some(round_half_even(n) as i64);
-    }
-    let units = "BKMGTPEZY";
-    let key = unit.chars().next()?.to_ascii_uppercase();
-    let power = units.find(key)?;
-    if unit.len() > 1 {
-        let words = [
-            "byte",
-            "kilobyte",
-            "megabyte",
-            "gigabyte",
-            "terabyte",
-            "petabyte",
-            "exabyte",
-            "zetabyte",
-            "yottabyte",
-        ];
-        let word = match bits {
-            true => words[power].replace("byte", "bit"),
-            false => words[power].to_string(),
-        };
-        let short = match (power, bits) {
-            (0, false) => "B".to_string(),
-            (0, true) => "b".to_string(),
-            (_, b) => format!("{key}{}", if b { 'b' } else { 'B' }),
-        };
-        if unit.to_lowercase() != word && unit != short {
-            return None;
-        }
-    }
-    Some(round_half_even(n * 2f64.powi(10 * power as i32)) as i64)
-}
-
-fn round_half_even(x: f64) -> f64 {
-    let r = x.round();
-    if (x - x.trunc()).abs() == 0.5 && r % 2.0 != 0.0 {
-        r - x.signum()
-    } else {
-        r
-    }
+    crate::template::human_to_bytes(text, None, bits).ok()
 }
 
 #[cfg(test)]

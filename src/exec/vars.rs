@@ -55,15 +55,24 @@ impl Executor {
         for r in &inh.roles {
             combine(&mut m, &r.defaults);
         }
-        let (inv_vars, groups, magic, address) = {
+        let (mut inv_vars, groups, magic, address, implicit) = {
             let inv = self.inventory.read().unwrap();
             (
                 inv.host_vars(host),
                 inv.groups_map(),
                 inv.magic_vars(host),
                 inv.default_address(host).to_string(),
+                inv.is_implicit(host),
             )
         };
+        // The implicit localhost runs Python with the controller's own interpreter, a host
+        // variable below the playbook's `host_vars` (`_create_implicit_localhost`).
+        if implicit
+            && !inv_vars.contains_key("ansible_python_interpreter")
+            && let Some(python) = playbook_python()
+        {
+            inv_vars.insert("ansible_python_interpreter".into(), json!(python));
+        }
         combine(&mut m, &inv_vars);
         self.with_state(host, |s| s.inject_facts(&mut m));
         combine(&mut m, &pr.play.vars);

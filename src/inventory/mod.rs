@@ -218,17 +218,22 @@ impl Inventory {
         walk(self, from, to, &mut path).then_some(path)
     }
 
-    /// Whether `name` is a host of this inventory or the implicit `localhost`.
+    /// Whether `name` is the implicit local host: not in the inventory, named as localhost.
+    pub fn is_implicit(&self, host: &str) -> bool {
+        !self.hosts.contains_key(host) && IMPLICIT_LOCAL.contains(&host)
+    }
+
     /// The address Ansible gives a host's `ansible_host` when no variable sets it: its
     /// name, or `127.0.0.1` for the implicit localhost (`_create_implicit_localhost`).
     pub fn default_address<'a>(&self, host: &'a str) -> &'a str {
-        if !self.hosts.contains_key(host) && IMPLICIT_LOCAL.contains(&host) {
+        if self.is_implicit(host) {
             "127.0.0.1"
         } else {
             host
         }
     }
 
+    /// Whether `name` is a host of this inventory or the implicit `localhost`.
     pub fn has_host(&self, name: &str) -> bool {
         self.hosts.contains_key(name) || IMPLICIT_LOCAL.contains(&name)
     }

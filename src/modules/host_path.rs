@@ -232,48 +232,7 @@ fn is_shell_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// Python's `posixpath.expandvars`: `$name` (ASCII word characters) and `${anything}`; a
-/// variable that is not set stays as written. `var` answers `None` when it does not know yet,
-/// `Some(None)` for an unset variable.
-pub(crate) fn expand_vars(
-    text: &str,
-    var: &mut impl FnMut(&str) -> Option<Option<String>>,
-) -> Option<String> {
-    if !text.contains('$') {
-        return Some(text.to_string());
-    }
-    let mut out = String::new();
-    let mut rest = text;
-    let mut complete = true;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let (name, len) = if let Some(braced) = after.strip_prefix('{') {
-            match braced.find('}') {
-                Some(end) => (&braced[..end], end + 2),
-                None => ("", 0),
-            }
-        } else {
-            let end = after
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(after.len());
-            (&after[..end], end)
-        };
-        if len == 0 || (name.is_empty() && !after.starts_with('{')) {
-            out.push('$');
-            rest = after;
-            continue;
-        }
-        match var(name) {
-            Some(Some(value)) => out.push_str(&value),
-            Some(None) => out.push_str(&rest[at..at + 1 + len]),
-            None => complete = false,
-        }
-        rest = &after[len..];
-    }
-    out.push_str(rest);
-    complete.then_some(out)
-}
+pub(crate) use crate::template::expand_vars;
 
 /// Python's `posixpath.expanduser`: a leading `~` or `~name` (up to the first `/`) becomes
 /// that home, without its trailing slashes; an unknown user leaves the text as it is.

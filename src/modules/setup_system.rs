@@ -880,20 +880,7 @@ fn mounts(g: &Gathered<'_>) -> Value {
 
 /// `bytes_to_human`: a size with two decimals in the largest binary unit it reaches.
 fn bytes_to_human(size: f64) -> String {
-    const UNITS: [(&str, f64); 8] = [
-        ("YB", 1208925819614629174706176.0),
-        ("ZB", 1180591620717411303424.0),
-        ("EB", 1152921504606846976.0),
-        ("PB", 1125899906842624.0),
-        ("TB", 1099511627776.0),
-        ("GB", 1073741824.0),
-        ("MB", 1048576.0),
-        ("KB", 1024.0),
-    ];
-    match UNITS.iter().find(|(_, limit)| size >= *limit) {
-        Some((unit, limit)) => format!("{:.2} {unit}", size / limit),
-        None => format!("{size:.2} Bytes"),
-    }
+    crate::template::bytes_to_human(size, false, None)
 }
 
 /// `devices` and `device_links`: each block device with its sysfs attributes, partitions,

@@ -33,6 +33,25 @@ const KINIT_ERRORS: &[(&str, &str)] = &[
         "{{ s < 5 }}",
         "'<' not supported between instances of 'str' and 'int'",
     ),
+    // Python's json module and serde_json word a parse error differently.
+    (
+        "{{ 'x' | from_json }}",
+        "The filter plugin 'ansible.builtin.from_json' failed: invalid JSON: expected value at \
+         line 1 column 1",
+    ),
+    // Ansible names its lazy container classes; kinit names the plain Python type.
+    (
+        "{{ [{'foo': 'bar'}] | unique(case_sensitive=False) }}",
+        "The filter plugin 'ansible.builtin.unique' failed: Jinja2's unique filter failed and we \
+         cannot fall back to Ansible's version as it does not support the parameters supplied: \
+         unhashable type: 'dict'",
+    ),
+    (
+        "{{ [{'foo': {'a': 1}}] | unique(attribute='foo') }}",
+        "The filter plugin 'ansible.builtin.unique' failed: Jinja2's unique filter failed and we \
+         cannot fall back to Ansible's version as it does not support the parameters supplied: \
+         unhashable type: 'dict'",
+    ),
 ];
 
 /// Ansible's message for a case it rejects, without the exception class.

@@ -1006,22 +1006,10 @@ fn fileglob(state: &State<'_, '_>, pattern: &str) -> Result<Vec<String>, Error> 
         v.push(dir);
         v
     };
-    let glob = globset::Glob::new(&file_pat)
-        .map_err(|e| invalid(format!("invalid glob `{pattern}`: {e}")))?
-        .compile_matcher();
     for d in dirs {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        let mut found: Vec<String> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file())
-            .filter(|p| p.file_name().is_some_and(|f| glob.is_match(f)))
-            .map(|p| p.display().to_string())
-            .collect();
+        let found = super::filters::paths::glob_files(&d, &file_pat)?;
         if !found.is_empty() {
-            found.sort();
-            return Ok(found);
+            return Ok(found.iter().map(|p| p.display().to_string()).collect());
         }
     }
     Ok(Vec::new())

@@ -48,6 +48,8 @@ use minijinja::{ErrorKind, UndefinedBehavior};
 use serde_json::Value;
 
 pub use filters::data::type_name as python_type_name;
+pub use filters::math::{bytes_to_human, human_to_bytes};
+pub use filters::paths::{expand_vars, normpath_text};
 pub use filters::serial::dumps as json_dumps;
 pub use lookup::NAMES as LOOKUPS;
 pub use lookup::{WITH_SUBDIR_VAR, is_lookup_failure, lookup_failed};

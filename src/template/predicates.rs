@@ -98,6 +98,12 @@ pub fn skipped(value: Value) -> Result<bool, Error> {
     result_flag("skipped", &value, "skipped", false)
 }
 
+/// `started`: an async result's `started`; a result without one (not async) counts as
+/// started, as ansible-core's test answers (it also warns there).
+pub fn started(value: Value) -> Result<bool, Error> {
+    result_flag("started", &value, "started", true)
+}
+
 pub fn finished(value: Value) -> Result<bool, Error> {
     result_flag("finished", &value, "finished", true)
 }
@@ -171,9 +177,9 @@ fn semver_cmp(a: &str, b: &str) -> Result<Ordering, Error> {
         let nums = nums.filter(|n| n.len() == 3)?;
         Some((nums, pre))
     }
-    let (Some(pa), Some(pb)) = (parse(a), parse(b)) else {
-        return Err(invalid(format!("`{a}` or `{b}` is not a semantic version")));
-    };
+    let parsed =
+        |v: &str| parse(v).ok_or_else(|| invalid(format!("invalid semantic version '{v}'")));
+    let (pa, pb) = (parsed(a)?, parsed(b)?);
     Ok(pa.0.cmp(&pb.0).then_with(|| match (&pa.1, &pb.1) {
         (None, None) => Ordering::Equal,
         (None, Some(_)) => Ordering::Greater,
@@ -195,45 +201,72 @@ fn semver_cmp(a: &str, b: &str) -> Result<Ordering, Error> {
     }))
 }
 
-/// `is version(other, operator='eq', strict=False, version_type='loose')`.
+/// `is version(other, operator='eq', strict=None, version_type=None)`, checked in the order
+/// and words of ansible-core's `version_compare` (`plugins/test/core.py`); a version the
+/// chosen scheme cannot read fails as `Version comparison failed: ...`.
 pub fn version(
     value: Value,
     other: Value,
     op: Option<String>,
+    strict: Option<bool>,
     kwargs: Kwargs,
 ) -> Result<bool, Error> {
-    let op = match kwargs.get::<Option<String>>("operator")? {
-        Some(o) => Some(o),
-        None => op,
-    };
-    let strict = kwargs.get::<Option<bool>>("strict")?.unwrap_or(false);
+    let op = kwargs.get::<Option<String>>("operator")?.or(op);
+    let strict = kwargs.get::<Option<bool>>("strict")?.or(strict);
     let vtype = kwargs.get::<Option<String>>("version_type")?;
     kwargs.assert_all_used()?;
-    let (a, b) = (pyrepr::to_str(&value)?, pyrepr::to_str(&other)?);
-    if a.is_empty() {
-        return Err(invalid("version value cannot be empty".into()));
+    if strict.is_some() && vtype.is_some() {
+        return Err(invalid(
+            "Cannot specify both 'strict' and 'version_type'".into(),
+        ));
     }
-    let ord = match vtype.as_deref() {
-        Some("semver" | "semantic") => semver_cmp(&a, &b)?,
-        Some("strict") => strict_cmp(&a, &b)?,
-        None if strict => strict_cmp(&a, &b)?,
-        None | Some("loose" | "pep440") => loose(&a).cmp(&loose(&b)),
-        Some(other) => {
+    if !value.is_true() {
+        return Err(invalid("Input version value cannot be empty".into()));
+    }
+    if !other.is_true() {
+        return Err(invalid(
+            "Version parameter to compare against cannot be empty".into(),
+        ));
+    }
+    let scheme = match (strict, vtype.as_deref()) {
+        (Some(true), _) => "strict",
+        (_, None) => "loose",
+        (_, Some(t @ ("loose" | "strict" | "semver" | "semantic" | "pep440"))) => t,
+        (_, Some(other)) => {
             return Err(invalid(format!(
-                "version: unknown version_type `{other}`, expected loose, strict, semver, \
-                 semantic or pep440"
+                "Invalid version type ({other}). Must be one of 'loose', 'strict', 'semver', \
+                 'semantic', 'pep440'"
             )));
         }
     };
-    Ok(match op.as_deref().unwrap_or("eq") {
-        "==" | "=" | "eq" => ord == Ordering::Equal,
-        "!=" | "<>" | "ne" => ord != Ordering::Equal,
-        "<" | "lt" => ord == Ordering::Less,
-        "<=" | "le" => ord != Ordering::Greater,
-        ">" | "gt" => ord == Ordering::Greater,
-        ">=" | "ge" => ord != Ordering::Less,
-        other => return Err(invalid(format!("version: invalid operator `{other}`"))),
-    })
+    let wanted: fn(Ordering) -> bool = match op.as_deref().unwrap_or("eq") {
+        "==" | "=" | "eq" => Ordering::is_eq,
+        "!=" | "<>" | "ne" => Ordering::is_ne,
+        "<" | "lt" => Ordering::is_lt,
+        "<=" | "le" => Ordering::is_le,
+        ">" | "gt" => Ordering::is_gt,
+        ">=" | "ge" => Ordering::is_ge,
+        other => {
+            return Err(invalid(format!(
+                "Invalid operator type ({other}). Must be one of '==', '=', 'eq', '<', 'lt', \
+                 '<=', 'le', '>', 'gt', '>=', 'ge', '!=', '<>', 'ne'"
+            )));
+        }
+    };
+    let (a, b) = (pyrepr::to_str(&value)?, pyrepr::to_str(&other)?);
+    let ord = match scheme {
+        "semver" | "semantic" => semver_cmp(&a, &b),
+        "strict" => strict_cmp(&a, &b),
+        "pep440" => pep440_cmp(&a, &b),
+        _ => Ok(loose(&a).cmp(&loose(&b))),
+    }
+    .map_err(|e| {
+        invalid(format!(
+            "Version comparison failed: {}",
+            e.detail().unwrap_or_default()
+        ))
+    })?;
+    Ok(wanted(ord))
 }
 
 fn strict_cmp(a: &str, b: &str) -> Result<Ordering, Error> {
@@ -242,10 +275,76 @@ fn strict_cmp(a: &str, b: &str) -> Result<Ordering, Error> {
         let n = head.split('.').count();
         (2..=3).contains(&n) && head.split('.').all(|p| p.parse::<u64>().is_ok())
     };
-    if !ok(a) || !ok(b) {
-        return Err(invalid(format!("`{a}` or `{b}` is not a strict version")));
+    for v in [a, b] {
+        if !ok(v) {
+            return Err(invalid(format!("invalid version number '{v}'")));
+        }
     }
     Ok(loose(a).cmp(&loose(b)))
+}
+
+/// The release, pre-release (rank, number), post-release and dev release of a PEP 440 version.
+type Pep440Key = (Vec<u64>, (u8, u64), u64, u64);
+
+/// A PEP 440 version's sort key as `packaging.version.Version` builds it (`_cmpkey`): the
+/// release with trailing zeros dropped; the pre-release (a < b < rc), where a release with
+/// only a dev part sorts before all its pre-releases and a final after them; the post-release
+/// (none first); the dev release (none last).
+fn pep440_key(v: &str) -> Option<Pep440Key> {
+    fn number(rest: &mut &str) -> u64 {
+        let t = rest.trim_start_matches(['.', '-', '_']);
+        let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let n = t[..end].parse().unwrap_or(0);
+        *rest = &t[end..];
+        n
+    }
+    fn word(rest: &mut &str, words: &[&str]) -> Option<usize> {
+        let t = rest.trim_start_matches(['.', '-', '_']);
+        let i = words.iter().position(|w| t.starts_with(w))?;
+        *rest = &t[words[i].len()..];
+        Some(i)
+    }
+    let lower = v.trim().to_ascii_lowercase();
+    let v = lower.strip_prefix('v').unwrap_or(&lower);
+    let v = v.split('+').next()?;
+    let v = v.split_once('!').map_or(v, |(_, rest)| rest);
+    let end = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (release, mut rest) = v.split_at(end);
+    let mut nums: Vec<u64> = release
+        .trim_end_matches('.')
+        .split('.')
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    while nums.len() > 1 && nums.last() == Some(&0) {
+        nums.pop();
+    }
+    const PRE: [&str; 8] = ["alpha", "beta", "preview", "pre", "rc", "a", "b", "c"];
+    const RANK: [u8; 8] = [1, 2, 3, 3, 3, 1, 2, 3];
+    let pre = word(&mut rest, &PRE).map(|i| (RANK[i], number(&mut rest)));
+    let post = word(&mut rest, &["post", "rev", "r"]).map(|_| number(&mut rest));
+    let dev = word(&mut rest, &["dev"]).map(|_| number(&mut rest));
+    if !rest.is_empty() {
+        return None;
+    }
+    let pre = match (pre, post, dev) {
+        (Some(p), _, _) => p,
+        (None, None, Some(_)) => (0, 0),
+        (None, _, _) => (9, 0),
+    };
+    Some((
+        nums,
+        pre,
+        post.map_or(0, |n| n.saturating_add(1)),
+        dev.unwrap_or(u64::MAX),
+    ))
+}
+
+fn pep440_cmp(a: &str, b: &str) -> Result<Ordering, Error> {
+    let key = |v: &str| pep440_key(v).ok_or_else(|| invalid(format!("Invalid version: '{v}'")));
+    Ok(key(a)?.cmp(&key(b)?))
 }
 
 fn items(v: &Value) -> Result<Vec<Value>, Error> {
@@ -253,8 +352,9 @@ fn items(v: &Value) -> Result<Vec<Value>, Error> {
 }
 
 pub fn subset(a: Value, b: Value) -> Result<bool, Error> {
-    let big = items(&b)?;
-    Ok(items(&a)?.iter().all(|x| big.contains(x)))
+    let small = iterable_items(&a)?;
+    let big = iterable_items(&b)?;
+    Ok(small.iter().all(|x| big.contains(x)))
 }
 
 pub fn superset(a: Value, b: Value) -> Result<bool, Error> {
@@ -265,6 +365,15 @@ pub fn superset(a: Value, b: Value) -> Result<bool, Error> {
 pub fn contains(seq: Value, item: Value) -> Result<bool, Error> {
     if let (Some(text), Some(part)) = (seq.as_str(), item.as_str()) {
         return Ok(text.contains(part));
+    }
+    if !matches!(
+        seq.kind(),
+        ValueKind::Seq | ValueKind::Map | ValueKind::String | ValueKind::Iterable
+    ) {
+        return Err(invalid(format!(
+            "argument of type '{}' is not iterable",
+            super::filters::core::type_debug(seq)
+        )));
     }
     Ok(items(&seq)?.contains(&item))
 }
@@ -294,12 +403,61 @@ fn iterable_items(v: &Value) -> Result<Vec<Value>, Error> {
     }
 }
 
-pub fn truthy(v: Value) -> bool {
-    v.is_true()
+/// `truthy(convert_bool=False)`: Python's `bool`, after ansible-core's `boolean()` when
+/// `convert_bool` and the value is one of its words (`'off'` false, `'fred'` left as text).
+pub fn truthy(v: Value, kwargs: Kwargs) -> Result<bool, Error> {
+    let convert = kwargs.get::<Option<bool>>("convert_bool")?.unwrap_or(false);
+    kwargs.assert_all_used()?;
+    if convert && let Some(b) = boolean_word(&v) {
+        return Ok(b);
+    }
+    Ok(v.is_true())
 }
 
-pub fn falsy(v: Value) -> bool {
-    !v.is_true()
+pub fn falsy(v: Value, kwargs: Kwargs) -> Result<bool, Error> {
+    truthy(v, kwargs).map(|t| !t)
+}
+
+/// ansible-core's `boolean()` (module_utils/parsing/convert_bool.py) for the values it knows;
+/// `None` where it raises.
+fn boolean_word(v: &Value) -> Option<bool> {
+    match v.kind() {
+        ValueKind::Bool => Some(v.is_true()),
+        ValueKind::Number => match f64::try_from(v.clone()).ok()? {
+            1.0 => Some(true),
+            0.0 => Some(false),
+            _ => None,
+        },
+        ValueKind::String => match v.as_str()?.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" | "on" | "1" | "true" | "t" => Some(true),
+            "n" | "no" | "off" | "0" | "false" | "f" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `vaulted_file`: whether the file at the path (from the current folder) is vault-encrypted,
+/// its first bytes `$ANSIBLE_VAULT`; a file that cannot be read fails the test.
+pub fn vaulted_file(path: String) -> Result<bool, Error> {
+    use std::io::Read;
+    let mut head = [0u8; 14];
+    let read = std::fs::File::open(&path).and_then(|mut f| {
+        let mut n = 0;
+        while n < head.len() {
+            match f.read(&mut head[n..])? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        Ok(n)
+    });
+    match read {
+        Ok(n) => Ok(head[..n] == *b"$ANSIBLE_VAULT"),
+        Err(_) => Err(invalid(format!(
+            "Cannot test if the file '{path}' is a vault."
+        ))),
+    }
 }
 
 pub fn path_exists(v: Value) -> Result<bool, Error> {

@@ -240,24 +240,89 @@ fn dedup(items: Vec<Json>) -> Vec<Json> {
     out
 }
 
+/// `unique(case_sensitive=None, attribute=None)` as ansible-core's filter runs it
+/// (`plugins/filter/mathstuff.py`): Jinja's `do_unique` first, which keys each item (its
+/// `attribute`, strings lowered unless `case_sensitive`) in a Python set, keeping the first item
+/// of each key; an unhashable key (a list or dict) fails there, and ansible-core then falls back
+/// to plain equality, unless `case_sensitive=False` or `attribute` was given, which its
+/// fallback cannot honour. A value that is not iterable fails both ways, in Python's words.
 pub fn unique(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
     let attribute = kwargs.get::<Option<String>>("attribute")?;
-    let _case_sensitive = kwargs.get::<Option<bool>>("case_sensitive")?;
+    let case_sensitive = kwargs.get::<Option<bool>>("case_sensitive")?;
     kwargs.assert_all_used()?;
-    let items = list("unique", &value)?;
-    let Some(attr) = attribute else {
-        return Ok(Value::from_serialize(dedup(items)));
+    let items = match json(&value)? {
+        Json::Array(a) => a,
+        Json::Object(m) => m.keys().cloned().map(Json::String).collect(),
+        Json::String(s) => s.chars().map(|c| Json::String(c.to_string())).collect(),
+        other => {
+            return Err(invalid(format!(
+                "'{}' object is not iterable",
+                type_name(&other)
+            )));
+        }
     };
-    let mut seen = Vec::new();
+    let fold = !case_sensitive.unwrap_or(false);
+    let mut seen: Vec<Json> = Vec::new();
     let mut out = Vec::new();
-    for item in items {
-        let key = item.get(&attr).cloned().unwrap_or(Json::Null);
-        if !seen.contains(&key) {
+    for item in &items {
+        let key = match &attribute {
+            Some(path) => attribute_of(item, path),
+            None => item.clone(),
+        };
+        let key = match key {
+            Json::String(s) if fold => Json::String(s.to_lowercase()),
+            unhashable @ (Json::Array(_) | Json::Object(_)) => {
+                if case_sensitive == Some(false) || attribute.is_some() {
+                    return Err(invalid(format!(
+                        "Jinja2's unique filter failed and we cannot fall back to Ansible's \
+                         version as it does not support the parameters supplied: unhashable \
+                         type: '{}'",
+                        type_name(&unhashable)
+                    )));
+                }
+                return Ok(Value::from_serialize(dedup(items)));
+            }
+            other => other,
+        };
+        if !seen.iter().any(|k| python_eq(k, &key)) {
             seen.push(key);
-            out.push(item);
+            out.push(item.clone());
         }
     }
     Ok(Value::from_serialize(out))
+}
+
+/// Jinja's dotted attribute path (`a.b`, `items.0`) into a JSON value; a missing part is
+/// `None` here, where Jinja's undefined values all hash alike.
+fn attribute_of(item: &Json, path: &str) -> Json {
+    let mut cur = item;
+    for part in path.split('.') {
+        let next = match cur {
+            Json::Object(m) => m.get(part),
+            Json::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get(i)),
+            _ => None,
+        };
+        match next {
+            Some(v) => cur = v,
+            None => return Json::Null,
+        }
+    }
+    cur.clone()
+}
+
+/// Python's `==` for hashable scalars: `True == 1 == 1.0`.
+fn python_eq(a: &Json, b: &Json) -> bool {
+    fn num(j: &Json) -> Option<f64> {
+        match j {
+            Json::Bool(b) => Some(f64::from(u8::from(*b))),
+            Json::Number(n) => n.as_f64(),
+            _ => None,
+        }
+    }
+    match (num(a), num(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
 }
 
 /// The set operations go through Python `set`s when the items are hashable, so their

@@ -7,6 +7,8 @@ pub mod core;
 pub mod data;
 pub mod group;
 pub mod ipaddr;
+pub mod math;
+pub mod paths;
 pub mod serial;
 pub mod text;
 pub mod url;
@@ -21,7 +23,7 @@ use super::predicates as p;
 macro_rules! filters {
     ($env:expr, $prefix:literal, { $($name:literal => $f:expr),* $(,)? }) => {
         $(
-            let f = propagating($name, minijinja::Value::from_function($f));
+            let f = propagating($name, concat!($prefix, ".", $name), minijinja::Value::from_function($f));
             $env.add_filter($name, f.clone());
             $env.add_filter(concat!($prefix, ".", $name), f);
         )*
@@ -37,8 +39,12 @@ const SEE_UNDEFINED: &[&str] = &["default", "d", "ternary", "mandatory", "type_d
 /// undefined, the filter does not run and the result is that undefined value. So
 /// `missing | map('upper') is undefined` holds, `missing | select(..) | default([])` is `[]`,
 /// and rendering `missing | upper` fails as `missing` is undefined.
+///
+/// A failure is worded as ansible-core words a plugin's (`The filter plugin
+/// 'ansible.builtin.unique' failed: 'bool' object is not iterable`), see `plugin_failed`.
 fn propagating(
     name: &str,
+    full: &'static str,
     inner: minijinja::Value,
 ) -> impl Fn(
     &minijinja::State<'_, '_>,
@@ -53,15 +59,56 @@ fn propagating(
         if !sees && let Some(undefined) = args.iter().find(|a| a.is_undefined()) {
             return Ok(undefined.clone());
         }
-        inner.call(state, &args)
+        inner
+            .call(state, &args)
+            .map_err(|e| plugin_failed("filter", full, e))
     }
+}
+
+/// Test `inner`, its failure worded as ansible-core words a plugin's (`plugin_failed`).
+fn plugin_test(
+    full: &'static str,
+    inner: minijinja::Value,
+) -> impl Fn(
+    &minijinja::State<'_, '_>,
+    minijinja::value::Rest<minijinja::Value>,
+) -> Result<bool, minijinja::Error>
++ Clone
++ Send
++ Sync
++ 'static {
+    move |state, args| {
+        inner
+            .call(state, &args)
+            .map(|v| v.is_true())
+            .map_err(|e| plugin_failed("test", full, e))
+    }
+}
+
+/// A filter's or test's failure as ansible-core 2.19 reports an exception raised inside a
+/// plugin (`AnsibleTemplatePluginRuntimeError` in `_internal/_templating/_jinja_plugins.py`):
+/// `The filter plugin 'ansible.builtin.X' failed: <what it raised>`. An undefined value keeps
+/// its own error, as there, and a message that already names its plugin is left alone.
+fn plugin_failed(kind: &str, full: &str, e: minijinja::Error) -> minijinja::Error {
+    if e.kind() == minijinja::ErrorKind::UndefinedError {
+        return e;
+    }
+    let detail = e.detail().map_or_else(|| e.to_string(), str::to_owned);
+    if detail.starts_with("The ") && detail.contains(" plugin '") {
+        return e;
+    }
+    minijinja::Error::new(
+        e.kind(),
+        format!("The {kind} plugin '{full}' failed: {detail}"),
+    )
 }
 
 macro_rules! tests {
     ($env:expr, $prefix:literal, { $($name:literal => $f:expr),* $(,)? }) => {
         $(
-            $env.add_test($name, $f);
-            $env.add_test(concat!($prefix, ".", $name), $f);
+            let t = plugin_test(concat!($prefix, ".", $name), minijinja::Value::from_function($f));
+            $env.add_test($name, t.clone());
+            $env.add_test(concat!($prefix, ".", $name), t);
         )*
     };
 }
@@ -72,7 +119,10 @@ macro_rules! builtins {
     ($env:expr, { $($name:literal => $f:path),* $(,)? }) => {
         $(
             $env.add_filter(concat!("__builtin_", $name), $f);
-            $env.add_filter($name, propagating($name, minijinja::Value::from_function($f)));
+            $env.add_filter(
+                $name,
+                propagating($name, concat!("ansible.builtin.", $name), minijinja::Value::from_function($f)),
+            );
         )*
     };
 }
@@ -278,6 +328,20 @@ pub fn register(env: &mut Environment<'static>) {
         "to_nice_yaml" => serial::to_nice_yaml,
         "from_yaml" => serial::from_yaml,
         "from_yaml_all" => serial::from_yaml_all,
+        "log" => math::log,
+        "pow" => math::pow,
+        "root" => math::root,
+        "human_readable" => math::human_readable,
+        "human_to_bytes" => math::human_to_bytes_filter,
+        "combinations" => math::combinations,
+        "permutations" => math::permutations,
+        "rekey_on_member" => math::rekey_on_member,
+        "normpath" => paths::normpath,
+        "expandvars" => paths::expandvars,
+        "fileglob" => paths::fileglob,
+        "win_basename" => paths::win_basename,
+        "win_dirname" => paths::win_dirname,
+        "win_splitdrive" => paths::win_splitdrive,
     });
     // Jinja2 built-ins that playbooks also spell with the collection prefix.
     for name in [
@@ -380,6 +444,8 @@ pub fn register(env: &mut Environment<'static>) {
         "skipped" => p::skipped,
         "skip" => p::skipped,
         "finished" => p::finished,
+        "started" => p::started,
+        "vaulted_file" => p::vaulted_file,
         "unreachable" => p::unreachable,
         "timedout" => p::timedout,
         "reachable" => p::reachable,

@@ -136,8 +136,7 @@ pub fn to_nice_json(value: Value, kwargs: Kwargs) -> Result<String, Error> {
 
 pub fn from_json(value: Value) -> Result<Value, Error> {
     let s = pyrepr::to_str(&value)?;
-    let j: Json =
-        serde_json::from_str(&s).map_err(|e| invalid(format!("from_json: invalid JSON: {e}")))?;
+    let j: Json = serde_json::from_str(&s).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
     Ok(Value::from_serialize(j))
 }
 
@@ -163,8 +162,7 @@ pub fn from_yaml(value: Value) -> Result<Value, Error> {
         return Ok(value);
     }
     let s = pyrepr::to_str(&value)?;
-    let j = crate::yaml::parse_value(&s)
-        .map_err(|e| invalid(format!("from_yaml: invalid YAML: {e}")))?;
+    let j = crate::yaml::parse_value(&s).map_err(|e| invalid(format!("invalid YAML: {e}")))?;
     Ok(Value::from_serialize(j))
 }
 
@@ -177,7 +175,6 @@ pub fn from_yaml_all(value: Value) -> Result<Value, Error> {
         return Ok(value);
     }
     let s = pyrepr::to_str(&value)?;
-    let docs = crate::yaml::parse_all(&s)
-        .map_err(|e| invalid(format!("from_yaml_all: invalid YAML: {e}")))?;
+    let docs = crate::yaml::parse_all(&s).map_err(|e| invalid(format!("invalid YAML: {e}")))?;
     Ok(Value::from_serialize(docs))
 }

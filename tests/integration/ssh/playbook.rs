@@ -413,7 +413,8 @@ fn fire_and_forget_job_runs_on_after_its_task_over_ssh() {
                     \x20   - assert:\n        that:\n          - late.rc == 0\n          - late.stdout == 'finished'\n          - late.stderr == 'late'\n          - late.results_file == ansible_async_dir ~ '/' ~ job.ansible_job_id\n\
                     \x20   - async_status:\n        jid: '{{ job.ansible_job_id }}'\n        mode: cleanup\n\
                     \x20   - stat:\n        path: '{{ job.results_file }}'\n      register: gone\n\
-                    \x20   - assert:\n        that: not gone.stat.exists\n"
+                    \x20   - assert:\n        that: not gone.stat.exists\n\
+                    \x20   - file:\n        path: '{{ ansible_async_dir }}'\n        state: absent\n"
         .replace("PID", &std::process::id().to_string());
     let ran = succeeded(
         site(&lab, &playbook)
@@ -421,7 +422,7 @@ fn fire_and_forget_job_runs_on_after_its_task_over_ssh() {
             .partial_output("how many times async_status polls depends on the machine's speed"),
     );
     assert_eq!(ran.stderr(), "");
-    assert!(ran.stdout().contains("ok=8 "), "{}", ran.stdout());
+    assert!(ran.stdout().contains("ok=9 "), "{}", ran.stdout());
     assert_eq!(lab.hosts[0].accepted_logins(), 1, "{}", lab.hosts[0].log());
 }
 
