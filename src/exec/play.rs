@@ -331,7 +331,7 @@ impl Executor {
             name: Some("Gathering Facts".into()),
             action: crate::playbook::Action::Module {
                 name: "setup".into(),
-                args: serde_json::json!({}),
+                args: serde_json::Value::Object(pr.play.gather_args.clone()),
             },
             kw: Default::default(),
             loc: pr.play.loc.clone(),

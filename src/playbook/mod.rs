@@ -197,6 +197,9 @@ pub struct Play {
     pub vars_files: Vec<Vec<String>>,
     /// `gather_facts` as the play says it; unset, ansible.cfg's `gathering` decides.
     pub gather_facts: Option<bool>,
+    /// The play's `gather_subset`, `gather_timeout` and `fact_path`, as written: the
+    /// arguments of its implicit fact gathering (ansible-core's `PlayIterator` passes them).
+    pub gather_args: serde_json::Map<String, Value>,
     pub serial: Vec<Serial>,
     pub strategy: Strategy,
     pub order: HostOrder,

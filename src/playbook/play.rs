@@ -338,6 +338,11 @@ pub(crate) fn parse_play(loader: &Loader, node: &Node<'_>, dir: &Path) -> Result
             Some(n) => Some(parse_bool(&n, "gather_facts")?),
             None => None,
         },
+        gather_args: ["gather_subset", "gather_timeout", "fact_path"]
+            .into_iter()
+            .filter_map(|k| node.get(k).map(|n| (k.to_string(), n.value.clone())))
+            .filter(|(_, v)| !v.is_null())
+            .collect(),
         serial,
         serial_template,
         strategy_template,
