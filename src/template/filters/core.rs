@@ -82,7 +82,7 @@ pub fn to_int(value: Value, default: Option<Value>, kwargs: Kwargs) -> Result<Va
 fn too_large(s: &str) -> Error {
     Error::new(
         minijinja::ErrorKind::InvalidOperation,
-        format!("int: `{}` does not fit a 128-bit integer", s.trim()),
+        format!("`{}` does not fit a 128-bit integer", s.trim()),
     )
 }
 

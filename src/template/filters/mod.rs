@@ -97,12 +97,6 @@ fn plugin_failed(kind: &str, full: &str, e: minijinja::Error) -> minijinja::Erro
     if detail.starts_with("The ") && detail.contains(" plugin '") {
         return e;
     }
-    // kinit's own messages may start with the filter's name, which the prefix now gives.
-    let short = full.rsplit('.').next().unwrap_or(full);
-    let detail = detail
-        .strip_prefix(short)
-        .and_then(|d| d.strip_prefix(": "))
-        .unwrap_or(&detail);
     minijinja::Error::new(
         e.kind(),
         format!("The {kind} plugin '{full}' failed: {detail}"),
