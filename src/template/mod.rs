@@ -22,6 +22,7 @@ mod markers;
 mod now;
 mod password;
 mod predicates;
+mod pydatetime;
 pub mod pyfilters;
 mod pyformat;
 mod pymut;
@@ -158,7 +159,7 @@ impl Templar {
         env.add_function("lookup", lookup::lookup);
         env.add_function("query", lookup::query);
         env.add_function("q", lookup::query);
-        env.add_function("now", now::now);
+        env.add_function("now", pydatetime::now);
         env.add_function("dict", pymut::dict_function);
         // ansible-core 2.19's `undef(hint)`: an undefined value made on purpose (a role
         // default a user must set); `is defined` is false, `default` replaces it, and using

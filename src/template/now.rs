@@ -17,21 +17,6 @@ pub fn datetime_str(t: &OffsetDateTime) -> String {
     strftime(t, "%Y-%m-%d %H:%M:%S.%f")
 }
 
-pub fn now(kwargs: Kwargs) -> Result<String, Error> {
-    let utc = kwargs.get::<Option<bool>>("utc")?.unwrap_or(false);
-    let fmt = kwargs.get::<Option<String>>("fmt")?;
-    kwargs.assert_all_used()?;
-    let t = if utc {
-        OffsetDateTime::now_utc()
-    } else {
-        local_now()
-    };
-    match fmt {
-        None => Ok(datetime_str(&t)),
-        Some(f) => Ok(strftime(&t, &f)),
-    }
-}
-
 /// The `strftime(second=None, utc=false)` filter, as ansible-core's: the format applied to
 /// the time `second` seconds after the epoch (a number or numeric text; now when none),
 /// local time unless `utc`.

@@ -36,6 +36,8 @@ const CONCAT: &str = "__kinit_op_concat";
 const DIV: &str = "__kinit_op_div";
 const FLOORDIV: &str = "__kinit_op_floordiv";
 const MOD: &str = "__kinit_op_mod";
+const ADD: &str = "__kinit_op_add";
+const SUB: &str = "__kinit_op_sub";
 
 /// Add the functions the patched instructions call.
 pub(super) fn register(env: &mut Environment<'static>) {
@@ -62,7 +64,28 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_function(MOD, |s: &State<'_, '_>, a: Value, b: Value| {
         divide(s, "%", a, b)
     });
+    env.add_function(
+        ADD,
+        |s: &State<'_, '_>, a: Value, b: Value| match super::pydatetime::add(&a, &b) {
+            Some(r) => r,
+            None => plain(s, "a + b", a, b),
+        },
+    );
+    env.add_function(
+        SUB,
+        |s: &State<'_, '_>, a: Value, b: Value| match super::pydatetime::sub(&a, &b) {
+            Some(r) => r,
+            None => plain(s, "a - b", a, b),
+        },
+    );
     pymut::register(env);
+}
+
+/// minijinja's own operator, for operands a replaced `+` or `-` leaves to it.
+fn plain(state: &State<'_, '_>, expr: &str, a: Value, b: Value) -> Result<Value, Error> {
+    check_defined(state, &a, &b)?;
+    let expr = state.env().compile_expression(expr)?;
+    expr.eval(minijinja::context! { a, b })
 }
 
 /// Compile template text the way `env` would, with Python's operators.
@@ -81,8 +104,9 @@ pub(super) fn compile_template<'s>(
         default_auto_escape: Arc::new(|_: &str| AutoEscape::None),
     };
     let mut compiled = CompiledTemplate::new("<string>", source, &config)?;
-    patch(&mut compiled.instructions);
-    compiled.blocks.values_mut().for_each(patch);
+    let dates = super::pydatetime::may_use(source);
+    patch(&mut compiled.instructions, dates);
+    compiled.blocks.values_mut().for_each(|b| patch(b, dates));
     if mutates(&compiled.instructions) || compiled.blocks.values().any(mutates) {
         compiled.instructions = mutable_literals(&compiled.instructions);
         for block in compiled.blocks.values_mut() {
@@ -99,7 +123,7 @@ pub(super) fn compile_expression(source: &str) -> Result<Instructions<'_>, Error
     let mut g = CodeGenerator::new("<expression>", source);
     g.compile_expr(&ast);
     let mut instructions = g.finish().0;
-    patch(&mut instructions);
+    patch(&mut instructions, super::pydatetime::may_use(source));
     Ok(instructions)
 }
 
@@ -191,7 +215,9 @@ fn check_literals(expr: &Expr<'_>) -> Result<(), Error> {
     }
 }
 
-fn patch(instructions: &mut Instructions<'_>) {
+/// `dates`: the template may make datetimes (`pydatetime::may_use`), so `+` and `-` are
+/// replaced too.
+fn patch(instructions: &mut Instructions<'_>, dates: bool) {
     for idx in 0..instructions.len() as u32 {
         // `{{ x if cond }}` printed with `cond` false prints nothing, as Jinja2's plain
         // undefined value does (the missing `else` is the only undefined constant minijinja
@@ -217,6 +243,8 @@ fn patch(instructions: &mut Instructions<'_>) {
             Instruction::Div => DIV,
             Instruction::IntDiv => FLOORDIV,
             Instruction::Rem => MOD,
+            Instruction::Add if dates => ADD,
+            Instruction::Sub if dates => SUB,
             _ => continue,
         };
         // Both pop two operands and push one result, so nothing else moves.
@@ -311,6 +339,9 @@ fn order(
     holds: fn(Ordering) -> bool,
 ) -> Result<Value, Error> {
     check_defined(state, a, b)?;
+    if let Some(o) = super::pydatetime::compare(a, b) {
+        return Ok(Value::from(holds(o)));
+    }
     orderable(op, a, b)?;
     Ok(Value::from(holds(a.cmp(b))))
 }

@@ -320,6 +320,7 @@ pub fn register(env: &mut Environment<'static>) {
         "random" => chance::random,
         "shuffle" => chance::shuffle,
         "strftime" => super::now::strftime_filter,
+        "to_datetime" => super::pydatetime::to_datetime,
         "tojson" => serial::tojson,
         "to_json" => serial::to_json,
         "to_nice_json" => serial::to_nice_json,
