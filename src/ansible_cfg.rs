@@ -120,6 +120,11 @@ pub struct AnsibleSettings {
     pub vault_identity_list: Vec<String>,
     /// `vault_id_match`: a vault is opened only by the secrets of its own vault-id.
     pub vault_id_match: bool,
+    /// `localhost_warning`: warn that an empty inventory leaves only the implicit localhost
+    /// (unset: yes).
+    pub localhost_warning: Option<bool>,
+    /// `[inventory] unparsed_warning`: warn when no inventory source was given (unset: yes).
+    pub inventory_unparsed_warning: Option<bool>,
     /// Settings of the file kinit does not use, as `section.key`.
     pub ignored: Vec<String>,
 }
@@ -132,7 +137,6 @@ const FITTING: &[&str] = &[
     "defaults.command_warnings",
     "defaults.nocows",
     "defaults.nocolor",
-    "defaults.localhost_warning",
     "defaults.host_key_checking",
     "ssh_connection.pipelining",
     "ssh_connection.control_path",
@@ -272,6 +276,13 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
             ("defaults", "vault_id_match") => {
                 s.vault_id_match = boolean(value).ok_or_else(|| bad("a boolean"))?;
             }
+            ("defaults", "localhost_warning") => {
+                s.localhost_warning = Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
+            }
+            ("inventory", "unparsed_warning") => {
+                s.inventory_unparsed_warning =
+                    Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
+            }
             _ => {
                 let name = format!("{section}.{key}");
                 if !FITTING.contains(&name.as_str()) && !s.ignored.contains(&name) {
@@ -403,6 +414,15 @@ fn read_env(
     if let Some(v) = get("ANSIBLE_VAULT_ID_MATCH") {
         s.vault_id_match =
             boolean(&v).ok_or_else(|| bad("ANSIBLE_VAULT_ID_MATCH", v, "a boolean"))?;
+    }
+    if let Some(v) = get("ANSIBLE_LOCALHOST_WARNING") {
+        s.localhost_warning =
+            Some(boolean(&v).ok_or_else(|| bad("ANSIBLE_LOCALHOST_WARNING", v, "a boolean"))?);
+    }
+    if let Some(v) = get("ANSIBLE_INVENTORY_UNPARSED_WARNING") {
+        s.inventory_unparsed_warning = Some(
+            boolean(&v).ok_or_else(|| bad("ANSIBLE_INVENTORY_UNPARSED_WARNING", v, "a boolean"))?,
+        );
     }
     Ok(())
 }

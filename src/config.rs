@@ -137,6 +137,9 @@ pub struct PlaybookConfig {
     pub loader: LoaderOptions,
     /// Inventory sources (`-i`, else ansible.cfg's `inventory`).
     pub inventory: Vec<String>,
+    /// Warn of no inventory source (`[inventory] unparsed_warning`) and of an inventory
+    /// without hosts (`localhost_warning`), as ansible-playbook does.
+    pub inventory_warnings: (bool, bool),
     pub run: RunOptions,
     pub reports: ReportFiles,
 }
@@ -229,6 +232,10 @@ impl PlaybookConfig {
                 extra_vars,
             },
             inventory,
+            inventory_warnings: (
+                cfg.inventory_unparsed_warning.unwrap_or(true),
+                cfg.localhost_warning.unwrap_or(true),
+            ),
             run,
             reports: ReportFiles {
                 log_json: args.exec.log_json.clone(),

@@ -99,6 +99,16 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
         PlaybookMode::ListHosts | PlaybookMode::Run => {}
     }
     let inventory = load_inventory(&config.inventory, &books)?;
+    let (unparsed_warning, localhost_warning) = config.inventory_warnings;
+    if config.inventory.is_empty() && unparsed_warning {
+        eprintln!("[WARNING]: No inventory was parsed, only implicit localhost is available");
+    }
+    if inventory.hosts.is_empty() && localhost_warning {
+        eprintln!(
+            "[WARNING]: provided hosts list is empty, only localhost is available. Note that \
+             the implicit localhost does not match 'all'"
+        );
+    }
     let runtime = crate::exec::session::runtime()?;
     runtime.block_on(run(config, loader, books, inventory, redactor))
 }

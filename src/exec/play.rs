@@ -342,11 +342,16 @@ impl Executor {
         inh.tags = vec!["always".into()];
         // Facts are gathered once per host per run; later plays reuse them. With
         // `gathering = smart`, facts the fact cache holds from an earlier run count too.
+        // A play naming its own `gather_subset`, `gather_timeout` or `fact_path` gathers
+        // again (but for `smart`), as ansible-core gathers at every play.
         let smart = self.opts.connect.gathering == crate::ansible_cfg::Gathering::Smart;
+        let again = !smart && !pr.play.gather_args.is_empty();
         let hosts: Vec<String> = pr
             .batch
             .iter()
-            .filter(|h| !self.with_state(h, |s| s.facts_gathered || (smart && s.cached_gathered)))
+            .filter(|h| {
+                again || !self.with_state(h, |s| s.facts_gathered || (smart && s.cached_gathered))
+            })
             .cloned()
             .collect();
         if hosts.is_empty() {

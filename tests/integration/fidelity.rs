@@ -1841,3 +1841,41 @@ fn a_rescue_that_fails_still_counts_the_rescued_failure() {
         "{out}"
     );
 }
+
+/// With no inventory source at all, ansible-playbook says so and that only the implicit
+/// localhost is left, which `all` does not match; an inventory without hosts gets the second
+/// warning alone; `ANSIBLE_INVENTORY_UNPARSED_WARNING` and `ANSIBLE_LOCALHOST_WARNING` silence
+/// them (the test harness sets both off; they are set back on here, as unset means on). The
+/// warnings are ansible-playbook 2.19.4's for the same playbook.
+#[test]
+fn an_empty_inventory_is_warned_of_as_ansible_playbook_warns() {
+    let book = "- hosts: all\n  gather_facts: false\n  tasks:\n    - debug: msg=x\n";
+    let unparsed = "[WARNING]: No inventory was parsed, only implicit localhost is available\n";
+    let empty = "[WARNING]: provided hosts list is empty, only localhost is available. Note that \
+                 the implicit localhost does not match 'all'\n";
+    Test::new()
+        .write("t.yml", book)
+        .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "true")
+        .env("ANSIBLE_LOCALHOST_WARNING", "yes")
+        .args(["playbook", "t.yml"])
+        .succeeds()
+        .partial_output("the recap and timing are not what this test is about")
+        .stderr_is(&format!("{unparsed}{empty}"));
+    Test::new()
+        .write("t.yml", book)
+        .write("hosts.ini", "[nobody]\n")
+        .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "true")
+        .env("ANSIBLE_LOCALHOST_WARNING", "yes")
+        .args(["playbook", "-i", "hosts.ini", "t.yml"])
+        .succeeds()
+        .partial_output("the recap and timing are not what this test is about")
+        .stderr_is(empty);
+    Test::new()
+        .write("t.yml", book)
+        .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "false")
+        .env("ANSIBLE_LOCALHOST_WARNING", "no")
+        .args(["playbook", "t.yml"])
+        .succeeds()
+        .partial_output("the recap and timing are not what this test is about")
+        .stderr_is("");
+}

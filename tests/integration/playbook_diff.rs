@@ -785,8 +785,8 @@ fn tool_command(tool: &str, ansible: &Path) -> Command {
     c
 }
 
-/// `lines` with each task's result lines sorted, so the order hosts finished in does not
-/// count.
+/// `lines` with each task's result lines sorted, and the hosts an `included:` line names, so
+/// the order hosts finished in does not count.
 fn hosts_in_order(lines: Vec<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut from = 0;
@@ -795,6 +795,13 @@ fn hosts_in_order(lines: Vec<String>) -> Vec<String> {
             out[from..].sort();
             out.push(l);
             from = out.len();
+        } else if let Some((head, hosts)) = l.split_once(" for ")
+            && head.starts_with("included: ")
+        {
+            // ansible-playbook names the hosts of an include in the order their results came.
+            let mut hosts: Vec<&str> = hosts.split(", ").collect();
+            hosts.sort_unstable();
+            out.push(format!("{head} for {}", hosts.join(", ")));
         } else {
             out.push(l);
         }

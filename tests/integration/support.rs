@@ -190,6 +190,10 @@ impl Test {
         } else {
             c.env_remove("KINIT_FROZEN_TIME");
         }
+        // Most tests run a playbook on the implicit localhost alone; the warnings about that
+        // (ansible-playbook's too) are tested on their own with these set back to `true`.
+        c.env("ANSIBLE_LOCALHOST_WARNING", "false")
+            .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "false");
         c.envs(self.env.iter().map(|(k, v)| (k, v)));
         c
     }
