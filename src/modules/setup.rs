@@ -178,12 +178,23 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     facts.insert("gather_subset".into(), json!(subset));
     facts.insert("module_setup".into(), json!(true));
     if !p.filter.is_empty() {
+        // A pattern is also tried with `ansible_` before it, unless it names a prefix of its
+        // own (`AnsibleFactCollector._filter`): `date_time` keeps `ansible_date_time`.
         let mut b = globset::GlobSetBuilder::new();
         for f in &p.filter {
-            b.add(globset::Glob::new(f).map_err(|e| ModuleError::BadArgs {
-                module: "setup",
-                detail: format!("`filter` `{f}` is not a valid glob: {e}"),
-            })?);
+            let prefixed = (!f.is_empty()
+                && !["ansible_", "facter", "ohai"]
+                    .iter()
+                    .any(|x| f.starts_with(x)))
+            .then(|| format!("ansible_{f}"));
+            for pattern in std::iter::once(f).chain(prefixed.as_ref()) {
+                b.add(
+                    globset::Glob::new(pattern).map_err(|e| ModuleError::BadArgs {
+                        module: "setup",
+                        detail: format!("`filter` `{f}` is not a valid glob: {e}"),
+                    })?,
+                );
+            }
         }
         let set = b.build().map_err(|e| ModuleError::BadArgs {
             module: "setup",
