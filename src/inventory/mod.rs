@@ -85,6 +85,9 @@ pub struct Inventory {
     pub sources: Sources,
     /// The run's `add_host`/`group_by` changes, made again after a refresh.
     pub dynamic: Vec<DynamicChange>,
+    /// `host_vars/localhost` (and `127.0.0.1`, `::1`) for the implicit local host, the
+    /// inventory's folders then the playbooks', as ansible-core reads them for it too.
+    pub implicit_vars: IndexMap<String, VarMap>,
 }
 
 impl Default for Inventory {
@@ -106,6 +109,7 @@ impl Default for Inventory {
             var_dirs: Vec::new(),
             sources: Sources::default(),
             dynamic: Vec::new(),
+            implicit_vars: IndexMap::new(),
         }
     }
 }
@@ -414,6 +418,9 @@ impl Inventory {
             }
             None if IMPLICIT_LOCAL.contains(&host) => {
                 out.insert("ansible_connection".into(), Value::from("local"));
+                if let Some(v) = self.implicit_vars.get(host) {
+                    crate::vars::combine(&mut out, v);
+                }
             }
             None => {}
         }

@@ -84,6 +84,18 @@ fn load_into(
             crate::vars::combine(layer, &vars);
         }
     }
+    for name in super::IMPLICIT_LOCAL {
+        if inv.hosts.contains_key(name) {
+            continue;
+        }
+        let vars = vars_for(&dir.join("host_vars"), name, &mut inv.warnings)?;
+        if !vars.is_empty() {
+            crate::vars::combine(
+                inv.implicit_vars.entry(name.to_string()).or_default(),
+                &vars,
+            );
+        }
+    }
     Ok(())
 }
 

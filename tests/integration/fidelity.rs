@@ -1879,3 +1879,23 @@ fn an_empty_inventory_is_warned_of_as_ansible_playbook_warns() {
         .partial_output("the recap and timing are not what this test is about")
         .stderr_is("");
 }
+
+/// The implicit localhost reads `host_vars/localhost` and `group_vars/all` beside the playbook,
+/// as ansible-playbook 2.19.4 reads them for it (`1 2` there for this playbook), and has the
+/// controller's Python as its `ansible_python_interpreter` (`_create_implicit_localhost`).
+#[test]
+fn the_implicit_localhost_reads_host_vars_beside_the_playbook() {
+    let book = "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+                \x20   - debug: msg=\"{{ a | default('none') }} {{ b | default('none') }}\"\n\
+                \x20   - assert:\n        that: ansible_python_interpreter is search('python')\n";
+    let out = Test::new()
+        .write("p.yml", book)
+        .write("host_vars/localhost", "a: 1\n")
+        .write("group_vars/all.yml", "b: 2\n")
+        .args(["playbook", "p.yml"])
+        .succeeds()
+        .partial_output("the recap and timing are not what this test is about")
+        .stdout();
+    assert!(out.contains("\"msg\": \"1 2\""), "{out}");
+    assert!(out.contains("ok=2 "), "{out}");
+}
