@@ -340,6 +340,10 @@ impl Executor {
         };
         let mut inh = inherit::Inherit::from_play(pr.play);
         inh.tags = vec!["always".into()];
+        // Every host gathers its own facts, whatever the play's `run_once` (ansible-core's
+        // setup block sets `run_once = False`: one host's facts would be copied to all).
+        inh.kw.run_once = Some(false);
+        inh.kw.templated.retain(|(k, _)| k != "run_once");
         // Facts are gathered once per host per run; later plays reuse them. With
         // `gathering = smart`, facts the fact cache holds from an earlier run count too.
         // A play naming its own `gather_subset`, `gather_timeout` or `fact_path` gathers

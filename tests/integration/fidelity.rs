@@ -1899,3 +1899,23 @@ fn the_implicit_localhost_reads_host_vars_beside_the_playbook() {
     assert!(out.contains("\"msg\": \"1 2\""), "{out}");
     assert!(out.contains("ok=2 "), "{out}");
 }
+
+/// A play's `run_once` does not reach its fact gathering: every host gathers its own facts
+/// (ansible-core's setup block sets `run_once = False`; issue 39453). ansible-playbook 2.19.4
+/// prints `True True` for this playbook.
+#[test]
+fn a_run_once_play_still_gathers_every_hosts_facts() {
+    let book = "- hosts: all\n  run_once: true\n  tasks:\n\
+                \x20   - debug: msg=\"{{ hostvars.h1.ansible_system is defined }} {{ hostvars.h2.ansible_system is defined }}\"\n";
+    let out = Test::new()
+        .write("p.yml", book)
+        .write(
+            "hosts",
+            "h1 ansible_connection=local\nh2 ansible_connection=local\n",
+        )
+        .args(["playbook", "-i", "hosts", "p.yml"])
+        .succeeds()
+        .partial_output("gathering's result lines come in the order the hosts finish")
+        .stdout();
+    assert!(out.contains("\"msg\": \"True True\""), "{out}");
+}
