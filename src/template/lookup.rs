@@ -969,9 +969,9 @@ fn render_template(
                 .flat_map(|p| [p.join("templates"), p]),
         );
         let env = super::file_env(state.env(), search, &opts.file)?;
-        super::render::render_value(&env, source, &ctx)?
+        super::render::render_value_as(&env, source, &ctx, false)?
     } else {
-        super::render::render_value(state.env(), source, &ctx)?
+        super::render::render_value_as(state.env(), source, &ctx, false)?
     };
     // A template whose output is one value gives it with its type, as ansible-core's
     // template lookup (rendered by the engine's native concatenation) does.

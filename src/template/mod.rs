@@ -376,14 +376,19 @@ impl Templar {
         opts: &FileOptions,
     ) -> Result<String, TemplateError> {
         if !loads_templates(source) && *opts == FileOptions::default() {
-            return self.render_str(source, vars);
+            if !scope::is_template(source) {
+                return Ok(source.to_string());
+            }
+            let scope = self.scope_for(&[source], &[], vars);
+            return render::render_file(&scope.env, source, &scope.ctx)
+                .map_err(TemplateError::from_jinja);
         }
         let env = file_env(&self.env, search.to_vec(), opts).map_err(TemplateError::from_jinja)?;
         let env = Arc::new(env);
         // Included templates may read any variable: the whole set, not a subset.
         let lazy = scope::LazyVars::new(env.clone(), Arc::new(vars.clone()), self.hostvars.clone());
         let ctx = minijinja::Value::from_dyn_object(lazy);
-        render::render(&env, source, &ctx).map_err(TemplateError::from_jinja)
+        render::render_file(&env, source, &ctx).map_err(TemplateError::from_jinja)
     }
 
     /// Render every string inside `value`; a string that is exactly `{{ expr }}` becomes the

@@ -30,7 +30,18 @@ impl Drop for Frame {
 
 /// Render template text against `ctx`.
 pub(crate) fn render(env: &Environment<'_>, source: &str, ctx: &Value) -> Result<String, Error> {
-    render_framed(env, source, ctx, false).map(|(text, _)| text)
+    render_framed(env, source, ctx, false, true).map(|(text, _)| text)
+}
+
+/// Render a template file's text: its string literals' backslashes are Jinja's escapes
+/// (`'a\nb'` holds a line break), as the `template` module and lookup render with
+/// `escape_backslashes=False`.
+pub(crate) fn render_file(
+    env: &Environment<'_>,
+    source: &str,
+    ctx: &Value,
+) -> Result<String, Error> {
+    render_framed(env, source, ctx, false, false).map(|(text, _)| text)
 }
 
 /// Render template text against `ctx` as ansible-core 2.19's native concatenation does: a
@@ -42,7 +53,18 @@ pub(crate) fn render_value(
     source: &str,
     ctx: &Value,
 ) -> Result<Value, Error> {
-    let (text, nodes) = render_framed(env, source, ctx, true)?;
+    render_value_as(env, source, ctx, true)
+}
+
+/// `render_value`, with string literals' backslashes doubled first (`escape`, as for a
+/// playbook's text) or left as Jinja's escapes (a template file's, see `render_file`).
+pub(crate) fn render_value_as(
+    env: &Environment<'_>,
+    source: &str,
+    ctx: &Value,
+    escape: bool,
+) -> Result<Value, Error> {
+    let (text, nodes) = render_framed(env, source, ctx, true, escape)?;
     let nodes = nodes.unwrap_or_default();
     // The template's own final line break is not output (Jinja drops it); ansible-core gives
     // it back to a text result only.
@@ -73,10 +95,14 @@ fn render_framed(
     source: &str,
     ctx: &Value,
     record: bool,
+    escape: bool,
 ) -> Result<(String, Option<Vec<Value>>), Error> {
     NODES.with(|n| n.borrow_mut().push(record.then(Vec::new)));
     let _frame = Frame;
-    let src = escape_backslashes(source);
+    let src = match escape {
+        true => escape_backslashes(source),
+        false => source.into(),
+    };
     let once = |env: &Environment<'_>| {
         // A retried render starts its record afresh.
         NODES.with(|n| {
