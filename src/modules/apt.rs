@@ -95,6 +95,14 @@ struct Cache {
 const CACHE_AGE: &str = "t=$(stat -c %Y /var/lib/apt/periodic/update-success-stamp 2>/dev/null \
     || stat -c %Y /var/lib/apt/lists 2>/dev/null || echo 0); echo \"kinit-cache $t $(date +%s)\"";
 
+/// Whether a cache last updated at `stamp` is still fresh at `now` for `cache_valid_time`
+/// `valid` (whole seconds). Without `cache_valid_time` it never is: ansible-core compares the
+/// stamp's sub-second mtime with the clock, which a past update never reaches, while whole
+/// seconds would call a cache another apt run updated this very second fresh.
+fn is_fresh(stamp: u64, now: u64, valid: u64) -> bool {
+    valid > 0 && stamp.saturating_add(valid) >= now
+}
+
 /// `apt-get update` when the cache is older than `valid` seconds (check mode only says it
 /// would); whether it was updated is whether its time moved (always, in check mode).
 async fn refresh_cache(
@@ -111,7 +119,7 @@ async fn refresh_cache(
     };
     let out = ctx.run(CACHE_AGE).await?;
     let (time, now) = age(out.stdout_str()).unwrap_or((0, u64::MAX));
-    if time.saturating_add(valid) >= now {
+    if is_fresh(time, now, valid) {
         return Ok(Ok(Cache {
             updated: false,
             time,
@@ -198,4 +206,22 @@ async fn install_deb(ctx: &ModuleCtx<'_>, deb: &str) -> Result<ModuleResult, Mod
         .with_output(&out));
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_fresh;
+
+    #[test]
+    fn only_cache_valid_time_makes_a_cache_fresh() {
+        let now = 1_700_000_000;
+        // update_cache alone: updated even when another run stamped the cache this second.
+        assert!(!is_fresh(now, now, 0));
+        assert!(!is_fresh(now + 5, now, 0));
+        // cache_valid_time: fresh up to and including its last second, as ansible-core's `>=`.
+        assert!(is_fresh(now - 3600, now, 3600));
+        assert!(!is_fresh(now - 3601, now, 3600));
+        // Never updated (stamp 0) is stale for any validity.
+        assert!(!is_fresh(0, now, 86_400));
+    }
 }
