@@ -125,6 +125,10 @@ pub struct AnsibleSettings {
     pub localhost_warning: Option<bool>,
     /// `[inventory] unparsed_warning`: warn when no inventory source was given (unset: yes).
     pub inventory_unparsed_warning: Option<bool>,
+    /// `[inventory] unparsed_is_failed`: no source that could be read ends the run.
+    pub inventory_unparsed_is_failed: bool,
+    /// `[inventory] any_unparsed_is_failed`: any source that cannot be read ends the run.
+    pub inventory_any_unparsed_is_failed: bool,
     /// Settings of the file kinit does not use, as `section.key`.
     pub ignored: Vec<String>,
 }
@@ -283,6 +287,13 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
                 s.inventory_unparsed_warning =
                     Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
             }
+            ("inventory", "unparsed_is_failed") => {
+                s.inventory_unparsed_is_failed = boolean(value).ok_or_else(|| bad("a boolean"))?;
+            }
+            ("inventory", "any_unparsed_is_failed") => {
+                s.inventory_any_unparsed_is_failed =
+                    boolean(value).ok_or_else(|| bad("a boolean"))?;
+            }
             _ => {
                 let name = format!("{section}.{key}");
                 if !FITTING.contains(&name.as_str()) && !s.ignored.contains(&name) {
@@ -423,6 +434,14 @@ fn read_env(
         s.inventory_unparsed_warning = Some(
             boolean(&v).ok_or_else(|| bad("ANSIBLE_INVENTORY_UNPARSED_WARNING", v, "a boolean"))?,
         );
+    }
+    if let Some(v) = get("ANSIBLE_INVENTORY_UNPARSED_FAILED") {
+        s.inventory_unparsed_is_failed =
+            boolean(&v).ok_or_else(|| bad("ANSIBLE_INVENTORY_UNPARSED_FAILED", v, "a boolean"))?;
+    }
+    if let Some(v) = get("ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED") {
+        s.inventory_any_unparsed_is_failed = boolean(&v)
+            .ok_or_else(|| bad("ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED", v, "a boolean"))?;
     }
     Ok(())
 }

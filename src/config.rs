@@ -128,6 +128,20 @@ pub enum PlaybookMode {
     ListHosts,
 }
 
+/// ansible-playbook's handling of inventory sources it cannot read and of an inventory
+/// without hosts (ansible-core's `InventoryManager.parse_sources`/`parse_source`).
+#[derive(Debug, Clone, Copy)]
+pub struct InventoryPolicy {
+    /// `[inventory] unparsed_warning`: warn when no source was read.
+    pub unparsed_warning: bool,
+    /// `localhost_warning`: warn when the inventory has no hosts.
+    pub localhost_warning: bool,
+    /// `[inventory] unparsed_is_failed`: no source read ends the run.
+    pub unparsed_is_failed: bool,
+    /// `[inventory] any_unparsed_is_failed`: any source not read ends the run.
+    pub any_unparsed_is_failed: bool,
+}
+
 /// `kinit playbook`: the command line over `ANSIBLE_*` variables over `ansible.cfg`, as
 /// ansible-playbook merges them.
 #[derive(Debug, Clone)]
@@ -137,9 +151,8 @@ pub struct PlaybookConfig {
     pub loader: LoaderOptions,
     /// Inventory sources (`-i`, else ansible.cfg's `inventory`).
     pub inventory: Vec<String>,
-    /// Warn of no inventory source (`[inventory] unparsed_warning`) and of an inventory
-    /// without hosts (`localhost_warning`), as ansible-playbook does.
-    pub inventory_warnings: (bool, bool),
+    /// What an unreadable or empty inventory warns of or ends.
+    pub inventory_policy: InventoryPolicy,
     pub run: RunOptions,
     pub reports: ReportFiles,
 }
@@ -232,10 +245,12 @@ impl PlaybookConfig {
                 extra_vars,
             },
             inventory,
-            inventory_warnings: (
-                cfg.inventory_unparsed_warning.unwrap_or(true),
-                cfg.localhost_warning.unwrap_or(true),
-            ),
+            inventory_policy: InventoryPolicy {
+                unparsed_warning: cfg.inventory_unparsed_warning.unwrap_or(true),
+                localhost_warning: cfg.localhost_warning.unwrap_or(true),
+                unparsed_is_failed: cfg.inventory_unparsed_is_failed,
+                any_unparsed_is_failed: cfg.inventory_any_unparsed_is_failed,
+            },
             run,
             reports: ReportFiles {
                 log_json: args.exec.log_json.clone(),

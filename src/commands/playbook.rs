@@ -11,7 +11,7 @@ use crate::cli::PlaybookArgs;
 use crate::config::{PlaybookConfig, PlaybookMode, vault_sources};
 use crate::exec::Executor;
 use crate::exec::session::Session;
-use crate::inventory::Inventory;
+use crate::inventory::{Inventory, InventoryError};
 use crate::playbook::{Loader, Play, Playbook, list};
 use crate::report::{EventSender, Redactor};
 use crate::secret::Secret;
@@ -98,12 +98,8 @@ pub fn playbook(args: PlaybookArgs) -> Result<Outcome, Error> {
         }
         PlaybookMode::ListHosts | PlaybookMode::Run => {}
     }
-    let inventory = load_inventory(&config.inventory, &books)?;
-    let (unparsed_warning, localhost_warning) = config.inventory_warnings;
-    if config.inventory.is_empty() && unparsed_warning {
-        eprintln!("[WARNING]: No inventory was parsed, only implicit localhost is available");
-    }
-    if inventory.hosts.is_empty() && localhost_warning {
+    let inventory = load_inventory(&config.inventory, &books, config.inventory_policy)?;
+    if inventory.hosts.is_empty() && config.inventory_policy.localhost_warning {
         eprintln!(
             "[WARNING]: provided hosts list is empty, only localhost is available. Note that \
              the implicit localhost does not match 'all'"
@@ -158,7 +154,14 @@ fn roles_path() -> Vec<PathBuf> {
 /// `-i` values (files, folders, `a,b,` host lists); none means an empty inventory, where
 /// only the implicit `localhost` exists. The `group_vars/` and `host_vars/` beside the
 /// playbooks come last.
-fn load_inventory(sources: &[String], books: &[Playbook]) -> Result<Inventory, Error> {
+/// The inventory from `sources`, with ansible-playbook's warnings: a source that is neither a
+/// file, a folder nor a host list is warned of and skipped (or ends the run with
+/// `any_unparsed_is_failed`), and so is having read none (`unparsed_is_failed`).
+fn load_inventory(
+    sources: &[String],
+    books: &[Playbook],
+    policy: crate::config::InventoryPolicy,
+) -> Result<Inventory, Error> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     for b in books {
         let dir = match b.path.parent() {
@@ -172,6 +175,23 @@ fn load_inventory(sources: &[String], books: &[Playbook]) -> Result<Inventory, E
     let mut inv = crate::inventory::load_for_playbooks(sources, &dirs)?;
     for w in std::mem::take(&mut inv.warnings) {
         eprintln!("[WARNING]: {w}");
+    }
+    for path in &inv.unparsed {
+        if policy.any_unparsed_is_failed {
+            return Err(InventoryError::Unparsed { path: path.clone() }.into());
+        }
+        eprintln!(
+            "[WARNING]: Unable to parse {} as an inventory source",
+            path.display()
+        );
+    }
+    if sources.len() == inv.unparsed.len() {
+        if policy.unparsed_is_failed {
+            return Err(InventoryError::NoneParsed.into());
+        }
+        if policy.unparsed_warning {
+            eprintln!("[WARNING]: No inventory was parsed, only implicit localhost is available");
+        }
     }
     Ok(inv)
 }

@@ -83,14 +83,21 @@ impl Executor {
     /// `meta: refresh_inventory`: the inventory's sources read again, the run's `add_host`
     /// and `group_by` changes kept; later plays target what it now holds, and a host of this
     /// play the sources no longer have runs none of its remaining tasks (ansible-core's
-    /// strategy recomputes the hosts left). Sources that cannot be read again leave the
-    /// inventory as it was, with a warning.
+    /// strategy recomputes the hosts left). A source that is gone is skipped with a warning, as
+    /// when the run started; one that no longer parses leaves the inventory as it was, with a
+    /// warning.
     pub(crate) fn refresh_inventory(&self, pr: &super::PlayRun<'_>) {
         let fresh = self.inventory.read().unwrap().refreshed();
         match fresh {
             Ok(fresh) => {
                 for w in &fresh.warnings {
                     self.warn_once(w.clone());
+                }
+                for path in &fresh.unparsed {
+                    self.warn_once(format!(
+                        "Unable to parse {} as an inventory source",
+                        path.display()
+                    ));
                 }
                 for h in fresh.hosts.keys() {
                     self.hide_host_secrets(&fresh, h);

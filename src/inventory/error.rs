@@ -52,4 +52,11 @@ pub enum InventoryError {
         value: String,
         expected: &'static str,
     },
+    /// `[inventory] any_unparsed_is_failed`: a source that is neither a file, a folder nor a
+    /// host list ends the run (ansible-core's words).
+    #[error("Completely failed to parse inventory source {}", path.display())]
+    Unparsed { path: PathBuf },
+    /// `[inventory] unparsed_is_failed`: no source could be read.
+    #[error("No inventory was parsed, please check your configuration and options.")]
+    NoneParsed,
 }

@@ -14,13 +14,20 @@ const IGNORED_IN_DIRS: [&str; 13] = [
     ".retry",
 ];
 
-/// Load every source in order into one inventory.
+/// Load every source in order into one inventory; a source that does not exist is an error.
 pub fn load(sources: &[String]) -> Result<Inventory, InventoryError> {
-    load_for_playbooks(sources, &[])
+    let inv = load_for_playbooks(sources, &[])?;
+    match inv.unparsed.first() {
+        Some(path) => Err(missing(path)),
+        None => Ok(inv),
+    }
 }
 
 /// Load every source in order into one inventory, then the `group_vars/`/`host_vars/`
-/// beside the playbooks (`playbook_dirs`), which win over the inventory's.
+/// beside the playbooks (`playbook_dirs`), which win over the inventory's. A source that is
+/// neither a file, a folder nor a host list is skipped into `unparsed` (its absolute path), as
+/// ansible-core skips a source no inventory plugin accepts; one that exists and is invalid is
+/// an error.
 pub fn load_for_playbooks(
     sources: &[String],
     playbook_dirs: &[PathBuf],
@@ -28,8 +35,16 @@ pub fn load_for_playbooks(
     let mut inv = Inventory::default();
     let mut dirs = Vec::new();
     for s in sources {
-        if let Some(dir) = load_source(&mut inv, s)? {
-            dirs.push(dir);
+        match load_source(&mut inv, s) {
+            Ok(Some(dir)) => dirs.push(dir),
+            Ok(None) => {}
+            Err(InventoryError::Read { path, source })
+                if source.kind() == std::io::ErrorKind::NotFound && !path.exists() =>
+            {
+                inv.unparsed
+                    .push(std::path::absolute(&path).unwrap_or(path));
+            }
+            Err(e) => return Err(e),
         }
     }
     for dir in &dirs {
@@ -89,13 +104,17 @@ pub fn load_source(inv: &mut Inventory, source: &str) -> Result<Option<PathBuf>,
         }
         return Ok(None);
     }
-    Err(InventoryError::Read {
+    Err(missing(path))
+}
+
+fn missing(path: &Path) -> InventoryError {
+    InventoryError::Read {
         path: path.to_path_buf(),
         source: std::io::Error::new(
             std::io::ErrorKind::NotFound,
             "no such file or folder (a host list needs a comma, e.g. `host1,`)",
         ),
-    })
+    }
 }
 
 fn load_file(inv: &mut Inventory, path: &Path) -> Result<(), InventoryError> {

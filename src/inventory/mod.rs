@@ -88,6 +88,10 @@ pub struct Inventory {
     /// `host_vars/localhost` (and `127.0.0.1`, `::1`) for the implicit local host, the
     /// inventory's folders then the playbooks', as ansible-core reads them for it too.
     pub implicit_vars: IndexMap<String, VarMap>,
+    /// Sources that are neither a file, a folder nor a host list (a path that does not
+    /// exist), skipped as ansible-core skips them; `load` refuses them, the playbook command
+    /// warns of them.
+    pub unparsed: Vec<PathBuf>,
 }
 
 impl Default for Inventory {
@@ -110,6 +114,7 @@ impl Default for Inventory {
             sources: Sources::default(),
             dynamic: Vec::new(),
             implicit_vars: IndexMap::new(),
+            unparsed: Vec::new(),
         }
     }
 }

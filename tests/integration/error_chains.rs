@@ -44,7 +44,13 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "inventory missing",
-        files: &[("site.yml", "- hosts: all\n  tasks: []\n")],
+        files: &[
+            ("site.yml", "- hosts: all\n  tasks: []\n"),
+            (
+                "ansible.cfg",
+                "[inventory]\nany_unparsed_is_failed = true\n",
+            ),
+        ],
         args: &["playbook", "-i", "nowhere.ini", "site.yml"],
     },
     Case {

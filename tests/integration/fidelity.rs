@@ -1880,6 +1880,44 @@ fn an_empty_inventory_is_warned_of_as_ansible_playbook_warns() {
         .stderr_is("");
 }
 
+/// A source that is neither a file, a folder nor a host list is warned of and skipped, as
+/// ansible-playbook 2.19.4 does (`InventoryManager.parse_source`): the run goes on with the
+/// other sources, or the implicit localhost alone; `[inventory] unparsed_is_failed` and
+/// `any_unparsed_is_failed` make it an error. Each expectation is ansible-playbook's output
+/// for the same files.
+#[test]
+fn a_missing_inventory_source_is_warned_of_and_skipped() {
+    let book = "- hosts: all\n  gather_facts: false\n  tasks:\n    - debug: msg=x\n";
+    let missing = "[WARNING]: Unable to parse [DIR]/nowhere.ini as an inventory source\n";
+    let out = Test::new()
+        .write("t.yml", book)
+        .write("hosts.ini", "h1 ansible_connection=local\n")
+        .args(["playbook", "-i", "nowhere.ini", "-i", "hosts.ini", "t.yml"])
+        .succeeds()
+        .partial_output("the recap and timing are not what this test is about")
+        .stderr_is(missing)
+        .stdout();
+    assert!(out.contains("ok: [h1]"), "{out}");
+    Test::new()
+        .write("t.yml", book)
+        .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "true")
+        .args(["playbook", "-i", "nowhere.ini", "t.yml"])
+        .succeeds()
+        .partial_output("the recap and timing are not what this test is about")
+        .stderr_is(&format!(
+            "{missing}[WARNING]: No inventory was parsed, only implicit localhost is available\n"
+        ));
+    Test::new()
+        .write("t.yml", book)
+        .env("ANSIBLE_INVENTORY_UNPARSED_FAILED", "true")
+        .args(["playbook", "-i", "nowhere.ini", "t.yml"])
+        .fails_with(1)
+        .stdout_is("")
+        .stderr_is(&format!(
+            "{missing}error: No inventory was parsed, please check your configuration and options.\n"
+        ));
+}
+
 /// The implicit localhost reads `host_vars/localhost` and `group_vars/all` beside the playbook,
 /// as ansible-playbook 2.19.4 reads them for it (`1 2` there for this playbook), and has the
 /// controller's Python as its `ansible_python_interpreter` (`_create_implicit_localhost`).
