@@ -295,17 +295,20 @@ impl Executor {
                 && ["distribution", "interfaces", "memtotal_mb"]
                     .iter()
                     .all(|k| facts.contains_key(*k));
-            let plain: Vec<String> = result
+            let returned: Vec<&String> = result
                 .fields
                 .get("ansible_facts")
                 .and_then(serde_json::Value::as_object)
-                .map(|f| {
-                    f.keys()
-                        .filter(|k| !k.starts_with("ansible_"))
-                        .cloned()
-                        .collect()
-                })
+                .map(|f| f.keys().collect())
                 .unwrap_or_default();
+            for k in returned.iter().filter(|k| super::state::restricted_fact(k)) {
+                self.warn_once(format!("Removed restricted key from module data: {k}"));
+            }
+            let plain: Vec<String> = returned
+                .into_iter()
+                .filter(|k| !k.starts_with("ansible_"))
+                .cloned()
+                .collect();
             self.with_state(&target, |s| {
                 s.plain_facts.extend(plain);
                 crate::vars::overlay(&mut s.facts, &facts);

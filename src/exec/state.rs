@@ -43,14 +43,19 @@ pub struct HostState {
 }
 
 impl HostState {
-    /// The facts as variables: `ansible_facts`, and each fact by its variable name.
+    /// The facts as variables: `ansible_facts`, and each fact by its variable name but those
+    /// [`restricted_fact`] names (a module's facts cannot set connection variables or
+    /// `ansible_facts` itself).
     pub fn inject_facts(&self, m: &mut VarMap) {
         if self.facts.is_empty() {
             return;
         }
         m.insert("ansible_facts".into(), Value::Object(self.facts.clone()));
         for (k, v) in &self.facts {
-            m.insert(self.fact_var_name(k), v.clone());
+            let name = self.fact_var_name(k);
+            if !restricted_fact(&name) {
+                m.insert(name, v.clone());
+            }
         }
     }
 
@@ -103,5 +108,104 @@ impl HostState {
 
     pub fn active(&self) -> bool {
         !self.failed && !self.unreachable && !self.ended
+    }
+}
+
+/// Variables a fact may not set at the top level, as ansible-core's `clean_facts` removes
+/// them (`vars/clean.py`): the connection and become variables (`MAGIC_VARIABLE_MAPPING`,
+/// `COMMON_CONNECTION_VARS`), any `ansible_<connection plugin>_*` but bridges, any
+/// `ansible_become_*`, `ansible_*_interpreter`, and `RESTRICTED_RESULT_KEYS` and
+/// `INTERNAL_RESULT_KEYS`. SSH host key facts stay. The fact itself stays in `ansible_facts`.
+pub fn restricted_fact(name: &str) -> bool {
+    const NAMED: [&str; 39] = [
+        "ansible_become",
+        "ansible_become_exe",
+        "ansible_become_flags",
+        "ansible_become_method",
+        "ansible_become_pass",
+        "ansible_become_password",
+        "ansible_become_user",
+        "ansible_connection",
+        "ansible_connection_user",
+        "ansible_docker_extra_args",
+        "ansible_host",
+        "ansible_module_compression",
+        "ansible_network_os",
+        "ansible_password",
+        "ansible_pipelining",
+        "ansible_port",
+        "ansible_private_key_file",
+        "ansible_scp_extra_args",
+        "ansible_sftp_extra_args",
+        "ansible_shell_executable",
+        "ansible_shell_type",
+        "ansible_ssh_common_args",
+        "ansible_ssh_executable",
+        "ansible_ssh_extra_args",
+        "ansible_ssh_host",
+        "ansible_ssh_pass",
+        "ansible_ssh_pipelining",
+        "ansible_ssh_port",
+        "ansible_ssh_private_key_file",
+        "ansible_ssh_timeout",
+        "ansible_ssh_transfer_method",
+        "ansible_ssh_user",
+        "ansible_timeout",
+        "ansible_user",
+        "ansible_rsync_path",
+        "ansible_playbook_python",
+        "ansible_facts",
+        "add_host",
+        "add_group",
+    ];
+    const CONNECTIONS: [&str; 5] = ["local", "paramiko_ssh", "psrp", "ssh", "winrm"];
+    if name.starts_with("ansible_ssh_host_key_") {
+        return false;
+    }
+    if NAMED.contains(&name) || name.starts_with("ansible_become_") {
+        return true;
+    }
+    let Some(rest) = name.strip_prefix("ansible_") else {
+        return false;
+    };
+    let plugin_var = CONNECTIONS.iter().any(|c| {
+        rest.strip_prefix(c).is_some_and(|r| r.starts_with('_'))
+            && !rest.ends_with("_bridge")
+            && !rest.ends_with("_gwbridge")
+    });
+    plugin_var || rest.ends_with("_interpreter")
+}
+
+#[cfg(test)]
+mod restricted_tests {
+    use super::restricted_fact;
+
+    #[test]
+    fn connection_variables_and_interpreters_are_not_facts() {
+        for name in [
+            "ansible_facts",
+            "ansible_host",
+            "ansible_python_interpreter",
+            "ansible_become_anything",
+            "ansible_ssh_foo",
+            "ansible_winrm_transport",
+            "ansible_local_x",
+            "ansible__interpreter",
+            "add_host",
+        ] {
+            assert!(restricted_fact(name), "{name}");
+        }
+        for name in [
+            "ansible_local",
+            "ansible_ssh_host_key_rsa_public",
+            "ansible_docker_bridge",
+            "ansible_local_gwbridge",
+            "ansible_distribution",
+            "dansible_iscovered_interpreter_python",
+            "discovered_interpreter_python",
+            "ansible_interpreter",
+        ] {
+            assert!(!restricted_fact(name), "{name}");
+        }
     }
 }

@@ -1880,6 +1880,49 @@ fn an_empty_inventory_is_warned_of_as_ansible_playbook_warns() {
         .stderr_is("");
 }
 
+/// A module's facts cannot set connection variables, interpreters or `ansible_facts` itself:
+/// ansible-core's `clean_facts` keeps them out of the top-level variables with `Removed
+/// restricted key from module data: ...`, and the `ansible_` prefix comes off a fact's name
+/// inside `ansible_facts` only (so a nested `ansible_facts` is `ansible_facts.facts`). The
+/// module is a shell script in `library/`; the output is ansible-playbook 2.19.4's.
+#[test]
+fn facts_a_module_returns_cannot_set_restricted_variables() {
+    let module = "#!/bin/sh\necho '{\"changed\": false, \"ansible_facts\": {\
+                  \"ansible_facts\": {\"discovered_interpreter_python\": \"/bin/evil\"}, \
+                  \"ansible_python_interpreter\": \"/bin/evil\", \"ansible_host\": \"evil\", \
+                  \"ansible_ssh_host_key_x_public\": \"kept\", \"mine\": 1}}'\n";
+    let book = "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+                \x20   - action: bogus_facts\n\
+                \x20   - assert:\n        that:\n\
+                \x20         - discovered_interpreter_python is undefined\n\
+                \x20         - ansible_facts.discovered_interpreter_python is undefined\n\
+                \x20         - ansible_facts.facts.discovered_interpreter_python == '/bin/evil'\n\
+                \x20         - ansible_python_interpreter != '/bin/evil'\n\
+                \x20         - ansible_host | default('') != 'evil'\n\
+                \x20         - ansible_ssh_host_key_x_public == 'kept'\n\
+                \x20         - mine == 1\n";
+    let ran = Test::new()
+        .write("p.yml", book)
+        .write("library/bogus_facts", module)
+        .args(["playbook", "p.yml"])
+        .succeeds()
+        .partial_output("the recap and timing are not what this test is about");
+    let (out, err) = (ran.stdout(), ran.stderr());
+    assert!(out.contains("ok=2 "), "{out}");
+    // ansible-core warns in the order of a Python set; kinit in the module's.
+    let mut warnings: Vec<&str> = err.lines().collect();
+    warnings.sort();
+    assert_eq!(
+        warnings,
+        [
+            "[WARNING]: Removed restricted key from module data: ansible_facts",
+            "[WARNING]: Removed restricted key from module data: ansible_host",
+            "[WARNING]: Removed restricted key from module data: ansible_python_interpreter",
+        ],
+        "{out}"
+    );
+}
+
 /// A source that is neither a file, a folder nor a host list is warned of and skipped, as
 /// ansible-playbook 2.19.4 does (`InventoryManager.parse_source`): the run goes on with the
 /// other sources, or the implicit localhost alone; `[inventory] unparsed_is_failed` and
