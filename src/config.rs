@@ -186,7 +186,7 @@ impl PlaybookConfig {
             PlaybookMode::Run
         };
         roles_path.extend(cfg.roles_path.iter().cloned());
-        let extra_vars = parse_extra_vars(&args.extra_vars, base_dir)?;
+        let extra_vars = crate::extra_vars::parse_playbook_extra_vars(&args.extra_vars, base_dir)?;
         // `-i` wins over ansible.cfg's `inventory` (and ANSIBLE_INVENTORY), as in Ansible.
         let inventory = if args.inventory.is_empty() {
             cfg.inventory.clone()

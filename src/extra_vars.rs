@@ -5,7 +5,9 @@
 //! - an argument starting with `{` or `[` is inline YAML/JSON and must be a mapping
 //!   (`-e '{"nodes": [1, 2], "debug": true}'`), which is how typed values are passed;
 //! - anything else is `key=value` pairs separated by spaces; values stay strings, quotes
-//!   (`msg="a b"`) group words and are removed, `\=` is a literal `=`;
+//!   (`msg="a b"`) group words and are removed, `\=` is a literal `=`; a word without `=` is
+//!   an error for kinit's own commands, and for `kinit playbook` goes to the variable
+//!   `_raw_params` as ansible-playbook keeps it (`-e 'a: 1'` is then not an error);
 //! - a path without `@` (`/x.yml`, `./x.yml`) is refused, as Ansible does.
 //!
 //! Later arguments override earlier ones key by key (Ansible's `hash_behaviour=replace`).
@@ -71,11 +73,25 @@ fn position(line: usize, column: usize) -> String {
 }
 
 /// Parse every `-e` argument in order and merge them (later wins). Relative `@file` paths
-/// are resolved against `base_dir`.
+/// are resolved against `base_dir`. A word without `=` is an error.
 pub fn parse_extra_vars(args: &[String], base_dir: &Path) -> Result<VarMap, ExtraVarsError> {
+    parse_all(args, base_dir, false)
+}
+
+/// [`parse_extra_vars`] as ansible-playbook parses them: the words of an argument that are not
+/// `key=value` are kept, joined by spaces, as the variable `_raw_params` (ansible-core's
+/// `parse_kv`), so `-e 'a: 1'` is not an error there.
+pub fn parse_playbook_extra_vars(
+    args: &[String],
+    base_dir: &Path,
+) -> Result<VarMap, ExtraVarsError> {
+    parse_all(args, base_dir, true)
+}
+
+fn parse_all(args: &[String], base_dir: &Path, raw_ok: bool) -> Result<VarMap, ExtraVarsError> {
     let mut out = VarMap::new();
     for (i, arg) in args.iter().enumerate() {
-        let vars = parse_one(arg, i + 1, base_dir)?;
+        let vars = parse_arg(arg, i + 1, base_dir, raw_ok)?;
         crate::vars::combine(&mut out, &vars);
     }
     Ok(out)
@@ -83,6 +99,15 @@ pub fn parse_extra_vars(args: &[String], base_dir: &Path) -> Result<VarMap, Extr
 
 /// One `-e` argument; `index` is its 1-based position, used in errors.
 pub fn parse_one(arg: &str, index: usize, base_dir: &Path) -> Result<VarMap, ExtraVarsError> {
+    parse_arg(arg, index, base_dir, false)
+}
+
+fn parse_arg(
+    arg: &str,
+    index: usize,
+    base_dir: &Path,
+    raw_ok: bool,
+) -> Result<VarMap, ExtraVarsError> {
     if arg.is_empty() {
         return Ok(VarMap::new());
     }
@@ -106,7 +131,7 @@ pub fn parse_one(arg: &str, index: usize, base_dir: &Path) -> Result<VarMap, Ext
             found,
         });
     }
-    parse_kv(arg, index)
+    parse_kv(arg, index, raw_ok)
 }
 
 fn load_file(file: &str, index: usize, base_dir: &Path) -> Result<VarMap, ExtraVarsError> {
@@ -183,12 +208,17 @@ fn check_name(name: &str, index: usize) -> Result<(), ExtraVarsError> {
     }
 }
 
-/// `k=v k2="a b"`: Ansible's `parse_kv` without the free-form `_raw_params` (a word without
-/// `=` is an error here, since extra vars have no use for it).
-fn parse_kv(arg: &str, index: usize) -> Result<VarMap, ExtraVarsError> {
+/// `k=v k2="a b"`: Ansible's `parse_kv`; a word without `=` is an error, or with `raw_ok` goes
+/// to the free-form `_raw_params` as the words were written.
+fn parse_kv(arg: &str, index: usize, raw_ok: bool) -> Result<VarMap, ExtraVarsError> {
     let mut out = VarMap::new();
+    let mut raw: Vec<String> = Vec::new();
     for word in split_words(arg, index)? {
         let Some(eq) = find_unescaped_eq(&word) else {
+            if raw_ok {
+                raw.push(word);
+                continue;
+            }
             // Show the key-less word only up to a reasonable length; it is not a value.
             return Err(ExtraVarsError::NotKeyValue {
                 index,
@@ -199,6 +229,12 @@ fn parse_kv(arg: &str, index: usize) -> Result<VarMap, ExtraVarsError> {
         check_name(key, index)?;
         let value = unquote(word[eq + 1..].trim()).replace("\\=", "=");
         out.insert(key.to_string(), serde_json::Value::String(value));
+    }
+    if !raw.is_empty() {
+        out.insert(
+            "_raw_params".to_string(),
+            serde_json::Value::String(raw.join(" ")),
+        );
     }
     Ok(out)
 }

@@ -115,3 +115,13 @@ proptest::proptest! {
         let _ = parse(&[arg.as_str()]);
     }
 }
+
+#[test]
+fn playbook_extra_vars_keep_words_without_a_value_as_ansible_playbook_does() {
+    let args = ["x: False a=1 \"q r\"".to_string()];
+    let vars = parse_playbook_extra_vars(&args, Path::new(".")).unwrap();
+    assert_eq!(vars["a"], "1");
+    assert_eq!(vars["_raw_params"], "x: False \"q r\"");
+    let err = parse_extra_vars(&args, Path::new(".")).unwrap_err();
+    assert_eq!(err.to_string(), "extra vars #1: `x:` is not `key=value`");
+}

@@ -23,10 +23,13 @@ pub struct Marked {
 }
 
 impl Marked {
+    /// The warning keeps the variable an error was met in (`while templating variable `a``);
+    /// the marker in the value, which a playbook may compare, is ansible-core's reason alone.
     fn mark(&mut self, message: &str) {
         self.errors.push(message.to_string());
         let n = self.errors.len();
-        self.text.push_str(&format!("<< error {n} - {message} >>"));
+        let (reason, _) = super::scope::variable_context(message);
+        self.text.push_str(&format!("<< error {n} - {reason} >>"));
     }
 
     fn stop(&mut self, message: &str) {

@@ -337,17 +337,40 @@ pub(super) fn check_items(value: &Value) -> Result<(), Error> {
 /// `a['b'].c`) over an undefined base, where the chain ends in `is defined`, `is undefined`,
 /// `| default(..)` or `| mandatory` (which names the base): allowed in Ansible. Any other use of the chain stays an error.
 fn is_chain_on_undefined(e: &Error, src: &str) -> bool {
-    if e.kind() != ErrorKind::UndefinedError || e.detail().is_some() {
+    if e.kind() != ErrorKind::UndefinedError {
         return false;
     }
     let Some(range) = e.range() else {
         return false;
     };
-    let chain = src.get(range.clone()).map(|t| strip_braces(t.trim()));
-    if !chain.is_some_and(|t| is_path(t) && t.contains(['.', '['])) {
+    if src
+        .get(range.clone())
+        .is_some_and(|t| t.starts_with("extract("))
+    {
+        return is_guarded_extract(src, range);
+    }
+    if e.detail().is_some() {
         return false;
     }
-    let rest = skip_lookups(src.get(range.end..).unwrap_or_default()).trim_start();
+    let chain = src.get(range.clone()).map(|t| strip_braces(t.trim()));
+    let lookups_on_parens = |t: &str| {
+        t.strip_prefix('(')
+            .and_then(|inner| closing_paren(inner).map(|end| &inner[end + 1..]))
+            .is_some_and(|after| !after.is_empty() && skip_lookups(after).is_empty())
+    };
+    if !chain.is_some_and(|t| (is_path(t) && t.contains(['.', '['])) || lookups_on_parens(t)) {
+        return false;
+    }
+    // Filters between the chain and its guard pass the undefined value on, as ansible-core
+    // 2.19's plugins pass an undefined argument on without running (`u.x | upper | default`).
+    guarded(skip_filters(skip_lookups(
+        src.get(range.end..).unwrap_or_default(),
+    )))
+}
+
+/// Whether `rest` begins with a guard that takes an undefined value: `is defined`, `is
+/// undefined` (and their `not` forms), `| default`, `| d` or `| mandatory`.
+fn guarded(rest: &str) -> bool {
     let guard = |words: &[&str]| {
         let mut r = rest;
         for w in words {
@@ -365,6 +388,73 @@ fn is_chain_on_undefined(e: &Error, src: &str) -> bool {
         || guard(&["|", "default"])
         || guard(&["|", "d"])
         || guard(&["|", "mandatory"])
+}
+
+/// An `extract` that found no such key (its error's range is the call), followed by lookups
+/// out of any parentheses around it and filters, and then a guard: `('k' | extract(d)).x |
+/// default(1)`.
+fn is_guarded_extract(src: &str, range: std::ops::Range<usize>) -> bool {
+    let mut rest = src.get(range.end..).unwrap_or_default();
+    loop {
+        let t = skip_lookups(rest.trim_start());
+        match t.trim_start().strip_prefix(')') {
+            Some(after) => rest = after,
+            None => {
+                rest = t;
+                break;
+            }
+        }
+    }
+    guarded(skip_filters(rest))
+}
+
+/// `text` after any `| name` and `| name(...)` filters but a last `default`, `d` or
+/// `mandatory`, and any lookups after each.
+fn skip_filters(mut text: &str) -> &str {
+    loop {
+        let t = text.trim_start();
+        let Some(after) = t.strip_prefix('|') else {
+            return t;
+        };
+        let after = after.trim_start();
+        let end = after
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+            .unwrap_or(after.len());
+        let name = &after[..end];
+        if name.is_empty() || matches!(name, "default" | "d" | "mandatory") {
+            return t;
+        }
+        let mut next = &after[end..];
+        if let Some(args) = next.strip_prefix('(') {
+            let Some(close) = closing_paren(args) else {
+                return t;
+            };
+            next = &args[close + 1..];
+        }
+        text = skip_lookups(next);
+    }
+}
+
+/// Where the `)` closing an already opened `(` is in `text`, skipping quoted strings.
+fn closing_paren(text: &str) -> Option<usize> {
+    let mut depth = 1usize;
+    let mut quote: Option<char> = None;
+    for (i, c) in text.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => {
+                depth -= 1;
+                if depth == 0 {
+                    return (c == ')').then_some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `text` after any further `.name` and `[...]` lookups of a chain.

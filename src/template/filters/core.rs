@@ -264,21 +264,38 @@ pub fn extract(
     container: Value,
     more: Option<Value>,
 ) -> Result<Value, Error> {
-    let mut v = container.get_item(&key)?;
+    let mut keys = vec![key];
     if let Some(more) = more {
-        let keys: Vec<Value> = match more.kind() {
-            ValueKind::Seq => more.try_iter()?.collect(),
-            _ => vec![more],
-        };
-        for k in keys {
-            v = v.get_item(&k)?;
+        match more.kind() {
+            ValueKind::Seq => keys.extend(more.try_iter()?),
+            _ => keys.push(more),
         }
     }
-    if v.is_undefined() && state.undefined_behavior() == minijinja::UndefinedBehavior::Strict {
-        return Err(Error::new(
-            ErrorKind::UndefinedError,
-            format!("extract: `{key}` is not in the container"),
-        ));
+    let mut v = container;
+    for k in keys {
+        if v.is_undefined() {
+            break;
+        }
+        let next = v.get_item(&k)?;
+        // A missing key: an error in ansible-core's words, met again with chainable undefined
+        // values when a guard follows (`('k' | extract(d)).x | default(1)`, see `undefined`).
+        if next.is_undefined() && state.undefined_behavior() == minijinja::UndefinedBehavior::Strict
+        {
+            let reason = match v.kind() {
+                ValueKind::Seq => format!("list object has no element {k}"),
+                kind => format!(
+                    "object of type '{}' has no attribute '{k}'",
+                    match kind {
+                        ValueKind::Map => "dict",
+                        ValueKind::String => "str",
+                        ValueKind::Number => "int",
+                        _ => "object",
+                    }
+                ),
+            };
+            return Err(Error::new(ErrorKind::UndefinedError, reason));
+        }
+        v = next;
     }
     Ok(v)
 }
