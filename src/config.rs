@@ -128,6 +128,19 @@ pub enum PlaybookMode {
     ListHosts,
 }
 
+/// Ansible's `DEFAULT_HOST_LIST`: the inventory read when neither `-i`, ansible.cfg's
+/// `inventory` nor `ANSIBLE_INVENTORY` names one.
+pub const DEFAULT_HOST_LIST: &str = "/etc/ansible/hosts";
+
+/// The default host list as the only source when it exists; else none (ansible-core does not
+/// warn that a missing default cannot be parsed, only that no inventory was).
+fn default_inventory(path: &Path) -> Vec<String> {
+    match path.exists() {
+        true => vec![path.display().to_string()],
+        false => Vec::new(),
+    }
+}
+
 /// ansible-playbook's handling of inventory sources it cannot read and of an inventory
 /// without hosts (ansible-core's `InventoryManager.parse_sources`/`parse_source`).
 #[derive(Debug, Clone, Copy)]
@@ -187,11 +200,14 @@ impl PlaybookConfig {
         };
         roles_path.extend(cfg.roles_path.iter().cloned());
         let extra_vars = crate::extra_vars::parse_playbook_extra_vars(&args.extra_vars, base_dir)?;
-        // `-i` wins over ansible.cfg's `inventory` (and ANSIBLE_INVENTORY), as in Ansible.
-        let inventory = if args.inventory.is_empty() {
+        // `-i` wins over ansible.cfg's `inventory` (and ANSIBLE_INVENTORY), as in Ansible;
+        // without either, Ansible's default host list when it exists.
+        let inventory = if !args.inventory.is_empty() {
+            args.inventory.clone()
+        } else if !cfg.inventory.is_empty() {
             cfg.inventory.clone()
         } else {
-            args.inventory.clone()
+            default_inventory(Path::new(DEFAULT_HOST_LIST))
         };
         let c = &args.connect;
         let run = RunOptions {

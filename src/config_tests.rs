@@ -216,3 +216,12 @@ fn playbook_flags_win_over_ansible_cfg_and_forks_zero_is_refused() {
     let err = config(&["-f", "0", "site.yml"], &cfg).unwrap_err();
     assert!(err.to_string().contains("forks"), "{err}");
 }
+
+#[test]
+fn the_default_host_list_is_read_only_when_it_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    assert!(default_inventory(&hosts).is_empty());
+    std::fs::write(&hosts, "h1\n").unwrap();
+    assert_eq!(default_inventory(&hosts), [hosts.display().to_string()]);
+}
