@@ -320,7 +320,8 @@ impl Executor {
             if let Some(r) = &kw.register {
                 s.set_facts.insert(r.clone(), result.registered());
             }
-            if !matches!(status, Status::Skipped | Status::Unreachable) {
+            // An unreachable host has not run the task, `ignore_unreachable` or not.
+            if !matches!(status, Status::Skipped | Status::Unreachable) && !result.unreachable {
                 s.tasks_ran += 1;
             }
             match status {

@@ -355,11 +355,15 @@ impl Plain {
             Some(d) => format!("{word}: [{host} -> {d}]"),
             None => format!("{word}: [{host}]"),
         };
+        // An unreachable host under `ignore_unreachable` is still told as unreachable.
+        let unreachable = status == Status::Unreachable || result.unreachable;
         if matches!(status, Status::Failed | Status::Ignored) && item.is_none() {
             head = head.replace("failed:", "fatal:");
-            head.push_str(": FAILED!");
+            if !unreachable {
+                head.push_str(": FAILED!");
+            }
         }
-        if status == Status::Unreachable {
+        if unreachable {
             head.push_str(": UNREACHABLE!");
         }
         // `failed: [h] (item=x) => ...` but `ok: [h] => (item=x)`, as ansible-core's

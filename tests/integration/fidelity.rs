@@ -1923,6 +1923,52 @@ fn facts_a_module_returns_cannot_set_restricted_variables() {
     );
 }
 
+/// `ignore_unreachable`: an unreachable host is still told `UNREACHABLE!` (then `...ignoring`)
+/// and counted ok and ignored, and a role it could not run is run for it again where the play
+/// names it again, while a host that ran it is not (ansible-core marks a role run on a host
+/// only for results that are not unreachable or skipped). ansible-playbook 2.19.4 prints the
+/// same lines and recap for this playbook (port 1 of 127.0.0.1 refuses the connection).
+#[test]
+fn an_ignored_unreachable_host_is_told_unreachable_and_runs_its_role_again() {
+    let book = "- hosts: all\n  gather_facts: false\n  ignore_unreachable: true\n  roles:\n\
+                \x20   - probe\n    - probe\n";
+    let out = Test::new()
+        .write(
+            "hosts",
+            "down ansible_host=127.0.0.1 ansible_port=1 ansible_user=nobody\n\
+             up ansible_connection=local\n",
+        )
+        .write(
+            "roles/probe/tasks/main.yml",
+            "- ping:\n    data: reachable\n",
+        )
+        .write("p.yml", book)
+        .args(["playbook", "-i", "hosts", "p.yml"])
+        .succeeds()
+        .partial_output("the connection error's wording and the timing are not compared")
+        .stdout();
+    // Hosts are told in the order they finish.
+    let mut told: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("ok: [") || l.starts_with("fatal: ["))
+        .map(|l| l.split(" =>").next().unwrap_or(l))
+        .collect();
+    told.sort();
+    assert_eq!(
+        told,
+        [
+            "fatal: [down]: UNREACHABLE!",
+            "fatal: [down]: UNREACHABLE!",
+            "ok: [up]"
+        ],
+        "{out}"
+    );
+    assert!(
+        out.contains("down                 : ok=2    changed=0    unreachable=0    failed=0    skipped=0    rescued=0    ignored=2"),
+        "{out}"
+    );
+}
+
 /// A source that is neither a file, a folder nor a host list is warned of and skipped, as
 /// ansible-playbook 2.19.4 does (`InventoryManager.parse_source`): the run goes on with the
 /// other sources, or the implicit localhost alone; `[inventory] unparsed_is_failed` and
