@@ -22,6 +22,34 @@ pub enum Codec {
     Whatwg(&'static Encoding),
 }
 
+/// Python's `UnicodeEncodeError` as ansible-core reports it: the codec (`charmap` for the
+/// single-byte tables), the character escaped as Python's repr, where, and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("'{codec}' codec can't encode character '{shown}' in position {position}: {why}")]
+pub struct Unencodable {
+    pub codec: String,
+    pub shown: String,
+    pub position: usize,
+    pub why: &'static str,
+}
+
+impl Unencodable {
+    fn new(c: char, position: usize, codec: &str, why: &'static str) -> Self {
+        let n = u32::from(c);
+        let shown = match n {
+            0..=0xFF => format!("\\x{n:02x}"),
+            0x100..=0xFFFF => format!("\\u{n:04x}"),
+            _ => format!("\\U{n:08x}"),
+        };
+        Unencodable {
+            codec: codec.to_string(),
+            shown,
+            position,
+            why,
+        }
+    }
+}
+
 impl Codec {
     /// The codec for `name`, or `None` where Python raises `LookupError` (`unknown encoding`).
     /// An empty name is UTF-8, Python's default for the files these modules read and write.
@@ -54,6 +82,59 @@ impl Codec {
                     .or_else(|| Encoding::for_label(norm.as_bytes()))
                     .filter(|e| e.output_encoding() == *e)?,
             ),
+        })
+    }
+
+    /// `text` as Python's strict encoder writes it (`utf-16` with its byte order mark), or
+    /// the first character the encoding lacks as Python's `UnicodeEncodeError` tells it;
+    /// `name` is the encoding as written, which names a multi-byte codec there.
+    pub fn encode(&self, text: &str, name: &str) -> Result<Vec<u8>, Unencodable> {
+        let narrow = |limit: u32, codec: &str, why: &'static str| {
+            let mut out = Vec::with_capacity(text.len());
+            for (i, c) in text.chars().enumerate() {
+                match u8::try_from(u32::from(c)) {
+                    Ok(b) if u32::from(b) < limit => out.push(b),
+                    _ => return Err(Unencodable::new(c, i, codec, why)),
+                }
+            }
+            Ok(out)
+        };
+        Ok(match self {
+            Codec::Utf8 => text.as_bytes().to_vec(),
+            Codec::Utf16 { big, bom } => {
+                let mut out = Vec::with_capacity(text.len() * 2 + 2);
+                if *bom {
+                    out.extend_from_slice(&[0xFF, 0xFE]);
+                }
+                for unit in text.encode_utf16() {
+                    out.extend_from_slice(&if *big {
+                        unit.to_be_bytes()
+                    } else {
+                        unit.to_le_bytes()
+                    });
+                }
+                out
+            }
+            Codec::Latin1 => narrow(0x100, "latin-1", "ordinal not in range(256)")?,
+            Codec::Ascii => narrow(0x80, "ascii", "ordinal not in range(128)")?,
+            Codec::Whatwg(enc) => {
+                let (bytes, _, lossy) = enc.encode(text);
+                if lossy {
+                    // The first character the encoding lacks, as Python names it.
+                    let (i, c) = text
+                        .chars()
+                        .enumerate()
+                        .find(|(_, c)| enc.encode(&c.to_string()).2)
+                        .unwrap_or((0, '?'));
+                    return Err(if enc.is_single_byte() {
+                        Unencodable::new(c, i, "charmap", "character maps to <undefined>")
+                    } else {
+                        let codec = name.trim().to_ascii_lowercase();
+                        Unencodable::new(c, i, &codec, "illegal multibyte sequence")
+                    });
+                }
+                bytes.into_owned()
+            }
         })
     }
 

@@ -339,76 +339,17 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
 /// `shift_jis`, `koi8-r`...). A character the encoding lacks fails the task, as Python's
 /// strict codecs do.
 fn encoded(text: String, encoding: &str) -> Result<Vec<u8>, ModuleError> {
-    let utf16 = |big: bool, bom: bool| {
-        let mut out = Vec::with_capacity(text.len() * 2 + 2);
-        if bom {
-            out.extend_from_slice(&[0xFF, 0xFE]);
-        }
-        for unit in text.encode_utf16() {
-            out.extend_from_slice(&if big {
-                unit.to_be_bytes()
-            } else {
-                unit.to_le_bytes()
-            });
-        }
-        out
-    };
-    // Python's `UnicodeEncodeError`, as ansible-core reports it: the codec (`charmap` for
-    // the single-byte tables), the character escaped as Python's repr, and why.
-    let unencodable = |c: char, position: usize, codec: &str, why: &str| {
-        let n = u32::from(c);
-        let shown = match n {
-            0..=0xFF => format!("\\x{n:02x}"),
-            0x100..=0xFFFF => format!("\\u{n:04x}"),
-            _ => format!("\\U{n:08x}"),
-        };
-        ModuleError::Failed {
-            msg: format!(
-                "Task failed: '{codec}' codec can't encode character '{shown}' in position \
-                 {position}: {why}"
-            ),
-        }
-    };
-    let narrow = |limit: u32, codec: &str, why: &str| {
-        let mut out = Vec::with_capacity(text.len());
-        for (i, c) in text.chars().enumerate() {
-            match u8::try_from(u32::from(c)) {
-                Ok(b) if u32::from(b) < limit => out.push(b),
-                _ => return Err(unencodable(c, i, codec, why)),
-            }
-        }
-        Ok(out)
-    };
     let Some(codec) = Codec::lookup(encoding) else {
         return Err(ModuleError::Failed {
             // ansible-core's words (Python's `LookupError`), and the argument's name.
             msg: format!("Task failed: unknown encoding: {encoding} (`output_encoding`)"),
         });
     };
-    Ok(match codec {
-        Codec::Utf8 => text.into_bytes(),
-        Codec::Utf16 { big, bom } => utf16(big, bom),
-        Codec::Latin1 => narrow(0x100, "latin-1", "ordinal not in range(256)")?,
-        Codec::Ascii => narrow(0x80, "ascii", "ordinal not in range(128)")?,
-        Codec::Whatwg(enc) => {
-            let (bytes, _, lossy) = enc.encode(&text);
-            if lossy {
-                // The first character the encoding lacks, as Python names it.
-                let (i, c) = text
-                    .chars()
-                    .enumerate()
-                    .find(|(_, c)| enc.encode(&c.to_string()).2)
-                    .unwrap_or((0, '?'));
-                return Err(if enc.is_single_byte() {
-                    unencodable(c, i, "charmap", "character maps to <undefined>")
-                } else {
-                    let codec = encoding.trim().to_ascii_lowercase();
-                    unencodable(c, i, &codec, "illegal multibyte sequence")
-                });
-            }
-            bytes.into_owned()
-        }
-    })
+    codec
+        .encode(&text, encoding)
+        .map_err(|e| ModuleError::Failed {
+            msg: format!("Task failed: {e}"),
+        })
 }
 
 /// The variables Ansible's `template` adds for the file it renders: `ansible_managed` (its

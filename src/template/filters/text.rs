@@ -133,16 +133,67 @@ pub fn regex_escape(value: Value) -> Result<String, Error> {
     Ok(pyre::escape(&text(&value)?))
 }
 
-pub fn b64encode(value: Value) -> Result<String, Error> {
-    Ok(base64::engine::general_purpose::STANDARD.encode(text(&value)?.as_bytes()))
+/// `b64encode(encoding='utf-8', urlsafe=False)` and `b64decode(...)`'s arguments, positional or
+/// named: the codec and whether the URL-safe alphabet (`-_`) is meant.
+fn b64_args(
+    encoding: Option<String>,
+    urlsafe: Option<bool>,
+    kwargs: &Kwargs,
+) -> Result<(crate::codec::Codec, String, bool), Error> {
+    let encoding = match kwargs.get::<Option<String>>("encoding")? {
+        Some(e) => e,
+        None => encoding.unwrap_or_else(|| "utf-8".into()),
+    };
+    let urlsafe = kwargs.get::<Option<bool>>("urlsafe")?.or(urlsafe) == Some(true);
+    kwargs.assert_all_used()?;
+    let codec = crate::codec::Codec::lookup(&encoding)
+        .ok_or_else(|| invalid(format!("unknown encoding: {encoding}")))?;
+    Ok((codec, encoding, urlsafe))
 }
 
-pub fn b64decode(value: Value) -> Result<String, Error> {
+/// `b64encode`: the text's bytes in `encoding` as base64, as ansible-core's filter.
+pub fn b64encode(
+    value: Value,
+    encoding: Option<String>,
+    urlsafe: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<String, Error> {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+    let (codec, name, urlsafe) = b64_args(encoding, urlsafe, &kwargs)?;
+    let bytes = codec
+        .encode(&text(&value)?, &name)
+        .map_err(|e| invalid(e.to_string()))?;
+    Ok(match urlsafe {
+        true => URL_SAFE.encode(bytes),
+        false => STANDARD.encode(bytes),
+    })
+}
+
+/// `b64decode`: base64 to bytes, read as `encoding` text (strictly, as Python's `to_text`
+/// with ansible-core's `surrogate_or_strict`).
+pub fn b64decode(
+    value: Value,
+    encoding: Option<String>,
+    urlsafe: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<String, Error> {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+    let (codec, name, urlsafe) = b64_args(encoding, urlsafe, &kwargs)?;
     let s = text(&value)?;
-    let bytes = base64::engine::general_purpose::STANDARD
+    let engine = if urlsafe { &URL_SAFE } else { &STANDARD };
+    let bytes = engine
         .decode(s.trim())
         .map_err(|e| invalid(format!("b64decode: `{s}` is not base64: {e}")))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    match codec {
+        // UTF-8 as kinit always read it: invalid sequences replaced, not refused.
+        crate::codec::Codec::Utf8 => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        codec => codec.decode(&bytes).map_err(|at| {
+            invalid(format!(
+                "'{name}' codec can't decode byte 0x{:02x} in position {at}",
+                bytes.get(at).copied().unwrap_or_default()
+            ))
+        }),
+    }
 }
 
 /// `basename`: Python's `os.path.basename`.
