@@ -104,35 +104,55 @@ pub fn combine(value: Value, others: Rest<Value>, kwargs: Kwargs) -> Result<Valu
             )));
         }
     };
-    kwargs.assert_all_used()?;
-    let mut dicts = Vec::new();
+    if kwargs.args().any(|k| k != "recursive" && k != "list_merge") {
+        return Err(invalid(
+            "'recursive' and 'list_merge' are the only valid keyword arguments".into(),
+        ));
+    }
+    // ansible-core's `flatten(terms, levels=1)`: a list among the terms gives its items, and
+    // None, 'None' and 'null' are left out at both levels; no term is `{}`, one is itself.
+    let null = |j: &Json| {
+        matches!(j, Json::Null) || matches!(j, Json::String(s) if s == "None" || s == "null")
+    };
+    let mut terms = Vec::new();
     for v in std::iter::once(&value).chain(others.iter()) {
+        // A dict holding an undefined value is an error naming it (its result would hold it).
+        crate::template::undefined::check_items(v)?;
         match json(v)? {
-            Json::Object(m) => dicts.push(m),
-            Json::Array(items) => {
-                for item in items {
-                    match item {
-                        Json::Object(m) => dicts.push(m),
-                        other => {
-                            return Err(invalid(format!(
-                                "combine expects dictionaries, got {}",
-                                type_name(&other)
-                            )));
-                        }
-                    }
-                }
-            }
-            other => {
+            Json::Array(items) => terms.extend(items.into_iter().filter(|i| !null(i))),
+            j if null(&j) => {}
+            j => terms.push(j),
+        }
+    }
+    match terms.len() {
+        0 => return Ok(Value::from_serialize(Json::Object(Map::new()))),
+        1 => return Ok(Value::from_serialize(terms.remove(0))),
+        _ => {}
+    }
+    // Merged from the last (highest) term down, as ansible-core's `merge_hash` calls are, so
+    // the first term that is not a dict is the one named beside what it met.
+    let mut above = terms.pop().unwrap_or_default();
+    let mut dicts = Vec::new();
+    while let Some(term) = terms.pop() {
+        match (&term, &above) {
+            (Json::Object(_), Json::Object(_)) => {}
+            (a, b) => {
                 return Err(invalid(format!(
-                    "combine expects dictionaries, got {}",
-                    type_name(&other)
+                    "failed to combine variables, expected dicts but got a '{}' and a '{}': \n{a}\n{b}",
+                    type_name(a),
+                    type_name(b)
                 )));
             }
         }
+        dicts.push(std::mem::replace(&mut above, term));
     }
-    let mut out = Map::new();
-    for d in &dicts {
-        merge(&mut out, d, recursive, lm);
+    let Json::Object(mut out) = above else {
+        return Err(invalid("combine expects dictionaries".into()));
+    };
+    for d in dicts.iter().rev() {
+        if let Json::Object(d) = d {
+            merge(&mut out, d, recursive, lm);
+        }
     }
     Ok(Value::from_serialize(Json::Object(out)))
 }
