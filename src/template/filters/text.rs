@@ -129,8 +129,35 @@ pub fn regex_findall(value: Value, pattern: String, kwargs: Kwargs) -> Result<Va
 }
 
 /// `regex_escape`: Python's `re.escape`.
-pub fn regex_escape(value: Value) -> Result<String, Error> {
-    Ok(pyre::escape(&text(&value)?))
+/// `regex_escape(re_type='python')`: Python's `re.escape`, or for `posix_basic` a backslash
+/// before each of `].[^$*\` (ansible-core's filter; `posix_extended` it has not implemented).
+pub fn regex_escape(
+    value: Value,
+    re_type: Option<String>,
+    kwargs: Kwargs,
+) -> Result<String, Error> {
+    let re_type = match kwargs.get::<Option<String>>("re_type")? {
+        Some(t) => t,
+        None => re_type.unwrap_or_else(|| "python".into()),
+    };
+    kwargs.assert_all_used()?;
+    let s = text(&value)?;
+    match re_type.as_str() {
+        "python" => Ok(pyre::escape(&s)),
+        "posix_basic" => Ok(s
+            .chars()
+            .fold(String::with_capacity(s.len()), |mut out, c| {
+                if matches!(c, ']' | '.' | '[' | '^' | '$' | '*' | '\\') {
+                    out.push('\\');
+                }
+                out.push(c);
+                out
+            })),
+        "posix_extended" => Err(invalid(format!(
+            "Regex type ({re_type}) not yet implemented"
+        ))),
+        _ => Err(invalid(format!("Invalid regex type ({re_type})"))),
+    }
 }
 
 /// `b64encode(encoding='utf-8', urlsafe=False)` and `b64decode(...)`'s arguments, positional or
