@@ -442,11 +442,18 @@ pub fn password_hash(
     let rounds = kwargs.get::<Option<usize>>("rounds")?;
     let salt = kwargs.get::<Option<String>>("salt")?.or(salt);
     let hashtype = kwargs.get::<Option<String>>("hashtype")?.or(hashtype);
+    let salt_size = match kwargs.get::<Option<Value>>("salt_size")? {
+        None => 16,
+        Some(v) => v
+            .as_usize()
+            .filter(|_| v.is_integer())
+            .ok_or_else(|| invalid("salt_size must be an integer".into()))?,
+    };
     kwargs.assert_all_used()?;
     let password = text(&value)?;
     let salt = match salt {
         Some(s) => s,
-        None => random_salt()?,
+        None => random_salt(salt_size)?,
     };
     crypt(
         &password,
@@ -464,7 +471,17 @@ pub fn hash_password(password: &str, kind: &str, salt: &str) -> Result<String, E
 
 fn crypt(password: &str, kind: &str, salt: &str, rounds: Option<usize>) -> Result<String, Error> {
     let n = rounds.unwrap_or(sha_crypt::ROUNDS_DEFAULT);
-    let bad_rounds = |e| invalid(format!("password_hash: invalid rounds `{n}`: {e:?}"));
+    // passlib's words, which ansible-core passes on.
+    let algorithm = kind.trim_end_matches("_crypt");
+    let bad_rounds = |_| {
+        let why = match n < sha_crypt::ROUNDS_MIN {
+            true => format!("min_desired_rounds ({n}) is too low, must be at least 1000"),
+            false => format!("max_desired_rounds ({n}) is too high, must be at most 999999999"),
+        };
+        invalid(format!(
+            "Could not hash the secret: {algorithm}_crypt: {why}"
+        ))
+    };
     let (id, hash) = match kind {
         "sha512" | "sha512_crypt" => {
             let p = sha_crypt::Sha512Params::new(n).map_err(bad_rounds)?;
@@ -476,9 +493,16 @@ fn crypt(password: &str, kind: &str, salt: &str, rounds: Option<usize>) -> Resul
             let h = sha_crypt::sha256_crypt_b64(password.as_bytes(), salt.as_bytes(), &p);
             ("5", h)
         }
+        "md5" | "md5_crypt" | "blowfish" | "bcrypt" => {
+            return Err(invalid(format!(
+                "password_hash: kinit hashes with sha512 and sha256 only, not {other}",
+                other = kind
+            )));
+        }
         other => {
             return Err(invalid(format!(
-                "password_hash: unsupported hash type `{other}`, expected sha512 or sha256"
+                "{other} is not in the list of supported passlib algorithms: md5, blowfish, \
+                 sha256, sha512"
             )));
         }
     };
@@ -490,11 +514,11 @@ fn crypt(password: &str, kind: &str, salt: &str, rounds: Option<usize>) -> Resul
     })
 }
 
-/// 16 characters from crypt's alphabet, from the kernel's random source.
-fn random_salt() -> Result<String, Error> {
+/// `size` characters from crypt's alphabet, from the kernel's random source.
+fn random_salt(size: usize) -> Result<String, Error> {
     use std::io::Read;
     const ALPHABET: &[u8] = b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    let mut bytes = [0u8; 16];
+    let mut bytes = vec![0u8; size];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
         .map_err(|e| invalid(format!("password_hash: no random salt: {e}")))?;
