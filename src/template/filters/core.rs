@@ -210,15 +210,42 @@ pub fn type_debug(value: Value) -> &'static str {
 const ANSIBLE_UUID_NAMESPACE: &str = "361E6D51-FAEC-444A-9079-341386DA8E2E";
 
 /// `to_uuid`: a name-based (version 5) UUID.
-pub fn to_uuid(value: Value, namespace: Option<String>) -> Result<String, Error> {
-    let ns = namespace.unwrap_or_else(|| ANSIBLE_UUID_NAMESPACE.into());
-    let ns_bytes = hex::decode(ns.replace('-', ""))
-        .ok()
-        .filter(|b| b.len() == 16);
-    let Some(ns_bytes) = ns_bytes else {
-        return Err(Error::new(
+pub fn to_uuid(value: Value, namespace: Option<Value>, kwargs: Kwargs) -> Result<String, Error> {
+    let namespace = kwargs.get::<Option<Value>>("namespace")?.or(namespace);
+    kwargs.assert_all_used()?;
+    // ansible-core's words around Python's `uuid.UUID(namespace)`'s: a string of 32 hex
+    // digits, with or without `urn:uuid:`, braces and hyphens.
+    let bad = |shown: &Value, why: String| {
+        Error::new(
             ErrorKind::InvalidOperation,
-            format!("to_uuid: `{ns}` is not a UUID"),
+            format!("Invalid value '{shown}' for 'namespace': {why}"),
+        )
+    };
+    let ns = match &namespace {
+        None => ANSIBLE_UUID_NAMESPACE.to_string(),
+        Some(v) => match v.as_str() {
+            Some(s) => s.to_string(),
+            None => {
+                return Err(bad(
+                    v,
+                    format!(
+                        "'{}' object has no attribute 'replace'",
+                        type_debug(v.clone())
+                    ),
+                ));
+            }
+        },
+    };
+    let digits: String = ns
+        .strip_prefix("urn:uuid:")
+        .unwrap_or(&ns)
+        .trim_matches(['{', '}'])
+        .replace('-', "");
+    let ns_bytes = hex::decode(&digits).ok().filter(|b| b.len() == 16);
+    let Some(ns_bytes) = ns_bytes else {
+        return Err(bad(
+            &Value::from(ns.as_str()),
+            "badly formed hexadecimal UUID string".into(),
         ));
     };
     let mut h = Sha1::new();
