@@ -252,7 +252,7 @@ pub fn comment(value: Value, style: Option<String>, kwargs: Kwargs) -> Result<St
         other => {
             return Err(Error::new(
                 ErrorKind::InvalidOperation,
-                format!("comment: unknown style `{other}`"),
+                format!("Invalid style '{other}'."),
             ));
         }
     };
