@@ -98,6 +98,25 @@ fn in_ansible_words(e: Error, src: &str) -> Error {
     )
 }
 
+/// Where the path an attribute or item lookup belongs to starts: the engine's range for
+/// `d.b.c` may begin at `.b`, after the base it reads from.
+fn with_base(source: &str, r: std::ops::Range<usize>) -> usize {
+    if !source
+        .get(r.clone())
+        .is_some_and(|t| t.starts_with(['.', '[']))
+    {
+        return r.start;
+    }
+    let path_char =
+        |c: char| c.is_alphanumeric() || matches!(c, '_' | '.' | '[' | ']' | '\'' | '"');
+    source[..r.start]
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| path_char(*c))
+        .last()
+        .map_or(r.start, |(i, _)| i)
+}
+
 /// Where `word` first appears in `src` as a whole name.
 fn word_at(src: &str, word: &str) -> Option<usize> {
     let ident = |c: char| c.is_alphanumeric() || c == '_';
@@ -258,22 +277,28 @@ pub(super) fn no_attribute(env: &Environment<'_>, ctx: &Value, e: Error) -> Erro
     else {
         return e;
     };
-    let Some((base, key)) = split_last(expr) else {
-        return e;
-    };
-    let Ok(v) = env.compile_expression(base).and_then(|c| c.eval(ctx)) else {
-        return e;
-    };
-    if v.is_undefined() {
-        return e;
+    // The first key missing along the path (`d.b.c`: `d` has no `b`) is the one Python
+    // meets.
+    let mut path = expr;
+    loop {
+        let Some((base, key)) = split_last(path) else {
+            return e;
+        };
+        let Ok(v) = env.compile_expression(base).and_then(|c| c.eval(ctx)) else {
+            return e;
+        };
+        if v.is_undefined() {
+            path = base;
+            continue;
+        }
+        return Error::new(
+            ErrorKind::UndefinedError,
+            format!(
+                "`{path}` is undefined: object of type '{}' has no attribute {key}",
+                super::filters::core::type_debug(v.clone())
+            ),
+        );
     }
-    Error::new(
-        ErrorKind::UndefinedError,
-        format!(
-            "{detail}: object of type '{}' has no attribute {key}",
-            super::filters::core::type_debug(v.clone())
-        ),
-    )
 }
 
 /// A path's base and its last key as Python shows it: `d.zz` is (`d`, `'zz'`), `l[3]` is
@@ -527,7 +552,7 @@ fn explain(e: Error, source: &str, missing: Vec<String>) -> Error {
     }
     let what = e
         .range()
-        .and_then(|r| source.get(r))
+        .and_then(|r| source.get(with_base(source, r.clone())..r.end))
         .map(str::trim)
         .filter(|s| !s.is_empty());
     let what = what.map(strip_braces);
