@@ -52,7 +52,7 @@ fi
 # Python tools live in a venv under target/ so nothing outside the checkout changes.
 VENV="${KINIT_VENV:-$PWD/target/venv}"
 if [ ! -x "$VENV/bin/ansible-playbook" ] || [ ! -x "$VENV/bin/python" ] \
-   || ! "$VENV/bin/python" -c 'import winrm, spnego, kubernetes_validate, tree_sitter_pwsh' 2>/dev/null \
+   || ! "$VENV/bin/python" -c 'import winrm, spnego, kubernetes_validate, tree_sitter_pwsh, passlib' 2>/dev/null \
    || ! "$VENV/bin/python" -c 'import ansible_collections.community.general' 2>/dev/null; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check -r ci/requirements.txt
