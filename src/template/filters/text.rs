@@ -5,6 +5,7 @@
 //! pattern translation.
 
 use base64::Engine;
+use base64::engine::GeneralPurpose;
 use minijinja::value::{Kwargs, Rest, ValueKind};
 use minijinja::{Error, ErrorKind, Value};
 
@@ -161,12 +162,13 @@ pub fn regex_escape(
 }
 
 /// `b64encode(encoding='utf-8', urlsafe=False)` and `b64decode(...)`'s arguments, positional or
-/// named: the codec and whether the URL-safe alphabet (`-_`) is meant.
+/// named: the codec, its name as written, and the alphabet (`urlsafe`: `-_` for `+/`).
 fn b64_args(
     encoding: Option<String>,
     urlsafe: Option<bool>,
     kwargs: &Kwargs,
-) -> Result<(crate::codec::Codec, String, bool), Error> {
+) -> Result<(crate::codec::Codec, String, &'static GeneralPurpose), Error> {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
     let encoding = match kwargs.get::<Option<String>>("encoding")? {
         Some(e) => e,
         None => encoding.unwrap_or_else(|| "utf-8".into()),
@@ -175,7 +177,7 @@ fn b64_args(
     kwargs.assert_all_used()?;
     let codec = crate::codec::Codec::lookup(&encoding)
         .ok_or_else(|| invalid(format!("unknown encoding: {encoding}")))?;
-    Ok((codec, encoding, urlsafe))
+    Ok((codec, encoding, if urlsafe { &URL_SAFE } else { &STANDARD }))
 }
 
 /// `b64encode`: the text's bytes in `encoding` as base64, as ansible-core's filter.
@@ -185,15 +187,11 @@ pub fn b64encode(
     urlsafe: Option<bool>,
     kwargs: Kwargs,
 ) -> Result<String, Error> {
-    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
-    let (codec, name, urlsafe) = b64_args(encoding, urlsafe, &kwargs)?;
+    let (codec, name, engine) = b64_args(encoding, urlsafe, &kwargs)?;
     let bytes = codec
         .encode(&text(&value)?, &name)
         .map_err(|e| invalid(e.to_string()))?;
-    Ok(match urlsafe {
-        true => URL_SAFE.encode(bytes),
-        false => STANDARD.encode(bytes),
-    })
+    Ok(engine.encode(bytes))
 }
 
 /// `b64decode`: base64 to bytes, read as `encoding` text (strictly, as Python's `to_text`
@@ -204,10 +202,8 @@ pub fn b64decode(
     urlsafe: Option<bool>,
     kwargs: Kwargs,
 ) -> Result<String, Error> {
-    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
-    let (codec, name, urlsafe) = b64_args(encoding, urlsafe, &kwargs)?;
+    let (codec, name, engine) = b64_args(encoding, urlsafe, &kwargs)?;
     let s = text(&value)?;
-    let engine = if urlsafe { &URL_SAFE } else { &STANDARD };
     let bytes = engine
         .decode(s.trim())
         .map_err(|e| invalid(format!("b64decode: `{s}` is not base64: {e}")))?;
