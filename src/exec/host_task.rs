@@ -301,7 +301,12 @@ impl Executor {
                 .and_then(serde_json::Value::as_object)
                 .map(|f| f.keys().collect())
                 .unwrap_or_default();
-            for k in returned.iter().filter(|k| super::state::restricted_fact(k)) {
+            let restricted: Vec<String> = returned
+                .iter()
+                .filter(|k| super::state::restricted_fact(k))
+                .map(|k| k.to_string())
+                .collect();
+            for k in &restricted {
                 self.warn_once(format!("Removed restricted key from module data: {k}"));
             }
             let plain: Vec<String> = returned
@@ -311,6 +316,11 @@ impl Executor {
                 .collect();
             self.with_state(&target, |s| {
                 s.plain_facts.extend(plain);
+                s.restricted_facts.extend(
+                    restricted
+                        .iter()
+                        .map(|k| k.strip_prefix("ansible_").unwrap_or(k).to_string()),
+                );
                 crate::vars::overlay(&mut s.facts, &facts);
                 s.facts_gathered |= gathered;
             });

@@ -14,6 +14,10 @@ pub struct HostState {
     /// variables under their own names, where prefixed facts are `ansible_<name>`, as
     /// Ansible injects the names a module returns.
     pub plain_facts: std::collections::BTreeSet<String>,
+    /// Facts (as `facts` keys) whose variable names [`restricted_fact`] keeps out of the
+    /// top-level variables, found when they are stored, so that building a task's variables
+    /// checks nothing when there are none.
+    pub restricted_facts: std::collections::BTreeSet<String>,
     /// `setup` ran on this host during this run (implicit fact gathering is not repeated).
     pub facts_gathered: bool,
     /// The fact cache holds facts gathered in an earlier run (`gathering = smart` does not
@@ -52,10 +56,10 @@ impl HostState {
         }
         m.insert("ansible_facts".into(), Value::Object(self.facts.clone()));
         for (k, v) in &self.facts {
-            let name = self.fact_var_name(k);
-            if !restricted_fact(&name) {
-                m.insert(name, v.clone());
+            if !self.restricted_facts.is_empty() && self.restricted_facts.contains(k) {
+                continue;
             }
+            m.insert(self.fact_var_name(k), v.clone());
         }
     }
 
@@ -87,6 +91,10 @@ impl HostState {
     /// `set_fact`).
     pub fn add_named_facts(&mut self, named: VarMap) {
         for (k, v) in named {
+            if restricted_fact(&k) {
+                self.restricted_facts
+                    .insert(k.strip_prefix("ansible_").unwrap_or(&k).to_string());
+            }
             if k == super::fact_cache::GATHERED {
                 self.cached_gathered = v.as_bool().unwrap_or(false);
             } else if let Some(name) = k.strip_prefix("ansible_") {
@@ -102,6 +110,7 @@ impl HostState {
     pub fn clear_facts(&mut self) {
         self.facts.clear();
         self.plain_facts.clear();
+        self.restricted_facts.clear();
         self.facts_gathered = false;
         self.cached_gathered = false;
     }
