@@ -114,7 +114,9 @@ fn set_fact_in_a_loop_accumulates() {
 /// any machine. Also pins what check mode and the checks before any package step say:
 /// where KVM is not usable the phase refuses without `kinit_hosted_deployment`, names the
 /// fix and touches no package; with it, it warns about software emulation, then lists the
-/// packages it would install (or, with all of them installed, finds libvirt).
+/// packages it would install (or, with all of them installed, finds libvirt). The guests'
+/// disks are 512 MiB: the capacity check before the package step compares them with this
+/// machine's free disk, which a busy build machine may have little of.
 #[test]
 fn prepare_hypervisors_needs_no_libvirt_uri() {
     let kvm = std::path::Path::new("/dev/kvm").exists()
@@ -128,7 +130,7 @@ fn prepare_hypervisors_needs_no_libvirt_uri() {
             .args(["--stop-after", "prepare-hypervisors"])
             .args([
                 "--cluster-nodes-spec",
-                "[[vcpus=1,maxvcpus=1,ram=1GiB,disk=4GiB]]",
+                "[[vcpus=1,maxvcpus=1,ram=1GiB,disk=512MiB]]",
             ])
             .args(["-e", &format!("kinit_hosted_deployment={hosted}")])
             .run()
