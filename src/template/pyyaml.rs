@@ -1,11 +1,13 @@
-//! A YAML writer that produces what PyYAML's `yaml.dump` (as Ansible's `to_yaml` and
-//! `to_nice_yaml` call it) produces: sorted keys, indentless sequences under mapping keys,
-//! flow style for leaf collections when `auto_flow`, PyYAML's choice between plain, single-
-//! and double-quoted scalars (YAML 1.1 look-alikes such as `yes`, `010`, `1.0` get quoted),
-//! and line folding at 80 columns.
+//! A YAML writer that produces what `yaml.dump` with libyaml's emitter (ansible-core's
+//! `AnsibleDumper` is PyYAML's `CSafeDumper` where libyaml is installed) produces for Ansible's
+//! `to_yaml` and `to_nice_yaml`: keys sorted unless `sort_keys=False`, indentless sequences
+//! under mapping keys, flow style for leaf collections under `default_flow_style=None`, the
+//! choice between plain, quoted and block scalars (YAML 1.1 look-alikes such as `yes`, `010`,
+//! `1.0` get quoted), line folding at `width`, `default_style`, `explicit_start`/`_end` and
+//! `canonical`.
 //!
-//! One file on purpose: the scalar-style choice and the emitter share PyYAML's rules, which
-//! only read correctly side by side.
+//! One file on purpose: the scalar-style choice and the emitter share libyaml's rules
+//! (`emitter.c`), which only read correctly side by side.
 
 use std::sync::LazyLock;
 
@@ -14,10 +16,78 @@ use serde_json::Value as Json;
 
 use super::pyrepr;
 
-const WIDTH: usize = 80;
+/// `default_flow_style`: `None` picks flow for collections of plain scalars only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowStyle {
+    Auto,
+    Block,
+    Flow,
+}
 
-/// Dump `v`; `auto_flow` is PyYAML's `default_flow_style=None`, otherwise block style.
-pub fn dump(v: &Json, indent: usize, auto_flow: bool) -> String {
+/// A scalar style as `default_style` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarStyle {
+    Plain,
+    Single,
+    Double,
+    Literal,
+    Folded,
+}
+
+impl ScalarStyle {
+    /// PyYAML's reading of `default_style`: one of `'"|>`, anything else is no style.
+    pub fn from_indicator(s: &str) -> Option<ScalarStyle> {
+        match s {
+            "'" => Some(ScalarStyle::Single),
+            "\"" => Some(ScalarStyle::Double),
+            "|" => Some(ScalarStyle::Literal),
+            ">" => Some(ScalarStyle::Folded),
+            _ => None,
+        }
+    }
+}
+
+/// `yaml.dump`'s keyword arguments that shape the text.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub indent: Option<i64>,
+    pub width: Option<i64>,
+    pub flow: FlowStyle,
+    pub sort_keys: bool,
+    pub explicit_start: bool,
+    pub explicit_end: bool,
+    pub style: Option<ScalarStyle>,
+    pub canonical: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            indent: None,
+            width: None,
+            flow: FlowStyle::Auto,
+            sort_keys: true,
+            explicit_start: false,
+            explicit_end: false,
+            style: None,
+            canonical: false,
+        }
+    }
+}
+
+/// Dump `v` as one YAML document.
+pub fn dump(v: &Json, opts: &Options) -> String {
+    // libyaml's `yaml_emitter_emit_stream_start`: an indent outside 2..=9 is 2; a width
+    // not above twice the indent is 80; a negative width is no limit.
+    let indent = match opts.indent {
+        Some(i @ 2..=9) => i as usize,
+        _ => 2,
+    };
+    let width = match opts.width {
+        Some(w) if w < 0 => usize::MAX,
+        Some(w) if w as usize > indent * 2 => w as usize,
+        _ => 80,
+    };
     let mut e = Emitter {
         out: String::new(),
         column: 0,
@@ -26,12 +96,23 @@ pub fn dump(v: &Json, indent: usize, auto_flow: bool) -> String {
         indent: None,
         indents: Vec::new(),
         best_indent: indent,
+        best_width: width,
         flow_level: 0,
-        auto_flow,
+        open_ended: false,
+        opts: opts.clone(),
     };
+    if opts.explicit_start || opts.canonical {
+        e.indicator("---", true, false, false);
+        if opts.canonical {
+            e.write_indent();
+        }
+    }
     e.node(v, Ctx::default());
     if !e.out.ends_with('\n') {
         e.out.push('\n');
+    }
+    if opts.explicit_end || e.open_ended {
+        e.out.push_str("...\n");
     }
     e.out
 }
@@ -50,17 +131,24 @@ struct Emitter {
     indent: Option<usize>,
     indents: Vec<Option<usize>>,
     best_indent: usize,
+    best_width: usize,
     flow_level: usize,
-    auto_flow: bool,
+    /// A `|+`/`>+` scalar kept its last breaks: the document needs its `...` end.
+    open_ended: bool,
+    opts: Options,
 }
 
-fn is_scalar(v: &Json) -> bool {
-    !matches!(v, Json::Array(_) | Json::Object(_))
+/// A scalar a collection may be written in flow style for (`best_style` of PyYAML's
+/// representer): a scalar without a style of its own.
+fn is_unstyled_scalar(v: &Json, opts: &Options) -> bool {
+    !matches!(v, Json::Array(_) | Json::Object(_)) && opts.style.is_none()
 }
 
-fn sorted(m: &serde_json::Map<String, Json>) -> Vec<(&String, &Json)> {
+fn ordered(m: &serde_json::Map<String, Json>, sort: bool) -> Vec<(&String, &Json)> {
     let mut items: Vec<(&String, &Json)> = m.iter().collect();
-    items.sort_by(|a, b| a.0.cmp(b.0));
+    if sort {
+        items.sort_by(|a, b| a.0.cmp(b.0));
+    }
     items
 }
 
@@ -114,23 +202,32 @@ impl Emitter {
         self.write(&data);
     }
 
+    /// Collections are flow where libyaml makes them so: inside flow, empty, canonical, or
+    /// as `default_flow_style` says.
+    fn flow_collection<'a>(&self, empty: bool, mut items: impl Iterator<Item = &'a Json>) -> bool {
+        self.flow_level > 0
+            || empty
+            || self.opts.canonical
+            || match self.opts.flow {
+                FlowStyle::Flow => true,
+                FlowStyle::Block => false,
+                FlowStyle::Auto => items.all(|v| is_unstyled_scalar(v, &self.opts)),
+            }
+    }
+
     fn node(&mut self, v: &Json, ctx: Ctx) {
         match v {
             Json::Array(a) => {
-                let flow = self.flow_level > 0
-                    || a.is_empty()
-                    || (self.auto_flow && a.iter().all(is_scalar));
-                if flow {
+                if self.flow_collection(a.is_empty(), a.iter()) {
+                    self.canonical_tag("!!seq");
                     self.flow_sequence(a);
                 } else {
                     self.block_sequence(a, ctx);
                 }
             }
             Json::Object(m) => {
-                let flow = self.flow_level > 0
-                    || m.is_empty()
-                    || (self.auto_flow && m.values().all(is_scalar));
-                if flow {
+                if self.flow_collection(m.is_empty(), m.values()) {
+                    self.canonical_tag("!!map");
                     self.flow_mapping(m);
                 } else {
                     self.block_mapping(m);
@@ -144,6 +241,31 @@ impl Emitter {
         }
     }
 
+    fn canonical_tag(&mut self, tag: &str) {
+        if self.opts.canonical {
+            self.indicator(tag, true, false, false);
+        }
+    }
+
+    /// Before a flow item: canonical output puts each on its own line, other output only
+    /// once past the width.
+    fn flow_item_break(&mut self) {
+        if self.opts.canonical || self.column > self.best_width {
+            self.write_indent();
+        }
+    }
+
+    /// After the last flow item: canonical output ends it with a comma and a line.
+    fn flow_end(&mut self, empty: bool, close: &str) {
+        self.pop_indent();
+        self.flow_level -= 1;
+        if self.opts.canonical && !empty {
+            self.indicator(",", false, false, false);
+            self.write_indent();
+        }
+        self.indicator(close, false, false, false);
+    }
+
     fn flow_sequence(&mut self, a: &[Json]) {
         self.indicator("[", true, true, false);
         self.flow_level += 1;
@@ -152,33 +274,36 @@ impl Emitter {
             if i > 0 {
                 self.indicator(",", false, false, false);
             }
-            if self.column > WIDTH {
-                self.write_indent();
-            }
+            self.flow_item_break();
             self.node(item, Ctx::default());
         }
-        self.pop_indent();
-        self.flow_level -= 1;
-        self.indicator("]", false, false, false);
+        self.flow_end(a.is_empty(), "]");
     }
 
     fn flow_mapping(&mut self, m: &serde_json::Map<String, Json>) {
         self.indicator("{", true, true, false);
         self.flow_level += 1;
         self.increase_indent(true, false);
-        for (i, (k, v)) in sorted(m).into_iter().enumerate() {
+        for (i, (k, v)) in ordered(m, self.opts.sort_keys).into_iter().enumerate() {
             if i > 0 {
                 self.indicator(",", false, false, false);
             }
-            if self.column > WIDTH {
+            self.flow_item_break();
+            let key = Json::String(k.clone());
+            if self.opts.canonical {
+                // Canonical keys are never simple: `? key` then `: value` on a line of its own.
+                self.indicator("?", true, false, false);
+                self.node(&key, Ctx::default());
                 self.write_indent();
+                self.indicator(":", true, false, false);
+            } else {
+                let key_ctx = Ctx {
+                    mapping: true,
+                    simple_key: true,
+                };
+                self.node(&key, key_ctx);
+                self.indicator(":", false, false, false);
             }
-            let key_ctx = Ctx {
-                mapping: true,
-                simple_key: true,
-            };
-            self.node(&Json::String(k.clone()), key_ctx);
-            self.indicator(":", false, false, false);
             self.node(
                 v,
                 Ctx {
@@ -187,9 +312,7 @@ impl Emitter {
                 },
             );
         }
-        self.pop_indent();
-        self.flow_level -= 1;
-        self.indicator("}", false, false, false);
+        self.flow_end(m.is_empty(), "}");
     }
 
     fn block_sequence(&mut self, a: &[Json], ctx: Ctx) {
@@ -205,7 +328,7 @@ impl Emitter {
 
     fn block_mapping(&mut self, m: &serde_json::Map<String, Json>) {
         self.increase_indent(false, false);
-        for (k, v) in sorted(m) {
+        for (k, v) in ordered(m, self.opts.sort_keys) {
             self.write_indent();
             self.node(
                 &Json::String(k.clone()),
@@ -227,35 +350,62 @@ impl Emitter {
     }
 
     fn scalar(&mut self, v: &Json, ctx: Ctx) {
-        let text = match v {
-            Json::Null => "null".to_string(),
-            Json::Bool(b) => b.to_string(),
-            Json::Number(n) if n.is_f64() => yaml_float(n.as_f64().unwrap_or(0.0)),
-            Json::Number(n) => n.to_string(),
-            Json::String(s) => {
-                self.string(s, ctx);
-                return;
-            }
+        let (text, tag) = match v {
+            Json::Null => ("null".to_string(), "!!null"),
+            Json::Bool(b) => (b.to_string(), "!!bool"),
+            Json::Number(n) if n.is_f64() => (yaml_float(n.as_f64().unwrap_or(0.0)), "!!float"),
+            Json::Number(n) => (n.to_string(), "!!int"),
+            Json::String(s) => (s.clone(), "!!str"),
             _ => unreachable!("collections are not scalars"),
         };
-        self.plain(&text, true);
+        let is_str = v.is_string();
+        let style = self.choose_style(&text, is_str, ctx);
+        if self.opts.canonical {
+            self.indicator(tag, true, false, false);
+        } else if !is_str && style != ScalarStyle::Plain {
+            // libyaml's `yaml_emitter_select_scalar_style`: a scalar that only resolves to
+            // its type when plain is marked non-specific (`!`) when quoted.
+            self.indicator("!", true, false, false);
+        }
+        let split = !ctx.simple_key;
+        match style {
+            ScalarStyle::Plain => self.plain(&text, split),
+            ScalarStyle::Single => self.single_quoted(&text, split),
+            ScalarStyle::Double => self.double_quoted(&text, split),
+            ScalarStyle::Literal => self.block_scalar(&text, false),
+            ScalarStyle::Folded => self.block_scalar(&text, true),
+        }
     }
 
-    fn string(&mut self, s: &str, ctx: Ctx) {
-        let a = analyze(s);
-        let implicit_str = !resolves_to_other_type(s);
-        let plain_ok = if self.flow_level > 0 {
-            a.allow_flow_plain
-        } else {
-            a.allow_block_plain
-        };
-        if implicit_str && !(ctx.simple_key && (a.empty || a.multiline)) && plain_ok {
-            self.plain(s, !ctx.simple_key);
-        } else if a.allow_single_quoted && !(ctx.simple_key && a.multiline) {
-            self.single_quoted(s, !ctx.simple_key);
-        } else {
-            self.double_quoted(s);
+    /// libyaml's `yaml_emitter_select_scalar_style`. A string is plain-implicit unless it
+    /// would load back as another type; other scalars always are.
+    fn choose_style(&self, text: &str, is_str: bool, ctx: Ctx) -> ScalarStyle {
+        let a = analyze(text);
+        let mut style = self.opts.style.unwrap_or(ScalarStyle::Plain);
+        if self.opts.canonical || (ctx.simple_key && a.multiline) {
+            style = ScalarStyle::Double;
         }
+        if style == ScalarStyle::Plain {
+            let plain_ok = if self.flow_level > 0 {
+                a.allow_flow_plain
+            } else {
+                a.allow_block_plain
+            };
+            let plain_implicit = !is_str || !resolves_to_other_type(text);
+            if !plain_ok || (a.empty && (self.flow_level > 0 || ctx.simple_key)) || !plain_implicit
+            {
+                style = ScalarStyle::Single;
+            }
+        }
+        if style == ScalarStyle::Single && !a.allow_single_quoted {
+            style = ScalarStyle::Double;
+        }
+        if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+            && (!a.allow_block || self.flow_level > 0 || ctx.simple_key)
+        {
+            style = ScalarStyle::Double;
+        }
+        style
     }
 
     fn plain(&mut self, s: &str, split: bool) {
@@ -271,7 +421,11 @@ impl Emitter {
         for (i, w) in words.iter().enumerate() {
             if i > 0 {
                 // A single space may become a line break once past the width.
-                if split && self.column > WIDTH && !w.is_empty() && !words[i - 1].is_empty() {
+                if split
+                    && self.column > self.best_width
+                    && !w.is_empty()
+                    && !words[i - 1].is_empty()
+                {
                     self.write_indent();
                     self.whitespace = false;
                     self.indention = false;
@@ -292,14 +446,14 @@ impl Emitter {
             if c == ' ' {
                 let single =
                     i > 0 && i + 1 < chars.len() && chars[i - 1] != ' ' && chars[i + 1] != ' ';
-                if single && split && self.column > WIDTH {
+                if single && split && self.column > self.best_width {
                     self.write_indent();
                 } else {
                     self.write(" ");
                 }
                 i += 1;
             } else if c == '\n' {
-                // PyYAML folds: a break is written as an empty line, then the indent.
+                // libyaml folds: a break is written as an empty line, then the indent.
                 let start = i;
                 while i < chars.len() && chars[i] == '\n' {
                     i += 1;
@@ -323,33 +477,125 @@ impl Emitter {
         self.indicator("'", false, false, false);
     }
 
-    fn double_quoted(&mut self, s: &str) {
+    /// libyaml's `yaml_emitter_write_double_quoted`: what is not printable is escaped, and
+    /// past the width a single space becomes a line break (a run of spaces keeps its first
+    /// as `\`).
+    fn double_quoted(&mut self, s: &str, split: bool) {
         self.indicator("\"", true, false, false);
-        let mut buf = String::new();
-        for c in s.chars() {
-            match c {
-                '"' => buf.push_str("\\\""),
-                '\\' => buf.push_str("\\\\"),
-                '\0' => buf.push_str("\\0"),
-                '\x07' => buf.push_str("\\a"),
-                '\x08' => buf.push_str("\\b"),
-                '\t' => buf.push_str("\\t"),
-                '\n' => buf.push_str("\\n"),
-                '\x0b' => buf.push_str("\\v"),
-                '\x0c' => buf.push_str("\\f"),
-                '\r' => buf.push_str("\\r"),
-                '\x1b' => buf.push_str("\\e"),
-                '\u{85}' => buf.push_str("\\N"),
-                '\u{a0}' => buf.push_str("\\_"),
-                c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                    buf.push_str(&format!("\\x{:02X}", c as u32));
+        let chars: Vec<char> = s.chars().collect();
+        let mut spaces = false;
+        for (i, &c) in chars.iter().enumerate() {
+            if c == ' ' {
+                if split
+                    && !spaces
+                    && self.column > self.best_width
+                    && i != 0
+                    && i + 1 != chars.len()
+                {
+                    self.write_indent();
+                    if chars.get(i + 1) == Some(&' ') {
+                        self.write("\\");
+                    }
+                } else {
+                    self.write(" ");
                 }
-                c => buf.push(c),
+                spaces = true;
+                continue;
             }
+            spaces = false;
+            let escaped = match c {
+                '"' => "\\\"".to_string(),
+                '\\' => "\\\\".to_string(),
+                '\0' => "\\0".to_string(),
+                '\x07' => "\\a".to_string(),
+                '\x08' => "\\b".to_string(),
+                '\t' => "\\t".to_string(),
+                '\n' => "\\n".to_string(),
+                '\x0b' => "\\v".to_string(),
+                '\x0c' => "\\f".to_string(),
+                '\r' => "\\r".to_string(),
+                '\x1b' => "\\e".to_string(),
+                '\u{85}' => "\\N".to_string(),
+                '\u{a0}' => "\\_".to_string(),
+                '\u{2028}' => "\\L".to_string(),
+                '\u{2029}' => "\\P".to_string(),
+                c if printable(c) => c.to_string(),
+                c if (c as u32) <= 0xff => format!("\\x{:02X}", c as u32),
+                c if (c as u32) <= 0xffff => format!("\\u{:04X}", c as u32),
+                c => format!("\\U{:08X}", c as u32),
+            };
+            self.write(&escaped);
         }
-        self.write(&buf);
         self.indicator("\"", false, false, false);
     }
+
+    /// libyaml's `yaml_emitter_write_literal` and `_folded`, with the block scalar hints: an
+    /// indentation indicator when the text starts with a space or break, `-` when it does
+    /// not end with a break, `+` when it ends with two (or is one).
+    fn block_scalar(&mut self, s: &str, folded: bool) {
+        self.indicator(if folded { ">" } else { "|" }, true, false, false);
+        let chars: Vec<char> = s.chars().collect();
+        if matches!(chars.first(), Some(' ' | '\n')) {
+            self.indicator(&self.best_indent.to_string(), false, false, false);
+        }
+        let keep = match chars.as_slice() {
+            [] => Some("-"),
+            [.., last] if !is_break(*last) => Some("-"),
+            [_] => Some("+"),
+            [.., before, _] if is_break(*before) => Some("+"),
+            _ => None,
+        };
+        if let Some(hint) = keep {
+            self.indicator(hint, false, false, false);
+            self.open_ended = hint == "+";
+        }
+        self.line_break();
+        let mut breaks = true;
+        let mut leading_spaces = true;
+        for (i, &c) in chars.iter().enumerate() {
+            if is_break(c) {
+                if folded && !breaks && !leading_spaces && c == '\n' {
+                    // A break between two lines of text is doubled, or it would fold.
+                    let next = chars[i..].iter().find(|c| !is_break(**c));
+                    if next.is_some_and(|c| *c != ' ' && *c != '\t') {
+                        self.line_break();
+                    }
+                }
+                self.out.push(c);
+                self.column = 0;
+                self.indention = true;
+                breaks = true;
+            } else {
+                if breaks {
+                    self.write_indent();
+                    leading_spaces = c == ' ' || c == '\t';
+                }
+                if folded
+                    && !breaks
+                    && c == ' '
+                    && chars.get(i + 1) != Some(&' ')
+                    && self.column > self.best_width
+                {
+                    self.write_indent();
+                } else {
+                    self.write(&c.to_string());
+                }
+                self.indention = false;
+                breaks = false;
+            }
+        }
+    }
+}
+
+fn is_break(c: char) -> bool {
+    matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}')
+}
+
+/// libyaml's `IS_PRINTABLE` (with `allow_unicode`), less the byte order mark. It reads
+/// UTF-8 up to three bytes long: NEL and characters past the BMP (emoji) are escaped.
+fn printable(c: char) -> bool {
+    matches!(c, '\n' | ' '..='~' | '\u{a0}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}')
+        && c != '\u{feff}'
 }
 
 fn yaml_float(f: f64) -> String {
@@ -374,9 +620,10 @@ struct Analysis {
     allow_flow_plain: bool,
     allow_block_plain: bool,
     allow_single_quoted: bool,
+    allow_block: bool,
 }
 
-/// PyYAML's `Emitter.analyze_scalar` (with `allow_unicode=True`).
+/// libyaml's `yaml_emitter_analyze_scalar` (with `allow_unicode=True`).
 fn analyze(s: &str) -> Analysis {
     if s.is_empty() {
         return Analysis {
@@ -441,15 +688,8 @@ fn analyze(s: &str) -> Analysis {
         if brk(c) {
             line_breaks = true;
         }
-        if !(c == '\n' || (' '..='~').contains(&c)) {
-            let printable_unicode = (c == '\u{85}'
-                || ('\u{a0}'..='\u{d7ff}').contains(&c)
-                || ('\u{e000}'..='\u{fffd}').contains(&c)
-                || ('\u{10000}'..'\u{10ffff}').contains(&c))
-                && c != '\u{feff}';
-            if !printable_unicode {
-                special = true;
-            }
+        if !printable(c) {
+            special = true;
         }
         if c == ' ' {
             if i == 0 {
@@ -488,7 +728,11 @@ fn analyze(s: &str) -> Analysis {
         allow_flow_plain: true,
         allow_block_plain: true,
         allow_single_quoted: true,
+        allow_block: true,
     };
+    if trailing_space {
+        a.allow_block = false;
+    }
     if leading_space || leading_break || trailing_space || trailing_break {
         a.allow_flow_plain = false;
         a.allow_block_plain = false;
@@ -502,6 +746,7 @@ fn analyze(s: &str) -> Analysis {
         a.allow_flow_plain = false;
         a.allow_block_plain = false;
         a.allow_single_quoted = false;
+        a.allow_block = false;
     }
     if line_breaks {
         a.allow_flow_plain = false;
@@ -538,37 +783,49 @@ fn resolves_to_other_type(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::dump;
+    use super::{FlowStyle, Options, dump};
     use serde_json::json;
+
+    fn opts(indent: i64, auto_flow: bool) -> Options {
+        Options {
+            indent: Some(indent),
+            flow: if auto_flow {
+                FlowStyle::Auto
+            } else {
+                FlowStyle::Block
+            },
+            ..Options::default()
+        }
+    }
 
     #[test]
     fn matches_pyyaml_output() {
         // Expected texts were produced by ansible-core 2.19's to_yaml/to_nice_yaml.
         let d = json!({"b": [1, 2], "a": {"c": [], "e": {}}, "l": [{"x": 1, "y": [1]}, [1, [2]]]});
         assert_eq!(
-            dump(&d, 2, true),
+            dump(&d, &opts(2, true)),
             "a:\n  c: []\n  e: {}\nb: [1, 2]\nl:\n- x: 1\n  y: [1]\n- - 1\n  - [2]\n"
         );
         assert_eq!(
-            dump(&d, 2, false),
+            dump(&d, &opts(2, false)),
             "a:\n  c: []\n  e: {}\nb:\n- 1\n- 2\nl:\n- x: 1\n  y:\n  - 1\n- - 1\n  - - 2\n"
         );
         let m = json!({"b": 1, "a": [1, {"c": 2}], "s": "yes", "e": ""});
         assert_eq!(
-            dump(&m, 4, false),
+            dump(&m, &opts(4, false)),
             "a:\n- 1\n-   c: 2\nb: 1\ne: ''\ns: 'yes'\n"
         );
         let s = json!({"s": "multi\nline\n", "t": "tab\there", "u": "ünï", "colon": "a:b",
             "hash": "a #b", "star": "*x", "dash": "- x", "lead": " x", "num": "010",
             "ver": "1.2.3", "on": "on", "tilde": "~", "date": "2021-01-01"});
         assert_eq!(
-            dump(&s, 4, false),
+            dump(&s, &opts(4, false)),
             "colon: a:b\ndash: '- x'\ndate: '2021-01-01'\nhash: 'a #b'\nlead: ' x'\n\
              num: '010'\n'on': 'on'\ns: 'multi\n\n    line\n\n    '\nstar: '*x'\n\
              t: \"tab\\there\"\ntilde: '~'\nu: ünï\nver: 1.2.3\n"
         );
         assert_eq!(
-            dump(&s, 2, true),
+            dump(&s, &opts(2, true)),
             "{colon: 'a:b', dash: '- x', date: '2021-01-01', hash: 'a #b', lead: ' x', num: '010',\n  \
              'on': 'on', s: 'multi\n\n    line\n\n    ', star: '*x', t: \"tab\\there\", tilde: '~', u: ünï, ver: 1.2.3}\n"
         );
@@ -576,11 +833,11 @@ mod tests {
             "aaaaaaaaa bbbbbbbbbbb cccccccccc dddddddddd eeeeeeeee fffffffff gggggggg hhhhhhhhh iiiiiiiiii jjjjjjjj"
         );
         assert_eq!(
-            dump(&long, 2, true),
+            dump(&long, &opts(2, true)),
             "aaaaaaaaa bbbbbbbbbbb cccccccccc dddddddddd eeeeeeeee fffffffff gggggggg hhhhhhhhh\n  iiiiiiiiii jjjjjjjj\n"
         );
-        assert_eq!(dump(&json!(5), 2, true), "5\n");
-        assert_eq!(dump(&json!([1, 2]), 2, true), "[1, 2]\n");
-        assert_eq!(dump(&json!({"a": 1}), 4, false), "a: 1\n");
+        assert_eq!(dump(&json!(5), &opts(2, true)), "5\n");
+        assert_eq!(dump(&json!([1, 2]), &opts(2, true)), "[1, 2]\n");
+        assert_eq!(dump(&json!({"a": 1}), &opts(4, false)), "a: 1\n");
     }
 }

@@ -140,20 +140,100 @@ pub fn from_json(value: Value) -> Result<Value, Error> {
     Ok(Value::from_serialize(j))
 }
 
-/// `to_yaml(indent=2)`: PyYAML's default style (leaf collections in flow style).
+/// `to_yaml(default_flow_style=None, **kwargs)`: `yaml.dump` with `allow_unicode=True`.
 pub fn to_yaml(value: Value, kwargs: Kwargs) -> Result<String, Error> {
-    let indent = kwargs.get::<Option<usize>>("indent")?.unwrap_or(2);
-    let _ = kwargs.get::<Option<bool>>("sort_keys")?;
-    kwargs.assert_all_used()?;
-    Ok(pyyaml::dump(&json(&value)?, indent.clamp(2, 9), true))
+    let opts = yaml_options(&kwargs, None, pyyaml::FlowStyle::Auto)?;
+    Ok(pyyaml::dump(&json(&value)?, &opts))
 }
 
-/// `to_nice_yaml(indent=4)`: block style throughout.
-pub fn to_nice_yaml(value: Value, kwargs: Kwargs) -> Result<String, Error> {
-    let indent = kwargs.get::<Option<usize>>("indent")?.unwrap_or(4);
-    let _ = kwargs.get::<Option<bool>>("sort_keys")?;
+/// `to_nice_yaml(indent=4, default_flow_style=False, **kwargs)`.
+pub fn to_nice_yaml(value: Value, indent: Option<Value>, kwargs: Kwargs) -> Result<String, Error> {
+    let mut opts = yaml_options(&kwargs, Some(4), pyyaml::FlowStyle::Block)?;
+    if let Some(i) = indent {
+        if kwargs.has("indent") {
+            return Err(invalid(
+                "to_nice_yaml() got multiple values for argument 'indent'".into(),
+            ));
+        }
+        opts.indent = yaml_int(&i, "indent")?;
+    }
+    Ok(pyyaml::dump(&json(&value)?, &opts))
+}
+
+/// The keyword arguments of `yaml.dump` that shape the text, read as Python reads them
+/// (any value for the flags, by truth). The encoding ones (`encoding`, `line_break`,
+/// `version`, `tags`) are refused by name; an unknown one in PyYAML's words.
+fn yaml_options(
+    kwargs: &Kwargs,
+    indent: Option<i64>,
+    flow: pyyaml::FlowStyle,
+) -> Result<pyyaml::Options, Error> {
+    const KNOWN: [&str; 8] = [
+        "indent",
+        "width",
+        "default_flow_style",
+        "sort_keys",
+        "explicit_start",
+        "explicit_end",
+        "default_style",
+        "canonical",
+    ];
+    for name in kwargs.args() {
+        if matches!(name, "encoding" | "line_break" | "version" | "tags") {
+            return Err(invalid(format!(
+                "kinit's YAML writer does not support `{name}`"
+            )));
+        }
+        if name == "allow_unicode" {
+            return Err(invalid(
+                "yaml.dump() got multiple values for keyword argument 'allow_unicode'".into(),
+            ));
+        }
+        if !KNOWN.contains(&name) {
+            return Err(invalid(format!(
+                "dump_all() got an unexpected keyword argument '{name}'"
+            )));
+        }
+    }
+    let get = |name: &str| -> Result<Option<Value>, Error> {
+        Ok(kwargs.get::<Option<Value>>(name)?.filter(|v| !v.is_none()))
+    };
+    let flag = |name: &str, default: bool| -> Result<bool, Error> {
+        Ok(get(name)?.map_or(default, |v| v.is_true()))
+    };
+    let opts = pyyaml::Options {
+        indent: match get("indent")? {
+            Some(v) => yaml_int(&v, "indent")?,
+            None => indent,
+        },
+        width: match get("width")? {
+            Some(v) => yaml_int(&v, "width")?,
+            None => None,
+        },
+        flow: match kwargs.get::<Option<Value>>("default_flow_style")? {
+            Some(v) if v.is_none() => pyyaml::FlowStyle::Auto,
+            Some(v) if v.is_true() => pyyaml::FlowStyle::Flow,
+            Some(_) => pyyaml::FlowStyle::Block,
+            None => flow,
+        },
+        sort_keys: flag("sort_keys", true)?,
+        explicit_start: flag("explicit_start", false)?,
+        explicit_end: flag("explicit_end", false)?,
+        style: get("default_style")?
+            .and_then(|v| v.as_str().and_then(pyyaml::ScalarStyle::from_indicator)),
+        canonical: flag("canonical", false)?,
+    };
     kwargs.assert_all_used()?;
-    Ok(pyyaml::dump(&json(&value)?, indent.clamp(2, 9), false))
+    Ok(opts)
+}
+
+fn yaml_int(v: &Value, name: &str) -> Result<Option<i64>, Error> {
+    if v.is_none() {
+        return Ok(None);
+    }
+    i64::try_from(v.clone())
+        .map(Some)
+        .map_err(|_| invalid(format!("`{name}` must be an integer, got {v}")))
 }
 
 pub fn from_yaml(value: Value) -> Result<Value, Error> {
