@@ -437,6 +437,12 @@ fn boolean_word(v: &Value) -> Option<bool> {
     }
 }
 
+/// `vault_encrypted`: whether the value is the text of an inline `!vault` value (see
+/// `crate::vault::is_vaulted_text`).
+pub fn vault_encrypted(value: Value) -> bool {
+    value.as_str().is_some_and(crate::vault::is_vaulted_text)
+}
+
 /// `vaulted_file`: whether the file at the path (from the current folder) is vault-encrypted,
 /// its first bytes `$ANSIBLE_VAULT`; a file that cannot be read fails the test.
 pub fn vaulted_file(path: String) -> Result<bool, Error> {

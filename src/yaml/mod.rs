@@ -547,7 +547,10 @@ impl Builder<'_> {
             Some(vault) => vault.decrypt_text(cipher).map_err(fail),
         };
         match plain {
-            Ok(text) => untemplated(Value::String(text)),
+            Ok(text) => {
+                crate::vault::remember_vaulted_text(&text);
+                untemplated(Value::String(text))
+            }
             Err(e) => Value::String(undecryptable(&e)),
         }
     }

@@ -86,7 +86,10 @@ const TASKS: &str = "  tasks:
         content: \"{{ {'inline': inline_word, 'file': file_word, 'include': include_word,
                      'group': group_word, 'host': host_word, 'extra': extra_word,
                      'unvault': lookup('unvault', 'payload.txt'),
-                     'file_lookup': lookup('file', 'greeting.j2')} | to_json }}\"
+                     'file_lookup': lookup('file', 'greeting.j2'),
+                     'vault_encrypted': [inline_word is vault_encrypted,
+                       host_word is vault_encrypted, file_word is vault_encrypted,
+                       out is vault_encrypted, ('x' ~ inline_word) is vault_encrypted]} | to_json }}\"
 ";
 
 /// A scratch folder with every kind of vaulted input: 1.1 files under the `default` secret
@@ -133,6 +136,8 @@ fn expected_vars() -> serde_json::Value {
         "include": "from-include-vars", "group": "from-group-vars",
         "host": "from-inventory", "extra": "from-extra-vars-file",
         "unvault": "copied plaintext\n", "file_lookup": "hello {{ inline_word }}",
+        // Inline `!vault` values are; a whole vaulted file's values are not.
+        "vault_encrypted": [true, true, false, false, false],
     })
 }
 

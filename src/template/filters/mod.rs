@@ -447,6 +447,7 @@ pub fn register(env: &mut Environment<'static>) {
         "finished" => p::finished,
         "started" => p::started,
         "vaulted_file" => p::vaulted_file,
+        "vault_encrypted" => p::vault_encrypted,
         "unreachable" => p::unreachable,
         "timedout" => p::timedout,
         "reachable" => p::reachable,
