@@ -302,11 +302,11 @@ impl Executor {
                         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
                     t.to_offset(crate::template::local_now().offset())
                 };
-                let (cmd, strip) = launched.as_ref().map_or((String::new(), true), |l| {
-                    (l.cmd.clone(), l.strip_empty_ends)
-                });
+                let (cmd, strip) = launched
+                    .as_ref()
+                    .map_or((Value::Null, true), |l| (l.cmd.clone(), l.strip_empty_ends));
                 let m =
-                    crate::modules::command::finish_between(out, at(start), at(end), &cmd, strip);
+                    crate::modules::command::finish_between(out, at(start), at(end), cmd, strip);
                 let mut r = super::remote::task_result(m);
                 for (k, v) in async_job::status_fields(&jid, &file, true, true)
                     .as_object()

@@ -616,6 +616,9 @@ impl Executor {
         Ok(std::borrow::Cow::Owned(out))
     }
 
+    /// How long past a poll beat a job may take to end and still count as ended by it.
+    const POLL_GRACE: Duration = Duration::from_millis(150);
+
     /// An `async: secs` task. With `poll: 0`, `command` and `shell` on a POSIX host start the
     /// job in the background and the task goes on at once (`modules::async_job`). Otherwise
     /// the task runs to its end within `secs` (a `timeout` of its own wins), its result kept
@@ -683,10 +686,43 @@ impl Executor {
             timeout: t.kw.timeout.or(Some(secs as i64)),
             ..t.kw.clone()
         };
-        let mut a = UNDER_ASYNC
-            .scope((), self.until_loop(OnHost { kw: &kw, ..t }, ctx))
-            .await;
         let jid = crate::modules::async_job::new_jid();
+        let run = UNDER_ASYNC.scope((), self.until_loop(OnHost { kw: &kw, ..t }, ctx));
+        // ansible-core's default `poll` is 15 seconds.
+        let poll = t.kw.poll.unwrap_or(15);
+        let mut a = match Some(poll).filter(|p| *p > 0) {
+            // ansible-playbook checks on the job every `poll` seconds and says so each time
+            // it is still running; kinit waits for it and says the same on the same beat.
+            Some(poll) => {
+                tokio::pin!(run);
+                let mut beat = tokio::time::interval(Duration::from_secs(poll));
+                beat.tick().await;
+                loop {
+                    tokio::select! {
+                        a = &mut run => break a,
+                        _ = beat.tick() => {
+                            // A job that ends as the beat comes counts as ended, as
+                            // ansible-core's check (a module run itself) would find it.
+                            if let Ok(a) = tokio::time::timeout(Self::POLL_GRACE, &mut run).await {
+                                break a;
+                            }
+                            self.emit(Event::AsyncPoll {
+                                host: t.host.to_string(),
+                                jid: jid.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+            None => run.await,
+        };
+        if poll > 0 {
+            self.emit(Event::AsyncDone {
+                host: t.host.to_string(),
+                jid: jid.clone(),
+                failed: a.result.is_failed(),
+            });
+        }
         let file = self.record_async_job(t.host, t.kw, ctx, &jid).await;
         let r = &mut a.result;
         r.set("ansible_job_id", json!(jid));

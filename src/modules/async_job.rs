@@ -38,7 +38,7 @@ pub struct Launched {
     /// The results file, by its absolute path on the host.
     pub file: String,
     /// The command as the module reports it (`cmd`).
-    pub cmd: String,
+    pub cmd: Value,
     pub strip_empty_ends: bool,
 }
 
@@ -105,7 +105,7 @@ pub async fn launch(
     ctx: &ModuleCtx<'_>,
     job: &AsyncJob,
     script: &str,
-    cmd: &str,
+    cmd: &Value,
     stdin: Option<Vec<u8>>,
     strip_empty_ends: bool,
 ) -> Result<ModuleResult, ModuleError> {
@@ -146,7 +146,7 @@ pub async fn launch(
     let file = out.stdout_str();
     let _ = job.launched.set(Launched {
         file: file.clone(),
-        cmd: cmd.to_string(),
+        cmd: cmd.clone(),
         strip_empty_ends,
     });
     Ok(ModuleResult::changed()

@@ -55,6 +55,9 @@ pub struct Params {
 /// serde cannot combine `flatten` with `deny_unknown_fields`).
 #[derive(Debug, Default)]
 pub struct Common {
+    /// What the result reports as `cmd`: the argument list for `command`, the text for
+    /// `shell`, as ansible-core's command module does (`r['cmd'] = args`).
+    pub cmd: Value,
     pub chdir: Option<String>,
     pub creates: Option<String>,
     pub removes: Option<String>,
@@ -102,6 +105,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         None => line.clone(),
     };
     let common = Common {
+        cmd: Value::from(argv.clone()),
         chdir: p.chdir,
         creates: p.creates,
         removes: p.removes,
@@ -122,12 +126,6 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         failed.msg = Some("Error executing command.".into());
         return Ok(failed);
     }
-    // `cmd` is the command line, without the lookup in front of it.
-    let r = if r.data.contains_key("cmd") {
-        r.with("cmd", line)
-    } else {
-        r
-    };
     Ok(match p.executable {
         Some(exe) => r.with(
             "warnings",
@@ -208,10 +206,11 @@ pub async fn run_script(
         return Ok(skip);
     }
     if ctx.check_mode {
-        let mut r = ModuleResult::ok();
+        let mut r = not_run(c)
+            .with("stdout", "")
+            .with("stdout_lines", Vec::<String>::new());
         // ansible-core's command module's words, with `rc` 0.
         r.msg = Some("Command would have run if not in check mode".into());
-        r.data.insert("rc".into(), Value::from(0));
         if c.creates.is_some() || c.removes.is_some() {
             r.changed = true;
         } else {
@@ -239,14 +238,14 @@ pub async fn run_script(
         b
     });
     if let Some(job) = ctx.detach.filter(|_| ctx.conn.shell() == ShellKind::Posix) {
-        return super::async_job::launch(ctx, job, &full, script, stdin, c.strip_empty_ends).await;
+        return super::async_job::launch(ctx, job, &full, &c.cmd, stdin, c.strip_empty_ends).await;
     }
     let started = Instant::now();
     let out = ctx.run_with_stdin(full, stdin).await?;
     if let (Some(dir), Some(errno)) = (&c.chdir, chdir_failure(&out.stderr)) {
         return Ok(chdir_failed(dir, errno));
     }
-    Ok(finish(out, started, script, c.strip_empty_ends))
+    Ok(finish(out, started, c.cmd.clone(), c.strip_empty_ends))
 }
 
 /// Python's `str.splitlines` for the line breaks a command prints or a crontab holds (`\n`,
@@ -307,7 +306,7 @@ fn chdir_failed(dir: &str, errno: u32) -> ModuleResult {
 pub fn finish(
     out: crate::transport::ExecOutput,
     started: Instant,
-    cmd: &str,
+    cmd: Value,
     strip: bool,
 ) -> ModuleResult {
     // `start`/`end` as Python's `str(datetime.now())`, taken where kinit runs: the same
@@ -322,7 +321,7 @@ pub fn finish_between(
     mut out: crate::transport::ExecOutput,
     start: time::OffsetDateTime,
     end: time::OffsetDateTime,
-    cmd: &str,
+    cmd: Value,
     strip: bool,
 ) -> ModuleResult {
     if strip {
@@ -388,6 +387,19 @@ fn sh_glob(p: &str) -> String {
 }
 
 /// `creates`/`removes`: the result to return instead of running, if the guard says skip.
+/// The result of a command that did not run (check mode, `creates`/`removes`): `rc` 0, no
+/// output and no times, as ansible-core's command module leaves them.
+fn not_run(c: &Common) -> ModuleResult {
+    ModuleResult::ok()
+        .with("cmd", c.cmd.clone())
+        .with("rc", 0)
+        .with("start", Value::Null)
+        .with("end", Value::Null)
+        .with("delta", Value::Null)
+        .with("stderr", "")
+        .with("stderr_lines", Vec::<String>::new())
+}
+
 async fn guard(ctx: &ModuleCtx<'_>, c: &Common) -> Result<Option<ModuleResult>, ModuleError> {
     if c.creates.is_none() && c.removes.is_none() {
         return Ok(None);
@@ -410,12 +422,9 @@ async fn guard(ctx: &ModuleCtx<'_>, c: &Common) -> Result<Option<ModuleResult>, 
     let out = ctx.run(probe).await?.stdout_str();
     let skip = |path: &str, why: &str| {
         let msg = format!("skipped, since {path} {why}");
-        let mut r = ModuleResult::ok()
-            .with("rc", 0)
+        let mut r = not_run(c)
             .with("stdout", msg.clone())
-            .with("stdout_lines", vec![msg.clone()])
-            .with("stderr", "")
-            .with("stderr_lines", Vec::<String>::new());
+            .with("stdout_lines", vec![msg.clone()]);
         // Ansible's wording, which playbooks match on.
         let did = if ctx.check_mode { "Would" } else { "Did" };
         r.msg = Some(format!("{did} not run command since '{path}' {why}"));

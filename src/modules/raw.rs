@@ -44,5 +44,5 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     };
     let started = Instant::now();
     let out = ctx.run(script).await?;
-    Ok(finish(out, started, &p.raw_params, false))
+    Ok(finish(out, started, p.raw_params.into(), false))
 }

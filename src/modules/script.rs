@@ -73,7 +73,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
                 }
                 (_, Some(r)) => format!("{r} does not exist, matching removes option"),
                 (Some(c), None) => format!("{c} exists, matching creates option"),
-                (None, None) => String::new(),
+                // Check mode without `creates`/`removes`: a script's changes cannot be told.
+                (None, None) => "Check mode is not supported for this task.".to_string(),
             };
             let mut r = ModuleResult::ok();
             r.skipped = true;
@@ -81,7 +82,8 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
             return Ok(r);
         }
         if ctx.check_mode {
-            return Ok(probe);
+            // It would run: upstream's action reports the change and nothing else.
+            return Ok(ModuleResult::changed());
         }
     }
     let remote = unique_temp_path("script");
@@ -106,7 +108,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
     let script = format!("{body}\nrc=$?\nrm -f -- {}\nexit $rc", sh(&remote));
     let started = Instant::now();
     let out = ctx.run(script).await?;
-    Ok(finish(out, started, &line, true))
+    Ok(finish(out, started, serde_json::Value::from(line), true))
 }
 
 /// The interpreter of a script's `#!` line and its one optional argument (the rest of the

@@ -60,6 +60,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         None => text.clone(),
     };
     let common = Common {
+        cmd: serde_json::Value::from(text.clone()),
         chdir: p.chdir,
         creates: p.creates,
         removes: p.removes,
@@ -67,12 +68,7 @@ async fn run(ctx: &ModuleCtx<'_>, p: Params) -> Result<ModuleResult, ModuleError
         stdin_add_newline: p.stdin_add_newline,
         strip_empty_ends: p.strip_empty_ends,
     };
-    let r = run_script(ctx, &script, &common).await?;
     // `cmd` is the text as given, also with `executable` (which ansible-core passes to
     // `run_command` beside it, not inside it).
-    Ok(if p.executable.is_some() && r.data.contains_key("cmd") {
-        r.with("cmd", text)
-    } else {
-        r
-    })
+    run_script(ctx, &script, &common).await
 }

@@ -82,7 +82,7 @@ pub async fn run(
     let started = Instant::now();
     let stdin = c.stdin.as_ref().map(|s| format!("{s}\n").into_bytes());
     let out = pwsh::run(ctx, &full_script(script, c), stdin).await?;
-    Ok(finish(out, started, script, true))
+    Ok(finish(out, started, script.into(), true))
 }
 
 /// Split a Windows command line into words: whitespace separates, double quotes group,

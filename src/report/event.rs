@@ -92,6 +92,18 @@ pub enum Event {
         attempt: u32,
         retries: u32,
     },
+    /// An `async` task with `poll` was checked on and is still running (ansible-playbook's
+    /// `ASYNC POLL` line, every `poll` seconds).
+    AsyncPoll {
+        host: String,
+        jid: String,
+    },
+    /// An `async` task with `poll` ended (`ASYNC OK` / `ASYNC FAILED`).
+    AsyncDone {
+        host: String,
+        jid: String,
+        failed: bool,
+    },
     ItemResult {
         host: String,
         task_id: usize,

@@ -76,7 +76,11 @@ impl Plain {
             Event::ItemResult { task_id, .. } | Event::TaskResult { task_id, .. } => {
                 self.pending.first().is_some_and(|p| p.task_id == *task_id)
             }
-            Event::HostTask { .. } | Event::Progress { .. } | Event::Retry { .. } => true,
+            Event::HostTask { .. }
+            | Event::Progress { .. }
+            | Event::Retry { .. }
+            | Event::AsyncPoll { .. }
+            | Event::AsyncDone { .. } => true,
             _ => false,
         };
         if same_task {
@@ -155,6 +159,18 @@ impl Plain {
             } if self.last_progress.get(host) != Some(status) => {
                 self.last_progress.insert(host.clone(), status.clone());
                 let _ = writeln!(out, "{host}  {status} {}", minutes_seconds(*elapsed));
+            }
+            // ansible-core's default callback (`v2_runner_on_async_poll`, `_async_ok`,
+            // `_async_failed`), the host by its inventory name.
+            Event::AsyncPoll { host, jid } => {
+                let _ = writeln!(
+                    out,
+                    "ASYNC POLL on {host}: jid={jid} started=True finished=False"
+                );
+            }
+            Event::AsyncDone { host, jid, failed } => {
+                let word = if *failed { "FAILED" } else { "OK" };
+                let _ = writeln!(out, "ASYNC {word} on {host}: jid={jid}");
             }
             Event::Retry {
                 host,

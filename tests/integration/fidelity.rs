@@ -2046,3 +2046,95 @@ fn a_run_once_play_still_gathers_every_hosts_facts() {
         .stdout();
     assert!(out.contains("\"msg\": \"True True\""), "{out}");
 }
+
+/// `cmd` as ansible-core's command module reports it: the argument list for `command` (also
+/// with `argv`, words unexpanded, and for a fire-and-forget job read by `async_status`), the
+/// text for `shell`; a command that did not run (check mode, `creates`) still has its `cmd`,
+/// `rc` 0, empty output and `start`/`end`/`delta` null. ansible-playbook 2.19.4 passes the
+/// same assertions on this playbook (kinit reported the text of its own wrapper script).
+#[test]
+fn command_results_report_cmd_as_ansible_does() {
+    let book = r#"- hosts: localhost
+  gather_facts: false
+  tasks:
+    - command: echo "a b" c
+      check_mode: true
+      register: a
+    - command: echo x
+      args: {creates: /}
+      register: b
+    - shell: echo x
+      check_mode: true
+      register: d
+    - command:
+        argv: [echo, '$HOME']
+      register: e
+    - command: echo moo
+      async: 10
+      poll: 0
+      register: f
+    - async_status: {jid: "{{ f.ansible_job_id }}"}
+      register: s
+      until: s is finished
+      retries: 20
+      delay: 1
+    - assert:
+        that:
+          - a.cmd == ['echo', 'a b', 'c']
+          - a.start is none and a.end is none and a.delta is none
+          - a.stdout == '' and a.stderr_lines == [] and a.rc == 0 and a is skipped
+          - b.cmd == ['echo', 'x'] and b.stdout == 'skipped, since / exists' and b.start is none
+          - d.cmd == 'echo x' and d.stdout == '' and d.delta is none
+          - e.cmd == ['echo', '$HOME'] and e.stdout == lookup('env', 'HOME')
+          - s.cmd == ['echo', 'moo'] and s.stdout == 'moo'
+"#;
+    let out = Test::new()
+        .write("p.yml", book)
+        .args(["playbook", "p.yml"])
+        .succeeds()
+        .partial_output("the assertions are the test; retries of async_status depend on timing")
+        .stdout();
+    assert!(
+        out.contains("ok=5    changed=3    unreachable=0    failed=0    skipped=2"),
+        "{out}"
+    );
+    assert!(out.contains("All assertions passed"), "{out}");
+}
+
+/// An `async` task with `poll` says how it is getting on as ansible-playbook does: an `ASYNC
+/// POLL` line each `poll` seconds it is still running, then `ASYNC OK` (or `ASYNC FAILED`)
+/// with the job id its result carries, before the result line. ansible-playbook 2.19.4 prints
+/// these lines for the same playbook (two polls for a three-second job at `poll: 1`; how many
+/// depends on timing, so the test counts at least one).
+#[test]
+fn polled_async_tasks_print_async_poll_and_ok_lines() {
+    let book = "- hosts: localhost\n  gather_facts: false\n  tasks:\n\
+                \x20   - command: sleep 3\n      async: 10\n      poll: 1\n      register: r\n\
+                \x20   - command: 'false'\n      async: 10\n      poll: 1\n      ignore_errors: true\n\
+                \x20   - debug: msg=jid={{ r.ansible_job_id }}\n";
+    let out = Test::new()
+        .write("p.yml", book)
+        .args(["playbook", "p.yml"])
+        .succeeds()
+        .partial_output("job ids are random and the number of polls depends on timing")
+        .stdout();
+    let jid = out
+        .split("\"msg\": \"jid=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no job id in:\n{out}"));
+    let first = out.split("TASK [command]").nth(1).unwrap_or_default();
+    let polls = first
+        .matches(&format!(
+            "ASYNC POLL on localhost: jid={jid} started=True finished=False\n"
+        ))
+        .count();
+    assert!(polls >= 1, "{out}");
+    assert!(
+        first.contains(&format!(
+            "ASYNC OK on localhost: jid={jid}\nchanged: [localhost]"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("ASYNC FAILED on localhost: jid=j"), "{out}");
+}
