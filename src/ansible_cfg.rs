@@ -106,6 +106,8 @@ pub struct AnsibleSettings {
     /// results that changed nothing, and skipped ones, are shown.
     pub display_ok_hosts: Option<bool>,
     pub display_skipped_hosts: Option<bool>,
+    /// `show_custom_stats`: `set_stats` data is shown after the recap.
+    pub show_custom_stats: bool,
     /// `hash_behaviour = merge`: mappings of the same variable from different places merge
     /// key by key (`replace`, the default, keeps the higher-precedence one whole).
     pub hash_merge: bool,
@@ -248,6 +250,9 @@ fn read_file(s: &mut AnsibleSettings, path: &Path, text: &str) -> Result<(), Ans
             ("defaults", "display_skipped_hosts") => {
                 s.display_skipped_hosts = Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
             }
+            ("defaults", "show_custom_stats") => {
+                s.show_custom_stats = boolean(value).ok_or_else(|| bad("a boolean"))?;
+            }
             ("defaults", "error_on_missing_handler") => {
                 s.error_on_missing_handler = Some(boolean(value).ok_or_else(|| bad("a boolean"))?);
             }
@@ -375,6 +380,10 @@ fn read_env(
     if let Some(v) = get("ANSIBLE_DISPLAY_SKIPPED_HOSTS") {
         s.display_skipped_hosts =
             Some(boolean(&v).ok_or_else(|| bad("ANSIBLE_DISPLAY_SKIPPED_HOSTS", v, "a boolean"))?);
+    }
+    if let Some(v) = get("ANSIBLE_SHOW_CUSTOM_STATS") {
+        s.show_custom_stats =
+            boolean(&v).ok_or_else(|| bad("ANSIBLE_SHOW_CUSTOM_STATS", v, "a boolean"))?;
     }
     if let Some(v) = get("ANSIBLE_ERROR_ON_MISSING_HANDLER") {
         s.error_on_missing_handler = Some(

@@ -274,6 +274,7 @@ impl PlaybookConfig {
                 display: crate::report::Display {
                     ok: cfg.display_ok_hosts.unwrap_or(true),
                     skipped: cfg.display_skipped_hosts.unwrap_or(true),
+                    custom_stats: cfg.show_custom_stats,
                 },
             },
         })

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::playbook::actions::{
-    AssertArgs, AsyncStatusArgs, DebugArgs, ExecAction, Meta, PauseArgs,
+    AssertArgs, AsyncStatusArgs, DebugArgs, ExecAction, Meta, PauseArgs, SetStatsArgs,
 };
 use crate::playbook::{Keywords, Task};
 use crate::report::{Event, TaskResult};
@@ -139,6 +139,7 @@ impl Executor {
             }
             ExecAction::AsyncStatus(a) => self.async_status(&rendered!(a), host, kw, ctx).await,
             ExecAction::ValidateArgumentSpec(a) => self.validate_argument_spec(rendered!(a), ctx),
+            ExecAction::SetStats(a) => set_stats(rendered!(a)),
         }
     }
 
@@ -559,4 +560,39 @@ fn meta(action: Meta, host: &str) -> Attempt {
         result: TaskResult::ok().with("msg", meta_message(action, host)),
         flow,
     }
+}
+
+/// `set_stats`, as ansible-core's action: `data` must be a mapping whose keys are variable
+/// names; `per_host` (default no) and `aggregate` (default yes) are read as lenient booleans.
+/// The result carries `ansible_stats`; the reporter adds it up for the end of the run.
+fn set_stats(args: SetStatsArgs) -> Attempt {
+    let data = match args.data {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m,
+        Some(_) => {
+            return Attempt::of(TaskResult::failed(
+                "The 'data' option needs to be a dictionary/hash",
+            ));
+        }
+    };
+    if let Some(why) = data
+        .keys()
+        .find_map(|k| crate::template::invalid_variable_name(&Value::String(k.clone())))
+    {
+        return Attempt::of(TaskResult::failed(format!("Task failed: {why}")));
+    }
+    let flag = |v: Option<Value>, default: bool| match v {
+        None | Some(Value::Null) => default,
+        Some(v) => crate::modules::args::boolish(v).unwrap_or(false),
+    };
+    let mut r = TaskResult::ok();
+    r.set(
+        "ansible_stats",
+        json!({
+            "data": data,
+            "per_host": flag(args.per_host, false),
+            "aggregate": flag(args.aggregate, true),
+        }),
+    );
+    Attempt::of(r)
 }

@@ -128,8 +128,32 @@ impl Executor {
         });
         let mut flow = Flow::Continue;
         let mut delegate_shown = None;
-        let result = match self.task_vars(pr, host, inh, &kw.vars) {
+        // Templated keywords (`become: "{{ x }}"`) with this host's variables; a loop renders
+        // them again per item, so here one that needs the item stays as written.
+        let vars = self.task_vars(pr, host, inh, &kw.vars);
+        let host_kw;
+        let mut keyword_error = None;
+        let kw = match &vars {
+            Ok(ctx) if !kw.templated.is_empty() => match self.render_host_keywords(kw, ctx) {
+                Ok(mut k) => {
+                    if kw.loop_.is_some() {
+                        k.templated = kw.templated.clone();
+                    }
+                    host_kw = k;
+                    &host_kw
+                }
+                Err(_) if kw.loop_.is_some() => kw,
+                Err(e) => {
+                    keyword_error = Some(e);
+                    kw
+                }
+            },
+            _ => kw,
+        };
+        let t = OnHost { kw, ..t };
+        let result = match vars {
             Err(e) => self.error_result(task, e.to_string()),
+            Ok(_) if let Some(e) = keyword_error => self.error_result(task, e),
             Ok(mut ctx) => {
                 self.add_task_dir_to_search_path(task, &mut ctx);
                 // Shown (and used for `delegate_facts`) rendered; one that needs a loop
@@ -196,6 +220,30 @@ impl Executor {
             None => kw,
         };
         self.finish(OnHost { kw, ..t }, started, Attempt { result, flow })
+    }
+
+    /// `kw` with its per-host templated keywords rendered with `ctx` (a host's variables, or
+    /// a loop item's), in ansible-core's words when one cannot be.
+    pub(crate) fn render_host_keywords(
+        &self,
+        kw: &Keywords,
+        ctx: &VarMap,
+    ) -> Result<Keywords, String> {
+        let mut out = kw.clone();
+        out.templated.clear();
+        for (key, template) in &kw.templated {
+            let value = self
+                .templar
+                .render_str(template, ctx)
+                .map_err(|e| format!("Error processing keyword '{key}': {e}"))?;
+            // `omit` leaves the keyword as inherited.
+            if value == crate::template::OMIT {
+                continue;
+            }
+            crate::playbook::set_templated(&mut out, key, &value)
+                .map_err(|e| format!("Error processing keyword '{key}': {e}"))?;
+        }
+        Ok(out)
     }
 
     /// The `warnings` and `deprecations` a module returned (a loop's items' too), each as a
@@ -1014,6 +1062,8 @@ pub(crate) fn censor(r: &TaskResult) -> TaskResult {
         // Where the task is, and a variable's name: nothing of the content.
         origin: r.origin.clone(),
         included: r.included.clone(),
-        verbose_always: r.verbose_always,
+        // ansible-core's censored result drops `_ansible_verbose_always`: a `debug` with
+        // `no_log` shows no body below `-v`.
+        verbose_always: false,
     }
 }

@@ -243,7 +243,6 @@ impl Executor {
             task_id,
             ..
         } = t;
-        let no_log = kw.no_log == Some(true);
         let lc = &kw.loop_control;
         let loop_var = self.loop_var_name(lc, ctx);
         let n = items.len();
@@ -289,10 +288,22 @@ impl Executor {
                 }
                 c.insert("ansible_loop".into(), info);
             }
-            let mut r = match self.check_when(conds, &c) {
-                Err(msg) => self.error_result(task, msg),
-                Ok(Some(cond)) => skipped(&cond),
-                Ok(None) => {
+            let item_kw = match kw.templated.is_empty() {
+                true => Ok(None),
+                false => self.render_host_keywords(kw, &c).map(Some),
+            };
+            // `no_log` and `ignore_errors` as this item rendered them.
+            let ikw = match &item_kw {
+                Ok(Some(k)) => k,
+                _ => kw,
+            };
+            let no_log = ikw.no_log == Some(true);
+            let mut r = match (self.check_when(conds, &c), &item_kw) {
+                (Err(msg), _) => self.error_result(task, msg),
+                (Ok(Some(cond)), _) => skipped(&cond),
+                (Ok(None), Err(msg)) => self.error_result(task, msg.clone()),
+                (Ok(None), Ok(_)) => {
+                    let t = OnHost { kw: ikw, ..t };
                     let a = self.until_loop(t, &mut c).await;
                     unreachable |= a.result.unreachable;
                     if let Flow::Include(reqs) = a.flow {
@@ -325,9 +336,11 @@ impl Executor {
                     }
                     Err(_) => l.clone(),
                 },
+                // As ansible-core's callback prints it: Python's `str()` of the item
+                // (`{'name': 'x'}`, `True`).
                 None => match item {
                     Value::String(s) => s.clone(),
-                    other => other.to_string(),
+                    other => crate::template::py_str(other),
                 },
             };
             if task.module_name() == Some("set_fact")
@@ -337,7 +350,7 @@ impl Executor {
             {
                 crate::vars::overlay(&mut base, facts);
             }
-            let status = item_status(&r, kw);
+            let status = item_status(&r, ikw);
             if no_log {
                 self.events.redactor.add_task_data(&r.to_value());
             }
@@ -345,7 +358,12 @@ impl Executor {
                 host: host.to_string(),
                 task_id,
                 task: t.title.to_string(),
-                item: if no_log { "None".into() } else { label },
+                // ansible-core's callback label for a censored item.
+                item: if no_log {
+                    "(censored due to no_log)".into()
+                } else {
+                    label
+                },
                 status,
                 module: task.module_name().map(str::to_string),
                 result: if no_log { censor(&r) } else { r.clone() },

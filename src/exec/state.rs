@@ -50,11 +50,13 @@ impl HostState {
     /// The facts as variables: `ansible_facts`, and each fact by its variable name but those
     /// [`restricted_fact`] names (a module's facts cannot set connection variables or
     /// `ansible_facts` itself).
+    /// A host without facts has `ansible_facts` all the same, empty, as in ansible-core
+    /// (`when: ansible_facts == {}` is how roles ask whether facts were gathered).
     pub fn inject_facts(&self, m: &mut VarMap) {
+        m.insert("ansible_facts".into(), Value::Object(self.facts.clone()));
         if self.facts.is_empty() {
             return;
         }
-        m.insert("ansible_facts".into(), Value::Object(self.facts.clone()));
         for (k, v) in &self.facts {
             if !self.restricted_facts.is_empty() && self.restricted_facts.contains(k) {
                 continue;

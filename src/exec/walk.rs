@@ -205,12 +205,16 @@ impl Executor {
         self.tags().selects(&tags)
     }
 
-    /// `kw` with its templated keywords (`run_once: "{{ x }}"`) rendered. They decide for the
-    /// whole task (`run_once`, `any_errors_fatal` act on the batch), so they are rendered
-    /// once, with the variables of the batch's first host. A keyword that cannot be rendered
-    /// or converted is left as inherited, and the first such error is returned with the
-    /// keywords: it fails the task on each host (`ignore_errors` and `register` still apply,
-    /// as ansible-core fails the task when it validates the keyword).
+    /// `kw` with its templated batch keywords (`run_once: "{{ x }}"`, `throttle`,
+    /// `any_errors_fatal`) rendered: they decide for the whole task, so they are rendered
+    /// once, with the variables of the batch's first host, as ansible-core's strategy does.
+    /// The other templated keywords (`become`, `no_log`, `timeout`...) stay in
+    /// `kw.templated`: each host renders them with its own variables, and each loop item with
+    /// its item (`render_host_keywords`), as ansible-core's task executor post-validates the
+    /// task per host and item. A keyword that cannot be rendered or converted is left as
+    /// inherited, and the first such error is returned with the keywords: it fails the task
+    /// on each host (`ignore_errors` and `register` still apply, as ansible-core fails the
+    /// task when it validates the keyword).
     fn render_templated_keywords(
         &self,
         pr: &PlayRun<'_>,
@@ -225,7 +229,7 @@ impl Executor {
             .notify
             .iter()
             .any(|n| n.contains("{{") || n.contains("{%"));
-        if kw.templated.is_empty() && !templated_notify {
+        if !templated_notify && !kw.templated.iter().any(|(k, _)| is_batch_keyword(k)) {
             return (kw, None);
         }
         let ctx = match self.task_vars(pr, first, inh, &kw.vars) {
@@ -255,7 +259,11 @@ impl Executor {
             }
             kw.notify = names;
         }
-        for (key, template) in std::mem::take(&mut kw.templated) {
+        let (batch, per_host): (Vec<_>, Vec<_>) = std::mem::take(&mut kw.templated)
+            .into_iter()
+            .partition(|(k, _)| is_batch_keyword(k));
+        kw.templated = per_host;
+        for (key, template) in batch {
             let set = self
                 .templar
                 .render_str(&template, &ctx)
@@ -598,4 +606,10 @@ impl Executor {
             }
         })
     }
+}
+
+/// Keywords ansible-core's strategy reads for the whole batch, rendered once with the first
+/// host's variables; the others are rendered per host and loop item.
+fn is_batch_keyword(key: &str) -> bool {
+    matches!(key, "run_once" | "throttle" | "any_errors_fatal")
 }

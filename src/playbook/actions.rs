@@ -39,6 +39,7 @@ pub enum ExecAction {
     WaitForConnection(WaitArgs),
     AsyncStatus(AsyncStatusArgs),
     ValidateArgumentSpec(ValidateArgs),
+    SetStats(SetStatsArgs),
 }
 
 /// Every executor action, by short name.
@@ -55,6 +56,7 @@ pub const NAMES: &[&str] = &[
     "wait_for_connection",
     "async_status",
     "validate_argument_spec",
+    "set_stats",
 ];
 
 pub fn is_action(name: &str) -> bool {
@@ -156,6 +158,16 @@ pub struct ValidateArgs {
     pub validate_args_context: Option<Value>,
 }
 
+/// `set_stats`: custom statistics for the end of the run (`data`), per host or for the
+/// whole run (`per_host`), added to what earlier tasks set or replacing it (`aggregate`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetStatsArgs {
+    pub data: Option<Value>,
+    pub per_host: Option<Value>,
+    pub aggregate: Option<Value>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AsyncStatusArgs {
@@ -254,6 +266,7 @@ impl ExecAction {
             "validate_argument_spec" => {
                 Self::ValidateArgumentSpec(typed("validate_argument_spec", args)?)
             }
+            "set_stats" => Self::SetStats(typed("set_stats", args)?),
             _ => Self::AsyncStatus(typed("async_status", args)?),
         })
     }
@@ -272,6 +285,7 @@ impl ExecAction {
             Self::WaitForConnection(_) => "wait_for_connection",
             Self::AsyncStatus(_) => "async_status",
             Self::ValidateArgumentSpec(_) => "validate_argument_spec",
+            Self::SetStats(_) => "set_stats",
         }
     }
 }

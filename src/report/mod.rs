@@ -44,6 +44,8 @@ pub struct ReportOptions {
 pub struct Display {
     pub ok: bool,
     pub skipped: bool,
+    /// `show_custom_stats`: the `set_stats` data after the recap.
+    pub custom_stats: bool,
 }
 
 impl Default for Display {
@@ -51,6 +53,7 @@ impl Default for Display {
         Self {
             ok: true,
             skipped: true,
+            custom_stats: false,
         }
     }
 }
@@ -195,6 +198,11 @@ async fn run(
                     }
                 }
                 stats.time(&format!("{task} ({location})"), *duration);
+                if let Some(custom) = result.fields.get("ansible_stats")
+                    && !result.is_failed()
+                {
+                    stats.custom_stats(host, custom);
+                }
             }
             Event::ItemResult {
                 host,
@@ -272,7 +280,11 @@ async fn run(
     {
         json_error = Some(e);
     }
-    let mut summary = format!("\n{}\n{}", stats.recap(), stats.timing_summary(20));
+    let mut summary = stats.recap();
+    if opts.display.custom_stats {
+        summary.push_str(&stats.custom_summary());
+    }
+    let mut summary = format!("\n{summary}\n{}", stats.timing_summary(20));
     if !stats.phases.is_empty() {
         summary = format!("{summary}\n{}", stats.phase_summary());
     }

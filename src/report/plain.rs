@@ -431,7 +431,13 @@ impl Plain {
                 }
             }
             Status::Ok | Status::Changed => {
-                if module == Some("debug") {
+                // A censored `debug` (`no_log`) is no debug output: nothing below `-v`, the
+                // result in one line from it, as ansible-playbook shows it.
+                if module == Some("debug") && result.fields.contains_key("censored") {
+                    if self.verbose > 0 {
+                        let _ = write!(tail, " => {}", dump(result, module, self.verbose));
+                    }
+                } else if module == Some("debug") {
                     match &result.msg {
                         // `{"msg": ...}` indented, a text too, as ansible-playbook prints it
                         // (scripts grep for `"msg": "..."`).

@@ -2138,3 +2138,107 @@ fn polled_async_tasks_print_async_poll_and_ok_lines() {
     );
     assert!(out.contains("ASYNC FAILED on localhost: jid=j"), "{out}");
 }
+
+/// Keywords are rendered per host and per loop item, as ansible-core's task executor
+/// post-validates the task for each (`ignore_errors: "{{ fail_ok }}"` differs by host,
+/// `no_log: "{{ item.secret }}"` by item; kinit rendered them once, with the first host's
+/// variables, and refused `become: "{{ item }}"`). Also as ansible-playbook 2.19.4 prints them
+/// for this playbook: `ansible_facts` is defined and empty before facts are gathered, an item
+/// is labelled with Python's `str()` of it, a censored item `(censored due to no_log)`, and a
+/// censored `debug` shows no body below `-v`.
+#[test]
+fn keywords_render_per_host_and_item_and_items_are_labelled_as_ansible_does() {
+    let book = r#"- hosts: a,b
+  gather_facts: false
+  tasks:
+    - debug: msg="{{ ansible_facts == {} }}"
+    - command: "false"
+      ignore_errors: "{{ fail_ok }}"
+    - command: "echo {{ item.n }}"
+      no_log: "{{ item.secret }}"
+      loop: [{n: shown, secret: false}, {n: hidden, secret: true}]
+    - command: "echo {{ item }}"
+      become: "{{ item }}"
+      loop: [false]
+    - debug: msg=x
+      no_log: true
+      loop: [1.5]
+"#;
+    let out = Test::new()
+        .write(
+            "hosts",
+            "a ansible_connection=local fail_ok=true\nb ansible_connection=local fail_ok=false\n",
+        )
+        .write("p.yml", book)
+        .args(["playbook", "-i", "hosts", "p.yml"])
+        .fails_with(2)
+        .partial_output("the failures' details and the timing are not what this test is about")
+        .stdout();
+    for line in [
+        "ok: [a] => {\n    \"msg\": true\n}\nok: [b] => {\n    \"msg\": true\n}",
+        "changed: [a] => (item={'n': 'shown', 'secret': False})\n\
+         changed: [a] => (item=(censored due to no_log))\n",
+        "changed: [a] => (item=False)\n",
+        "ok: [a] => (item=(censored due to no_log))\n\nPLAY RECAP",
+        "a                    : ok=5    changed=3    unreachable=0    failed=0    skipped=0    rescued=0    ignored=1",
+        "b                    : ok=1    changed=0    unreachable=0    failed=1    skipped=0    rescued=0    ignored=0",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+    assert_eq!(out.matches("...ignoring").count(), 1, "{out}");
+}
+
+/// `set_stats` returns `ansible_stats`, and with `show_custom_stats` the run ends with
+/// ansible-playbook's CUSTOM STATS: each host's (`per_host`), then the run's, added up across
+/// tasks and hosts (mappings merged, numbers summed, texts and lists joined) unless
+/// `aggregate: no` replaces a value. ansible-playbook 2.19.4 prints the same three lines for
+/// this playbook (`ANSIBLE_SHOW_CUSTOM_STATS=yes`); a `data` that is no mapping fails in its
+/// words.
+#[test]
+fn set_stats_adds_up_custom_stats_shown_after_the_recap() {
+    let book = r#"- hosts: a,b
+  gather_facts: false
+  tasks:
+    - set_stats:
+        data: {my_int: 10, l: [1], d: {x: 1}, s: "ab"}
+      register: r
+    - set_stats:
+        data: {my_int: 15, l: [2], d: {y: 2}, s: "cd", f: 1.5}
+    - set_stats:
+        data: {ph: "{{ inventory_hostname }}"}
+        per_host: yes
+    - set_stats:
+        data: {my_int: 1.5, other: 1}
+        aggregate: no
+      when: inventory_hostname == 'b'
+    - assert:
+        that:
+          - "r.ansible_stats == {'data': {'my_int': 10, 'l': [1], 'd': {'x': 1}, 's': 'ab'}, 'per_host': false, 'aggregate': true}"
+          - r is not changed
+    - set_stats:
+        data: "{{ [1] }}"
+      ignore_errors: true
+      register: bad
+    - assert:
+        that: bad.msg == "The 'data' option needs to be a dictionary/hash"
+"#;
+    let out = Test::new()
+        .write(
+            "hosts",
+            "a ansible_connection=local\nb ansible_connection=local\n",
+        )
+        .write("p.yml", book)
+        .env("ANSIBLE_SHOW_CUSTOM_STATS", "yes")
+        .args(["playbook", "-i", "hosts", "p.yml"])
+        .succeeds()
+        .partial_output("the tasks' lines and the timing are not what this test is about")
+        .stdout();
+    assert!(
+        out.contains(
+            "CUSTOM STATS:\n\ta: { \"ph\": \"a\"}\n\tb: { \"ph\": \"b\"}\n\n\tRUN: { \"d\": {  \"x\": 1,  \
+             \"y\": 2 }, \"f\": 3.0, \"l\": [  1,  1,  2,  2 ], \"my_int\": 1.5, \"other\": 1, \
+             \"s\": \"ababcdcd\"}\n"
+        ),
+        "{out}"
+    );
+}
