@@ -184,8 +184,17 @@ pub(crate) fn build_args(
                 out.insert("_raw_params".into(), Value::String(s.clone()));
             }
         }
+        // ansible-core's `ModuleArgsParser` takes a mapping, a text or nothing.
         Value::Bool(_) | Value::Number(_) => {
-            out.insert("_raw_params".into(), value.clone());
+            let class = match value {
+                Value::Bool(_) => "bool",
+                Value::Number(n) if n.is_f64() => "float",
+                _ => "int",
+            };
+            return Err(invalid(
+                at,
+                format!("unexpected parameter type in action: <class '{class}'>"),
+            ));
         }
         Value::Array(_) => {
             return Err(invalid(

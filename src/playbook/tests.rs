@@ -245,3 +245,21 @@ fn a_collections_keyword_that_is_no_list_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_module_given_a_boolean_or_number_is_refused_as_ansible_core_refuses_it() {
+    for (args, class) in [("false", "bool"), ("5", "int"), ("1.5", "float")] {
+        let err = load(&[(
+            "site.yml",
+            &format!("- hosts: all\n  tasks:\n    - command: {args}\n"),
+        )])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(&format!(
+                "site.yml:3: unexpected parameter type in action: <class '{class}'>"
+            )),
+            "{err}"
+        );
+    }
+}
