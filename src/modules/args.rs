@@ -181,6 +181,13 @@ pub fn ansible_text(module: &str, detail: &str) -> String {
         return format!("module `{module}`: {detail}");
     };
     let (word, tail) = rest.split_once('`').unwrap_or((rest, ""));
+    // Free-form words given to a module that takes none (ansible-core's
+    // `Task._post_validate_args`).
+    if word == "_raw_params" {
+        return format!(
+            "Task failed: Action 'ansible.builtin.{module}' does not support raw params."
+        );
+    }
     let suggestion = tail
         .strip_prefix(", did you mean `")
         .and_then(|t| t.split('`').next());

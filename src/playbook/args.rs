@@ -153,8 +153,10 @@ pub(crate) fn build_args(
                 // `{{ }}` block does not end the word), each cut at its first unescaped `=`.
                 // Words that are templates are arguments the task's variables give (a mapping
                 // when it runs, as ansible-core templates the words left over; anything else
-                // fails that task); any other word is refused here.
+                // fails that task). Other words are the task's `_raw_params`, as `parse_kv`
+                // keeps them: a module that takes none fails where a host reaches it.
                 let mut templated = Vec::new();
+                let mut words = Vec::new();
                 for tok in split_args(s) {
                     let tok = decode_escapes(&tok);
                     let eq = tok
@@ -165,19 +167,18 @@ pub(crate) fn build_args(
                     let Some(eq) = eq else {
                         if is_all_template(tok.trim()) {
                             templated.push(tok.trim().to_string());
-                            continue;
                         }
-                        return Err(invalid(
-                            at,
-                            format!("expected `key=value` arguments, got `{}`", tok.trim()),
-                        ));
+                        words.push(tok.trim().to_string());
+                        continue;
                     };
                     out.insert(
                         tok[..eq].trim().to_string(),
                         Value::String(unquote(tok[eq + 1..].trim())),
                     );
                 }
-                if !templated.is_empty() {
+                if !words.is_empty() && templated.len() < words.len() {
+                    out.insert("_raw_params".into(), Value::String(words.join(" ")));
+                } else if !templated.is_empty() {
                     out.insert(VARIABLE_PARAMS.into(), Value::String(templated.join(" ")));
                 }
             } else {

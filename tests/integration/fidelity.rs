@@ -2242,3 +2242,38 @@ fn set_stats_adds_up_custom_stats_shown_after_the_recap() {
         "{out}"
     );
 }
+
+/// Words that are not `key=value` in a module's free-form arguments are its `_raw_params`, as
+/// ansible-core's `parse_kv` keeps them: the playbook loads, a module or action that takes
+/// none fails where a host reaches it, in ansible-core's words, and `set_fact` (which takes
+/// them) sets `_raw_params`. kinit refused the whole playbook at load time, so a handler
+/// written `debug: msg=handler ran` stopped runs that never notified it. ansible-playbook
+/// 2.19.4 gives the same results for this playbook.
+#[test]
+fn stray_free_form_words_fail_only_the_task_that_runs_them() {
+    let book = "- hosts: localhost\n  gather_facts: false\n  handlers:\n\
+                \x20   - name: never\n      debug: msg=handler never ran\n  tasks:\n\
+                \x20   - file: path=x state=touch extra words\n      ignore_errors: true\n      register: f\n\
+                \x20   - debug: msg=hello there\n      ignore_errors: true\n      register: d\n\
+                \x20   - set_fact: a=1 b\n\
+                \x20   - assert:\n        that:\n\
+                \x20         - f.msg is search(\"^Task failed. Action 'ansible.builtin.file' does not support raw params[.]$\")\n\
+                \x20         - d.msg is search(\"^Task failed. Action 'ansible.builtin.debug' does not support raw params[.]$\")\n\
+                \x20         - a == '1' and _raw_params == 'b'\n";
+    let ran = Test::new()
+        .write("p.yml", book)
+        .args(["playbook", "p.yml"])
+        .succeeds()
+        .partial_output("the two failures' origins and the timing are not what this test is about");
+    let out = ran.stdout();
+    assert!(
+        out.contains(
+            "ok=4    changed=0    unreachable=0    failed=0    skipped=0    rescued=0    ignored=2"
+        ),
+        "{out}"
+    );
+    assert!(
+        !ran.dir.join("x").exists(),
+        "the file task must not have run"
+    );
+}
