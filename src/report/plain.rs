@@ -668,9 +668,25 @@ fn failure_details(out: &mut String, result: &TaskResult) {
             Some(Value::String(c)) => {
                 let _ = write!(out, "\n    cmd: {c}");
             }
+            // `command`'s argument list, joined as Python's `shlex.join` writes it (ansible-core
+            // reports a failed command line that way): a word with anything but
+            // `[\w@%+=:,./-]` in single quotes.
             Some(Value::Array(words)) => {
-                let words: Vec<String> = words.iter().map(show).collect();
-                let _ = write!(out, "\n    cmd: {}", words.join(" "));
+                let quoted: Vec<String> = words
+                    .iter()
+                    .map(|w| {
+                        let w = show(w);
+                        let safe = !w.is_empty()
+                            && w.bytes()
+                                .all(|b| b.is_ascii_alphanumeric() || b"@%+=:,./-_".contains(&b));
+                        if safe {
+                            w
+                        } else {
+                            format!("'{}'", w.replace('\'', r"'\''"))
+                        }
+                    })
+                    .collect();
+                let _ = write!(out, "\n    cmd: {}", quoted.join(" "));
             }
             _ => {}
         }

@@ -84,9 +84,25 @@ impl Redactor {
             serde_json::Value::Object(m) => m
                 .iter()
                 .filter(|(k, _)| !VOCABULARY.contains(&k.as_str()))
-                .for_each(|(_, x)| self.add_task_data(x)),
+                .for_each(|(k, x)| {
+                    if !self.add_command_line(k, x) {
+                        self.add_task_data(x)
+                    }
+                }),
             other => self.add_value(other),
         }
+    }
+
+    /// `command`'s result names its argument list (`cmd`): it is masked as the command line
+    /// its words make, as the text `shell` reports is (one word of a command, `kubeadm`, is no
+    /// secret of its own). Whether `key`/`v` was one.
+    fn add_command_line(&self, key: &str, v: &serde_json::Value) -> bool {
+        let ("cmd", serde_json::Value::Array(words)) = (key, v) else {
+            return false;
+        };
+        let words: Vec<&str> = words.iter().filter_map(serde_json::Value::as_str).collect();
+        self.add(&words.join(" "));
+        true
     }
 
     /// Register every string inside a JSON value.
@@ -99,7 +115,16 @@ impl Redactor {
                 }
             }
             serde_json::Value::Array(a) => a.iter().for_each(|x| self.add_value(x)),
-            serde_json::Value::Object(m) => m.values().for_each(|x| self.add_value(x)),
+            // A registered result kept under a secret name: its loop variable's name is no
+            // secret, and its command is masked as a line.
+            serde_json::Value::Object(m) => m
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "ansible_loop_var" | "ansible_index_var"))
+                .for_each(|(k, x)| {
+                    if !self.add_command_line(k, x) {
+                        self.add_value(x)
+                    }
+                }),
             _ => {}
         }
     }
@@ -222,6 +247,32 @@ mod tests {
         let json = serde_json::to_string(&serde_json::json!({"out": "x s3cr\"et! y"})).unwrap();
         assert!(!r.apply(&json).contains("s3cr"));
         assert_eq!(r.apply("a s3cr\"et! b"), "a ******** b");
+    }
+
+    /// A `no_log` command's result masks its command line, not each word of its argument
+    /// list (which masked `kubeadm` in every later task name).
+    #[test]
+    fn a_no_log_commands_words_are_masked_as_its_line() {
+        let r = Redactor::default();
+        r.add_task_data(
+            &serde_json::json!({"cmd": ["kubeadm", "join", "--token", "abcdef.0123"],
+            "stdout": "joined"}),
+        );
+        assert_eq!(
+            r.apply("ran kubeadm join --token abcdef.0123; then kubeadm again"),
+            "ran ********; then kubeadm again"
+        );
+        assert_eq!(r.apply("it said joined"), "it said ********");
+        // The same result registered under a secret-named variable (`sa_tokens`).
+        let r = Redactor::default();
+        r.add_value(
+            &serde_json::json!({"results": [{"cmd": ["kubectl", "create", "token", "x"],
+            "ansible_loop_var": "item", "item": {"name": "kube-proxy"}, "stdout": "eyJhbGc"}]}),
+        );
+        assert_eq!(
+            r.apply("(item=x) create token; kubectl create token x: eyJhbGc"),
+            "(item=x) create token; ********: ********"
+        );
     }
 
     /// How each output channel may spell a secret, built independently of the redactor:
