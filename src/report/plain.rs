@@ -226,9 +226,10 @@ impl Plain {
                 location,
                 ..
             } => {
-                // A loop's items were shown one by one; only its failure, or its skip (every
-                // item skipped, or no items), gets a summary line, as in ansible-core's default
-                // callback.
+                // A loop's items were shown one by one; only its skip (every item skipped, or
+                // no items) or unreachable host gets a summary line, as in ansible-core's
+                // default callback, and a failed `debug` loop (whose `results` the callback's
+                // `_clean_results` drops, so `fatal: ... One or more items failed` is printed).
                 // A meta task says what it did at `-vv` (`META: ...`); only a skipped one
                 // gets a host line, as ansible-core's strategy reports meta tasks.
                 if module.as_deref() == Some("meta") {
@@ -241,10 +242,8 @@ impl Plain {
                     }
                 }
                 let summary = (!looped
-                    || matches!(
-                        status,
-                        Status::Failed | Status::Unreachable | Status::Skipped
-                    ))
+                    || matches!(status, Status::Unreachable | Status::Skipped)
+                    || (*status == Status::Failed && module.as_deref() == Some("debug")))
                     && self.shown(*status, result);
                 if summary {
                     self.header_for(&mut out, *task_id, task);

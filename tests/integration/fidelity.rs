@@ -2277,3 +2277,33 @@ fn stray_free_form_words_fail_only_the_task_that_runs_them() {
         "the file task must not have run"
     );
 }
+
+/// A loop's failure is told by its items alone, as ansible-playbook 2.19.4's default callback
+/// tells it (`_process_items`); only a `debug` loop, whose `results` the callback's
+/// `_clean_results` drops, ends with `fatal: ... One or more items failed`.
+#[test]
+fn a_failed_loop_gets_no_summary_line_but_a_failed_debug_loop_does() {
+    let run = |task: &str| {
+        Test::new()
+            .write(
+                "p.yml",
+                &format!("- hosts: localhost\n  gather_facts: false\n  tasks:\n{task}"),
+            )
+            .args(["playbook", "p.yml"])
+            .fails_with(2)
+            .partial_output("the error block is not what this test is about")
+            .stdout()
+    };
+    let out = run("    - shell: exit {{ item }}\n      loop: [0, 1]\n");
+    assert!(
+        out.contains("failed: [localhost] (item=1) => non-zero return code"),
+        "{out}"
+    );
+    assert!(!out.contains("One or more items failed"), "{out}");
+    let out = run("    - debug: msg={{ item.x }}\n      loop: [1]\n");
+    assert!(out.contains("failed: [localhost] (item=1) => "), "{out}");
+    assert!(
+        out.contains("fatal: [localhost]: FAILED! => One or more items failed"),
+        "{out}"
+    );
+}
